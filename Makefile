@@ -1,0 +1,43 @@
+# Tapescope: `make run` installs everything and serves http://127.0.0.1:5000; `make test` installs and runs every test.
+PY      := .venv/bin/python
+PIP     := .venv/bin/pip
+VENDOR  := static/vendor
+
+.PHONY: run test install system-deps python-deps frontend-deps bench clean
+
+run: install
+	$(PY) app.py
+
+test: install
+	$(PY) -m pytest -q
+
+install: system-deps python-deps frontend-deps
+
+# Debian's chromium drives the browser tests (Playwright never downloads a browser here).
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium; fi; }
+
+python-deps: .venv/.installed
+.venv/.installed: requirements.txt
+	python3 -m venv .venv
+	$(PIP) install -q -r requirements.txt
+	touch $@
+
+# D3 and dagre from the npm registry, Plotly from the plotly Python package: copied to static/vendor, no CDN.
+frontend-deps: $(VENDOR)/.installed
+$(VENDOR)/.installed: package.json package-lock.json .venv/.installed
+	npm ci --no-audit --no-fund --silent
+	mkdir -p $(VENDOR)
+	cp node_modules/d3/dist/d3.min.js $(VENDOR)/d3.min.js
+	cp node_modules/@dagrejs/dagre/dist/dagre.min.js $(VENDOR)/dagre.min.js
+	cp $$($(PY) -c "import plotly, os; print(os.path.join(os.path.dirname(plotly.__file__), 'package_data', 'plotly.min.js'))") $(VENDOR)/plotly.min.js
+	touch $@
+
+bench: install
+	$(PY) bench/engine.py
+	$(PY) bench/trace.py
+
+clean:
+	rm -rf .venv node_modules $(VENDOR)

@@ -1,0 +1,32 @@
+"""Shared fixtures: a fresh app on a temporary instance folder, its test client, and Chromium launch flags."""
+import pytest
+
+from app import create_app
+
+
+@pytest.fixture
+def app(tmp_path):
+    app = create_app({"TESTING": True, "DATABASE_URL": f"sqlite:///{tmp_path / 'tapescope.sqlite'}"})
+    yield app
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app):
+    return app.test_cli_runner()
+
+
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """Debian's chromium, never a downloaded browser."""
+    return {**browser_type_launch_args, "executable_path": "/usr/bin/chromium", "args": CHROMIUM_ARGS}
