@@ -1,0 +1,27 @@
+"""The tape engine: a numpy Wengert list with PyTorch's autograd semantics.
+
+    from backend.tape import Tensor, tensor, parameter, no_grad, gradcheck
+"""
+from backend.tape import ops  # noqa: F401  (fills the registry)
+from backend.tape import methods  # noqa: F401  (attaches Tensor's operators)
+from backend.tape.engine import backward
+from backend.tape.functional import (
+    cat, cross_entropy, dropout, embedding, gelu, layer_norm, log_softmax, masked_fill, matmul, mse_loss,
+    permute, relu, reshape, rms_norm, scaled_dot_product_attention, sigmoid, softmax, tanh, transpose,
+)
+from backend.tape.gradcheck import GradcheckError, gradcheck
+from backend.tape.modes import enable_grad, no_grad
+from backend.tape.optim import SGD, Adam
+from backend.tape.random import get_rng_state, manual_seed, set_rng_state
+from backend.tape.registry import OPS
+from backend.tape.tensor import Tensor, parameter, tensor
+
+ENGINE_VERSION = "0.1.0"
+
+__all__ = [
+    "Tensor", "tensor", "parameter", "no_grad", "enable_grad", "gradcheck", "GradcheckError", "backward",
+    "SGD", "Adam", "OPS", "ENGINE_VERSION", "manual_seed", "get_rng_state", "set_rng_state",
+    "cat", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "log_softmax", "masked_fill",
+    "matmul", "mse_loss", "permute", "relu", "reshape", "rms_norm", "scaled_dot_product_attention",
+    "sigmoid", "softmax", "tanh", "transpose",
+]

@@ -1,0 +1,161 @@
+"""The backward scheduler: dependency counts and a ready queue, never recursion; it owns accumulation.
+
+Each node's incoming adjoint waits in a buffer until the last consumer has delivered its share; contributions
+to a tensor used twice are summed there (+=). Leaves accumulate into `.grad`, allocated on first use.
+"""
+import heapq
+
+import numpy as np
+
+from backend.tape import events
+from backend.tape.node import Node
+from backend.tape.storage import Storage
+
+
+class Adjoint:
+    """A gradient array and the storage that holds it (shared when a vjp passes its input through)."""
+
+    __slots__ = ("array", "storage", "exclusive")
+
+    def __init__(self, array, storage, exclusive=False):
+        self.array = array
+        self.storage = storage
+        self.exclusive = exclusive      # nothing else holds this array: a leaf may adopt it without a copy
+
+
+def _fresh(array, owner_uid):
+    storage = Storage(array.nbytes, array.dtype.name, "grad", None)
+    if events.active:
+        events.emit("alloc_grad", storage=storage, array=array, owner=owner_uid)
+    return Adjoint(array, storage, exclusive=True)
+
+
+def dependencies(root):
+    """How many edges point at each node reachable from `root` (an iterative walk)."""
+    counts = {root: 0}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for parent in node.next:
+            if type(parent) is Node:
+                if parent in counts:
+                    counts[parent] += 1
+                else:
+                    counts[parent] = 1
+                    stack.append(parent)
+    return counts
+
+
+def backward(root_tensor, gradient=None, retain_graph=False):
+    """Run the adjoint sweep from `root_tensor`, accumulating into leaf `.grad`s."""
+    if not root_tensor.requires_grad:
+        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    if gradient is None:
+        if root_tensor.data.size != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        seed = np.ones_like(root_tensor.data)
+    else:
+        seed = np.asarray(gradient, dtype=root_tensor.data.dtype).reshape(root_tensor.data.shape)
+    seed_adjoint = _fresh(seed, root_tensor.uid)
+    root = root_tensor.grad_fn
+    if root is None:                       # backward on a leaf: its own .grad gets the seed
+        _accumulate_leaf(root_tensor, seed_adjoint, None)
+        return
+    pending = dependencies(root)
+    if events.active:
+        events.emit("backward_begin", root=root, dependencies=pending)
+    buffers = {root: seed_adjoint}
+    ready = [(-root.seq, root)]
+    while ready:
+        _, node = heapq.heappop(ready)
+        adjoint = buffers.pop(node, None)     # None: no gradient reached it
+        _run_node(node, adjoint, buffers, pending, ready, retain_graph)
+    if events.active:
+        events.emit("backward_end", root=root)
+
+
+def _run_node(node, adjoint, buffers, pending, ready, retain_graph):
+    if events.active:
+        events.emit("node_begin", node=node, adjoint=adjoint)
+    if adjoint is None:
+        grads = (None,) * len(node.next)
+    else:
+        saved = node.unpack()
+        _keep_retained(node, adjoint)
+        grads = node.op.vjp(adjoint.array, saved, node)
+        if len(grads) != len(node.next):
+            raise RuntimeError(
+                f"vjp of {node.op.name} returned {len(grads)} gradients for {len(node.next)} inputs")
+        del saved
+    if events.active:
+        events.emit("vjp", node=node, adjoint=adjoint)
+    produced = {}
+    for parent, grad in zip(node.next, grads):
+        if parent is None or grad is None:
+            if type(parent) is Node:
+                _arrive(parent, pending, ready)
+            continue
+        contribution = _adjoint_for(grad, adjoint, produced, node)
+        if events.active:
+            events.emit("contribution", node=node, parent=parent, adjoint=contribution)
+        if type(parent) is Node:
+            existing = buffers.get(parent)
+            buffers[parent] = contribution if existing is None else _sum(parent, existing, contribution)
+            _arrive(parent, pending, ready)
+        else:
+            _accumulate_leaf(parent, contribution, node)
+    del grads, produced, adjoint
+    if not retain_graph:
+        node.release()
+    if events.active:
+        events.emit("node_end", node=node, ready=[entry[1] for entry in ready], pending=pending)
+
+
+def _keep_retained(node, adjoint):
+    tensor = node.retained() if node.retained is not None else None
+    if tensor is not None:
+        tensor._grad = adjoint.array.copy() if tensor._grad is None else tensor._grad + adjoint.array
+
+
+def _arrive(parent, pending, ready):
+    pending[parent] -= 1
+    if pending[parent] == 0:
+        heapq.heappush(ready, (-parent.seq, parent))
+
+
+def _adjoint_for(grad, incoming, produced, node):
+    """Wrap a vjp output: a pass-through of the incoming adjoint shares its storage, anything else is new."""
+    if incoming is not None and np.may_share_memory(grad, incoming.array):
+        return Adjoint(grad, incoming.storage)
+    key = id(grad)
+    if key in produced:                         # one array handed to two parents: neither owns it
+        produced[key].exclusive = False
+        return Adjoint(grad, produced[key].storage)
+    produced[key] = _fresh(grad, node.output_uid)
+    return produced[key]
+
+
+def _sum(parent, existing, contribution):
+    """+= at a tensor used twice: the two shares become one buffer."""
+    total = _fresh(existing.array + contribution.array, parent.output_uid)
+    if events.active:
+        events.emit("accumulate", target=parent.output_uid, parts=(existing, contribution), total=total)
+    return total
+
+
+def _accumulate_leaf(leaf, contribution, node):
+    if leaf._grad is None:
+        array = contribution.array
+        owned = array.base is None and array.flags.writeable and array.dtype == leaf.data.dtype
+        if owned and contribution.exclusive:
+            contribution.storage.uid = leaf.uid
+            leaf.adopt_grad(array, contribution.storage)       # steal the buffer, as AccumulateGrad does
+        else:
+            copy = np.array(array, dtype=leaf.data.dtype)
+            leaf.adopt_grad(copy, Storage(copy.nbytes, copy.dtype.name, "grad", leaf.uid))
+        if events.active:
+            events.emit("accumulate_leaf", leaf=leaf, parts=(contribution,), first=True)
+    else:
+        leaf._grad += contribution.array
+        if events.active:
+            events.emit("accumulate_leaf", leaf=leaf, parts=(contribution,), first=False)

@@ -1,0 +1,158 @@
+"""The functional API, named as in torch.nn.functional: each function is one op from the registry or a composite of them."""
+import math
+
+import numpy as np
+
+from backend.tape import random as tape_random
+from backend.tape.dispatch import apply
+from backend.tape.registry import OPS
+from backend.tape.tensor import Tensor
+
+
+def as_tensor(value, like):
+    """A Python number or array used as an operand: a constant leaf in the other operand's dtype."""
+    if isinstance(value, Tensor):
+        return value
+    return Tensor.allocate(np.asarray(value, dtype=like.data.dtype), "input", name="const")
+
+
+def _unary(name):
+    op = OPS[name]
+    return lambda x: apply(op, (x,))
+
+
+relu = _unary("relu")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+exp = _unary("exp")
+log = _unary("log")
+neg = _unary("neg")
+
+
+def gelu(x, approximate="tanh"):
+    if approximate != "tanh":
+        raise ValueError("only the tanh form of gelu is implemented: pass approximate='tanh'")
+    return apply(OPS["gelu"], (x,))
+
+
+def add(a, b):
+    return apply(OPS["add"], (a, as_tensor(b, a)))
+
+
+def sub(a, b):
+    return apply(OPS["sub"], (a, as_tensor(b, a)))
+
+
+def mul(a, b):
+    return apply(OPS["mul"], (a, as_tensor(b, a)))
+
+
+def div(a, b):
+    return apply(OPS["div"], (a, as_tensor(b, a)))
+
+
+def pow(x, exponent):   # noqa: A001 - torch's name
+    if isinstance(exponent, Tensor):
+        raise TypeError("pow takes a scalar exponent")
+    return apply(OPS["pow"], (x,), {"exponent": exponent})
+
+
+def matmul(a, b):
+    return apply(OPS["matmul"], (a, b))
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001
+    return apply(OPS["sum"], (x,), {"axis": _axis(axis), "keepdims": keepdims})
+
+
+def mean(x, axis=None, keepdims=False):
+    return apply(OPS["mean"], (x,), {"axis": _axis(axis), "keepdims": keepdims})
+
+
+def max(x, axis, keepdims=False):   # noqa: A001
+    return apply(OPS["max"], (x,), {"axis": axis, "keepdims": keepdims})
+
+
+def softmax(x, dim=-1):
+    return apply(OPS["softmax"], (x,), {"axis": dim})
+
+
+def log_softmax(x, dim=-1):
+    return apply(OPS["log_softmax"], (x,), {"axis": dim})
+
+
+def reshape(x, *shape):
+    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    return apply(OPS["reshape"], (x,), {"shape": shape})
+
+
+def permute(x, *axes):
+    axes = tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+    return apply(OPS["permute"], (x,), {"axes": tuple(a % x.ndim for a in axes)})
+
+
+def transpose(x, dim0=-2, dim1=-1):
+    axes = list(range(x.ndim))
+    axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
+    return permute(x, axes)
+
+
+def getitem(x, key):
+    if isinstance(key, Tensor):
+        key = key.data
+    return apply(OPS["getitem"], (x,), {"key": key})
+
+
+def cat(tensors, dim=0):
+    return apply(OPS["concat"], tuple(tensors), {"axis": dim})
+
+
+def masked_fill(x, mask, value):
+    return apply(OPS["masked_fill"], (x, mask), {"value": float(value)})
+
+
+def dropout(x, p=0.5, training=True):
+    if not training or p == 0:
+        return x
+    if not 0 <= p < 1:
+        raise ValueError(f"dropout probability has to be in [0, 1), but got {p}")
+    return apply(OPS["dropout"], (x,), {"p": p})
+
+
+def embedding(indices, weight):
+    return apply(OPS["embedding"], (indices, weight))
+
+
+def layer_norm(x, weight, bias, eps=1e-5):
+    return apply(OPS["layernorm"], (x, weight, bias), {"eps": eps})
+
+
+def rms_norm(x, weight, eps=1e-6):
+    return apply(OPS["rmsnorm"], (x, weight), {"eps": eps})
+
+
+def cross_entropy(logits, target):
+    """Mean cross-entropy from logits [N, C] (or [..., C]) and integer targets, with the fused p − y backward."""
+    if logits.ndim > 2:
+        logits = reshape(logits, (-1, logits.shape[-1]))
+    if not isinstance(target, Tensor):
+        target = Tensor.allocate(np.asarray(target, dtype=np.int64), "input", name="target")
+    if target.ndim != 1:
+        target = reshape(target, (-1,))
+    return apply(OPS["cross_entropy"], (logits, target))
+
+
+def mse_loss(prediction, target):
+    diff = sub(prediction, target)
+    return mean(mul(diff, diff))
+
+
+def scaled_dot_product_attention(q, k, v, is_causal=False, dropout_p=0.0):
+    """Fused ("efficient") attention over [..., seq, dim]: saves q, k, v, output and per-row log-sum-exp."""
+    attrs = {"causal": bool(is_causal), "scale": 1.0 / math.sqrt(q.shape[-1]), "dropout_p": float(dropout_p),
+             "rng_state": tape_random.get_rng_state() if dropout_p > 0 else None}
+    return apply(OPS["attention"], (q, k, v), attrs)
+
+
+def _axis(axis):
+    return tuple(axis) if isinstance(axis, list) else axis

@@ -1,0 +1,59 @@
+"""Tensor's operators and methods, each a call into the functional API; in-place ones bump the version."""
+
+from backend.tape import functional as F
+from backend.tape import modes
+from backend.tape.dispatch import apply_inplace
+from backend.tape.registry import OPS
+from backend.tape.tensor import Tensor
+
+
+def _reflected(fn):
+    return lambda self, other: fn(F.as_tensor(other, self), self)
+
+
+def _setitem(self, key, value):
+    if modes.enabled and self.requires_grad:
+        if self.grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        raise RuntimeError("item assignment into a tensor on the tape is not recorded: do it under no_grad(), "
+                           "or build the result with masked_fill")
+    self.data[key] = value.data if isinstance(value, Tensor) else value
+    self.storage.version += 1
+
+
+def _zero_(self):
+    if modes.enabled and self.requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation."
+                           if self.grad_fn is None else "zero_ on a tensor on the tape is not recorded")
+    self.data[...] = 0
+    self.storage.version += 1
+    return self
+
+
+def _inplace(name):
+    op = OPS[name]
+    if len(op.inputs) == 1:
+        return lambda self: apply_inplace(op, self, ())
+    return lambda self, other: apply_inplace(op, self, (F.as_tensor(other, self),))
+
+
+METHODS = {
+    "__add__": F.add, "__radd__": _reflected(F.add),
+    "__sub__": F.sub, "__rsub__": _reflected(F.sub),
+    "__mul__": F.mul, "__rmul__": _reflected(F.mul),
+    "__truediv__": F.div, "__rtruediv__": _reflected(F.div),
+    "__matmul__": F.matmul, "__rmatmul__": _reflected(F.matmul),
+    "__neg__": F.neg, "__pow__": F.pow,
+    "__getitem__": F.getitem, "__setitem__": _setitem,
+    "relu": F.relu, "tanh": F.tanh, "sigmoid": F.sigmoid, "exp": F.exp, "log": F.log, "gelu": F.gelu,
+    "sum": F.sum, "mean": F.mean, "max": F.max, "softmax": F.softmax, "log_softmax": F.log_softmax,
+    "reshape": F.reshape, "view": F.reshape, "permute": F.permute, "transpose": F.transpose,
+    "masked_fill": F.masked_fill,
+    "add_": _inplace("add"), "mul_": _inplace("mul"), "relu_": _inplace("relu"), "zero_": _zero_,
+}
+
+for method_name, function in METHODS.items():
+    setattr(Tensor, method_name, function)
+
+Tensor.T = property(lambda self: F.transpose(self, -2, -1) if self.ndim >= 2 else self)
+Tensor.__array_priority__ = 1000

@@ -1,0 +1,72 @@
+"""A tape entry (a grad_fn): the op, its backward edges, and the tensors its vjp needs, with their versions."""
+import itertools
+
+from backend.tape import events
+
+_sequence = itertools.count()
+
+SECOND_BACKWARD = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they "
+    "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
+    "or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time "
+    "or if you need to access saved tensors after calling backward."
+)
+
+
+class Node:
+    """One entry of the Wengert list. `next` holds, per input, the producing Node, the leaf Tensor, or None."""
+
+    __slots__ = ("op", "attrs", "next", "needs", "shapes", "saved", "seq", "output_uid",
+                 "retained", "released", "had_saved", "__weakref__")
+
+    def __init__(self, op, attrs, inputs, needs):
+        self.op = op
+        self.attrs = attrs
+        self.needs = needs
+        self.next = tuple(
+            (t.grad_fn if t.grad_fn is not None else t) if need else None
+            for t, need in zip(inputs, needs)
+        )
+        self.shapes = tuple(t.data.shape for t in inputs)
+        self.saved = {}
+        self.seq = next(_sequence)
+        self.output_uid = None
+        self.retained = None
+        self.released = False
+        self.had_saved = False
+
+    def name(self):
+        return self.op.backward_name
+
+    def save(self, saved_name, array, storage, uid, origin):
+        """Pin `array` (held in `storage`) for backward, remembering the storage's version right now."""
+        self.saved[saved_name] = (array, storage, storage.version, origin, uid)
+        self.had_saved = True
+        if events.active:
+            events.emit("save", node=self, name=saved_name, uid=uid, storage=storage)
+
+    def unpack(self):
+        """The saved arrays, after checking each is still the version the forward saw."""
+        if self.released and self.had_saved:
+            raise RuntimeError(SECOND_BACKWARD)
+        values = {}
+        for saved_name, (array, storage, version, origin, _uid) in self.saved.items():
+            if storage.version != version:
+                shape = ", ".join(str(d) for d in array.shape)
+                source = f", which is output 0 of {origin}," if origin else ""
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an "
+                    f"inplace operation: [{array.dtype.name} [{shape}]]{source} is at version "
+                    f"{storage.version}; expected version {version} instead. Hint: the tensor was saved "
+                    f"by {self.name()}; move the in-place change after backward or make it out-of-place."
+                )
+            values[saved_name] = array
+        return values
+
+    def release(self):
+        """Drop the saved tensors: backward's free. Their storages die here unless something else holds them."""
+        self.released = True
+        if self.saved:
+            if events.active:
+                events.emit("release", node=self, uids=[entry[4] for entry in self.saved.values()])
+            self.saved = {}

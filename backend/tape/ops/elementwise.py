@@ -1,0 +1,131 @@
+"""Elementwise ops: unary activations and broadcasting binary arithmetic, each beside its vjp."""
+import math
+
+import numpy as np
+
+from backend.tape.registry import Op, register, size_of, unbroadcast
+
+
+def _n(shapes, out_shape, attrs):
+    return size_of(out_shape)
+
+
+def _per_element(cost):
+    return lambda shapes, out_shape, attrs: cost * size_of(out_shape)
+
+
+# ============================== binary (broadcasting) ==============================
+
+register(Op(
+    "add", "binary", ("a", "b"),
+    forward=lambda attrs, a, b: a + b,
+    vjp=lambda g, s, node: (unbroadcast(g, node.shapes[0]) if node.needs[0] else None,
+                            unbroadcast(g, node.shapes[1]) if node.needs[1] else None),
+    flops=_n, why="add needs nothing: its vjp passes the adjoint through (summed over broadcast axes).",
+))
+
+register(Op(
+    "sub", "binary", ("a", "b"),
+    forward=lambda attrs, a, b: a - b,
+    vjp=lambda g, s, node: (unbroadcast(g, node.shapes[0]) if node.needs[0] else None,
+                            -unbroadcast(g, node.shapes[1]) if node.needs[1] else None),
+    flops=_n, why="sub needs nothing: its vjp is ±the adjoint.",
+))
+
+register(Op(
+    "mul", "binary", ("a", "b"), saves={"a": ("b",), "b": ("a",)},
+    forward=lambda attrs, a, b: a * b,
+    vjp=lambda g, s, node: (unbroadcast(g * s["b"], node.shapes[0]) if node.needs[0] else None,
+                            unbroadcast(g * s["a"], node.shapes[1]) if node.needs[1] else None),
+    flops=_n, why="mul saves both inputs: da = dy·b needs b and db = dy·a needs a.",
+))
+
+
+def _div_vjp(g, s, node):
+    a_grad = unbroadcast(g / s["b"], node.shapes[0]) if node.needs[0] else None
+    b_grad = unbroadcast(-g * s["a"] / (s["b"] * s["b"]), node.shapes[1]) if node.needs[1] else None
+    return a_grad, b_grad
+
+
+register(Op(
+    "div", "binary", ("a", "b"), saves={"a": ("b",), "b": ("a", "b")},
+    forward=lambda attrs, a, b: a / b, vjp=_div_vjp, flops=_n,
+    why="div saves b for both gradients (da = dy/b) and a for db = −dy·a/b².",
+))
+
+register(Op(
+    "neg", "elementwise", ("x",),
+    forward=lambda attrs, x: -x,
+    vjp=lambda g, s, node: (-g,),
+    flops=_n, why="neg needs nothing.",
+))
+
+register(Op(
+    "pow", "elementwise", ("x",), saves={"x": ("x",)},
+    forward=lambda attrs, x: x ** attrs["exponent"],
+    vjp=lambda g, s, node: (g * (node.attrs["exponent"] * s["x"] ** (node.attrs["exponent"] - 1)),),
+    flops=_per_element(2), why="pow saves its input: d(xᵖ) = p·xᵖ⁻¹ needs x.",
+))
+
+# ============================== unary activations ==============================
+
+register(Op(
+    "exp", "elementwise", ("x",), saves={"out": ("x",)},
+    forward=lambda attrs, x: np.exp(x),
+    vjp=lambda g, s, node: (g * s["out"],),
+    flops=_n, why="exp saves its output: d(eˣ) = eˣ is the output itself.",
+))
+
+register(Op(
+    "log", "elementwise", ("x",), saves={"x": ("x",)},
+    forward=lambda attrs, x: np.log(x),
+    vjp=lambda g, s, node: (g / s["x"],),
+    flops=_n, why="log saves its input: d(log x) = 1/x.",
+))
+
+register(Op(
+    "tanh", "elementwise", ("x",), saves={"out": ("x",)},
+    forward=lambda attrs, x: np.tanh(x),
+    vjp=lambda g, s, node: (g * (1 - s["out"] * s["out"]),),
+    flops=_n, why="tanh saves its output: d(tanh) = 1 − y².",
+))
+
+
+def _sigmoid(attrs, x):
+    return (1 / (1 + np.exp(-x))).astype(x.dtype, copy=False)
+
+
+register(Op(
+    "sigmoid", "elementwise", ("x",), saves={"out": ("x",)},
+    forward=_sigmoid,
+    vjp=lambda g, s, node: (g * s["out"] * (1 - s["out"]),),
+    flops=_per_element(3), why="sigmoid saves its output: dσ = σ(1 − σ).",
+))
+
+register(Op(
+    "relu", "elementwise", ("x",), saves={"out": ("x",)},
+    forward=lambda attrs, x: np.maximum(x, 0),
+    vjp=lambda g, s, node: (g * (s["out"] > 0),),
+    flops=_n, why="relu saves its output: the gate y > 0 is read off the output.",
+))
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def _gelu(attrs, x):
+    inner = _GELU_C * (x + 0.044715 * x ** 3)
+    return 0.5 * x * (1 + np.tanh(inner))
+
+
+def _gelu_vjp(g, s, node):
+    x = s["x"]
+    t = np.tanh(_GELU_C * (x + 0.044715 * x ** 3))
+    slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * x * x)
+    return (g * slope,)
+
+
+register(Op(
+    "gelu", "elementwise", ("x",), saves={"x": ("x",)},
+    forward=_gelu, vjp=_gelu_vjp, flops=_per_element(8),
+    why="gelu saves its input: its slope Φ-like term is recomputed from x.",
+))

@@ -1,0 +1,51 @@
+"""Movement ops: reshape, transpose/permute, indexing and concat. Views share their input's storage."""
+import numpy as np
+
+from backend.tape.registry import Op, register
+
+
+def _free(shapes, out_shape, attrs):
+    return 0
+
+
+register(Op(
+    "reshape", "movement", ("x",), view=True,
+    forward=lambda attrs, x: np.reshape(x, attrs["shape"]),
+    vjp=lambda g, s, node: (np.reshape(g, node.shapes[0]),),
+    flops=_free, why="reshape saves only the shape: a view, no bytes.",
+))
+
+register(Op(
+    "permute", "movement", ("x",), view=True,
+    forward=lambda attrs, x: np.transpose(x, attrs["axes"]),
+    vjp=lambda g, s, node: (np.transpose(g, np.argsort(node.attrs["axes"])),),
+    flops=_free, why="permute saves only the axis order: a view, no bytes.",
+))
+
+
+def _getitem_vjp(g, s, node):
+    grad = np.zeros(node.shapes[0], dtype=g.dtype)
+    np.add.at(grad, node.attrs["key"], g)   # add.at, not =: an index may repeat
+    return (grad,)
+
+
+register(Op(
+    "getitem", "movement", ("x",), view=True,
+    forward=lambda attrs, x: x[attrs["key"]],
+    vjp=_getitem_vjp, flops=_free,
+    why="indexing saves only the index and shape: its vjp scatters the adjoint back.",
+))
+
+
+def _concat_vjp(g, s, node):
+    axis = node.attrs["axis"]
+    bounds = np.cumsum([shape[axis] for shape in node.shapes])[:-1]
+    return tuple(np.split(g, bounds, axis=axis))
+
+
+register(Op(
+    "concat", "movement", ("xs",), variadic=True,
+    forward=lambda attrs, *xs: np.concatenate(xs, axis=attrs["axis"]),
+    vjp=_concat_vjp, flops=_free,
+    why="concat saves only the sizes: its vjp splits the adjoint.",
+))

@@ -1,0 +1,102 @@
+"""Reductions and softmaxes: sum, mean, max along an axis, softmax, log_softmax."""
+import numpy as np
+
+from backend.tape.registry import Op, register, size_of
+
+
+def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted(a % ndim for a in axes))
+
+
+def _spread(g, node):
+    """Broadcast a reduced adjoint back over the input's shape (a view: no new bytes)."""
+    shape = node.shapes[0]
+    if not node.attrs.get("keepdims", False):
+        g = np.expand_dims(g, _axes(node.attrs.get("axis"), len(shape)))
+    return np.broadcast_to(g, shape)
+
+
+def _reduced_count(node):
+    shape = node.shapes[0]
+    return size_of([shape[a] for a in _axes(node.attrs.get("axis"), len(shape))])
+
+
+def _input_size(shapes, out_shape, attrs):
+    return size_of(shapes[0])
+
+
+register(Op(
+    "sum", "reduce", ("x",),
+    forward=lambda attrs, x: np.sum(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False)),
+    vjp=lambda g, s, node: (_spread(g, node),),
+    flops=_input_size, why="sum saves only the input's shape: its vjp broadcasts the adjoint back.",
+))
+
+register(Op(
+    "mean", "reduce", ("x",),
+    forward=lambda attrs, x: np.mean(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False)),
+    vjp=lambda g, s, node: (_spread(g / _reduced_count(node), node),),
+    flops=_input_size, why="mean saves only shapes: its vjp spreads the adjoint evenly.",
+))
+
+
+def _max_forward(attrs, x):
+    axis, keepdims = attrs["axis"], attrs.get("keepdims", False)
+    indices = np.expand_dims(np.argmax(x, axis=axis), axis)
+    out = np.take_along_axis(x, indices, axis=axis)
+    return (out if keepdims else np.squeeze(out, axis=axis)), {"indices": indices}
+
+
+def _max_vjp(g, s, node):
+    axis = node.attrs["axis"]
+    if not node.attrs.get("keepdims", False):
+        g = np.expand_dims(g, axis)
+    grad = np.zeros(node.shapes[0], dtype=g.dtype)
+    np.put_along_axis(grad, s["indices"], g, axis=axis)
+    return (grad,)
+
+
+register(Op(
+    "max", "reduce", ("x",), saves={"indices": ("x",)}, extras=("indices",),
+    forward=_max_forward, vjp=_max_vjp, flops=_input_size,
+    why="max saves the argmax indices: only the winning element receives the adjoint.",
+))
+
+
+def _softmax(attrs, x):
+    axis = attrs.get("axis", -1)
+    shifted = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return shifted / np.sum(shifted, axis=axis, keepdims=True)
+
+
+def _softmax_vjp(g, s, node):
+    p = s["out"]
+    return (p * (g - np.sum(g * p, axis=node.attrs.get("axis", -1), keepdims=True)),)
+
+
+register(Op(
+    "softmax", "reduce", ("x",), saves={"out": ("x",)},
+    forward=_softmax, vjp=_softmax_vjp, flops=lambda shapes, out, attrs: 5 * size_of(out),
+    why="softmax saves its output: dz = p ⊙ (dp − ⟨dp, p⟩) needs only p.",
+))
+
+
+def _log_softmax(attrs, x):
+    axis = attrs.get("axis", -1)
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def _log_softmax_vjp(g, s, node):
+    axis = node.attrs.get("axis", -1)
+    return (g - np.exp(s["out"]) * np.sum(g, axis=axis, keepdims=True),)
+
+
+register(Op(
+    "log_softmax", "reduce", ("x",), saves={"out": ("x",)},
+    forward=_log_softmax, vjp=_log_softmax_vjp, flops=lambda shapes, out, attrs: 5 * size_of(out),
+    why="log_softmax saves its output: dz = dy − softmax·Σdy, and softmax = exp(output).",
+))

@@ -1,0 +1,79 @@
+"""The op registry: each primitive declares its forward, vjp, saved values and FLOPs in one `Op` entry.
+
+An `Op` saves only what the gradients of its inputs that require grad need: `saves` maps each saved
+value ("out", an input name, or an extra the forward computes) to the inputs whose vjp reads it.
+"""
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+OPS = {}
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    family: str                 # elementwise | binary | matmul | reduce | normalization | loss | movement | random | attention
+    inputs: tuple               # input names, in call order
+    forward: Callable           # forward(attrs, *arrays) -> out, or (out, {extra: array}) when `extras`
+    vjp: Callable               # vjp(g, saved, node) -> one gradient per input, None where none flows
+    flops: Callable             # flops(input_shapes, out_shape, attrs) -> forward FLOPs
+    saves: dict = field(default_factory=dict)   # saved name -> names of inputs whose gradient needs it
+    extras: tuple = ()          # names of the extra arrays the forward returns for saving (masks, statistics)
+    view: bool = False          # output may share the storage of input 0
+    variadic: bool = False      # takes any number of inputs (concat)
+    why: str = ""               # one sentence on why it saves what it saves, shown in the sweep
+
+    @property
+    def backward_name(self):
+        return "".join(part.capitalize() for part in self.name.split("_")) + "Backward"
+
+    def save_plan(self):
+        """(saved name, where it comes from, which input grads need it) for every declared saved value."""
+        plan = []
+        for saved_name, needed_by in self.saves.items():
+            if saved_name == "out":
+                source = ("out", None)
+            elif saved_name in self.extras:
+                source = ("extra", saved_name)
+            else:
+                source = ("input", self.inputs.index(saved_name))
+            indices = tuple(self.inputs.index(n) for n in needed_by) if not self.variadic else ()
+            plan.append((saved_name, source, indices))
+        return tuple(plan)
+
+
+_plans = {}
+
+
+def register(op):
+    if op.name in OPS:
+        raise ValueError(f"op {op.name!r} is registered twice")
+    OPS[op.name] = op
+    _plans[op.name] = op.save_plan()
+    return op
+
+
+def plan_of(op):
+    return _plans[op.name]
+
+
+def unbroadcast(grad, shape):
+    """Sum a broadcast gradient back down to `shape`: every binary op's vjp ends here."""
+    if grad.shape == tuple(shape):
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    squeezed = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    if squeezed:
+        grad = grad.sum(axis=squeezed, keepdims=True)
+    return grad
+
+
+def size_of(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n

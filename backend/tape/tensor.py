@@ -1,0 +1,137 @@
+"""Tensor: an ndarray over a Storage, with requires_grad, grad_fn and a lazily allocated .grad."""
+import weakref
+
+import numpy as np
+
+from backend.tape import events, modes
+from backend.tape.storage import Storage, next_uid
+
+
+class Tensor:
+    """A node's value. Leaves (no grad_fn) that require grad collect `.grad`; everything else is on the tape."""
+
+    __slots__ = ("data", "storage", "requires_grad", "grad_fn", "name", "uid",
+                 "_grad", "_grad_storage", "__weakref__")
+    __array_ufunc__ = None          # numpy defers `ndarray op Tensor` to our reflected operators
+
+    def __init__(self, data, storage, requires_grad=False, grad_fn=None, name=None):
+        self.data = data
+        self.storage = storage
+        self.requires_grad = requires_grad
+        self.grad_fn = grad_fn
+        self.name = name
+        self.uid = next_uid()
+        self._grad = None
+        self._grad_storage = None
+
+    # ----- construction -------------------------------------------------------------------------
+    @classmethod
+    def allocate(cls, data, kind, requires_grad=False, grad_fn=None, name=None):
+        """A tensor over a fresh storage (an allocation the memory timeline counts)."""
+        storage = Storage(data.nbytes, data.dtype.name, kind, None)
+        tensor = cls(data, storage, requires_grad, grad_fn, name)
+        storage.uid = tensor.uid
+        if events.active:
+            events.emit("alloc", tensor=tensor, storage=storage, node=grad_fn)
+        return tensor
+
+    @classmethod
+    def view_of(cls, data, base, requires_grad=False, grad_fn=None, name=None):
+        """A tensor sharing `base`'s storage: no new bytes."""
+        tensor = cls(data, base.storage, requires_grad, grad_fn, name)
+        if events.active:
+            events.emit("view", tensor=tensor, storage=base.storage, node=grad_fn)
+        return tensor
+
+    # ----- autograd surface ---------------------------------------------------------------------
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is None:
+            self._grad, self._grad_storage = None, None
+            return
+        array = np.asarray(value)
+        self.adopt_grad(array, Storage(array.nbytes, array.dtype.name, "grad", self.uid))
+
+    def adopt_grad(self, array, storage):
+        """Make `array` (held in `storage`) this leaf's .grad: the engine's first accumulation."""
+        self._grad, self._grad_storage = array, storage
+        if events.active:
+            events.emit("grad", tensor=self, storage=storage)
+
+    def retain_grad(self):
+        """Keep this non-leaf's gradient in .grad after backward (intermediate gradients are freed otherwise)."""
+        if self.grad_fn is not None:
+            self.grad_fn.retained = weakref.ref(self)
+
+    def backward(self, gradient=None, retain_graph=False):
+        from backend.tape.engine import backward
+        backward(self, gradient, retain_graph=retain_graph)
+
+    def detach(self):
+        return Tensor.view_of(self.data, self, name=self.name)
+
+    # ----- numpy interop and description --------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    @property
+    def size(self):
+        return self.data.size
+
+    def item(self):
+        return self.data.item()
+
+    def numpy(self):
+        return self.data
+
+    def __len__(self):
+        return len(self.data)
+
+    def __repr__(self):
+        fn = f", grad_fn=<{self.grad_fn.name()}>" if self.grad_fn is not None else ""
+        req = ", requires_grad=True" if self.requires_grad and self.grad_fn is None else ""
+        return f"tensor({np.array2string(self.data, precision=4, threshold=20)}{req}{fn})"
+
+
+def tensor(data, requires_grad=False, name=None):
+    """A leaf input. A numpy array keeps its dtype; Python floats become float32, as in PyTorch."""
+    array = _as_array(data)
+    return Tensor.allocate(array, "input", requires_grad=requires_grad, name=name)
+
+
+def parameter(data, name=None):
+    """A leaf that requires grad and is counted as a parameter."""
+    return Tensor.allocate(_as_array(data), "param", requires_grad=True, name=name)
+
+
+def _as_array(data):
+    if isinstance(data, Tensor):
+        return data.data
+    if isinstance(data, np.ndarray):
+        return data
+    array = np.asarray(data)
+    return array.astype(np.float32) if array.dtype == np.float64 else array
+
+
+def grad_enabled():
+    return modes.enabled
