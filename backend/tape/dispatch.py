@@ -84,7 +84,7 @@ def _save(node, inputs, output, extras, before_write=None):
 def _save_extra(node, saved_name, array):
     """An extra the forward computed only for backward (a dropout mask, normalization statistics)."""
     uid = next_uid()
-    storage = Storage(array.nbytes, array.dtype.name, "activation", uid)
+    storage = Storage(array.nbytes, array.dtype, "activation", uid)
     if events.active:
         events.emit("alloc_extra", uid=uid, storage=storage, array=array, node=node, name=saved_name)
     node.save(saved_name, array, storage, uid, node.name())

@@ -24,7 +24,7 @@ class Adjoint:
 
 
 def _fresh(array, owner_uid):
-    storage = Storage(array.nbytes, array.dtype.name, "grad", None)
+    storage = Storage(array.nbytes, array.dtype, "grad", None)
     if events.active:
         events.emit("alloc_grad", storage=storage, array=array, owner=owner_uid)
     return Adjoint(array, storage, exclusive=True)
@@ -152,7 +152,7 @@ def _accumulate_leaf(leaf, contribution, node):
             leaf.adopt_grad(array, contribution.storage)       # steal the buffer, as AccumulateGrad does
         else:
             copy = np.array(array, dtype=leaf.data.dtype)
-            leaf.adopt_grad(copy, Storage(copy.nbytes, copy.dtype.name, "grad", leaf.uid))
+            leaf.adopt_grad(copy, Storage(copy.nbytes, copy.dtype, "grad", leaf.uid))
         if events.active:
             events.emit("accumulate_leaf", leaf=leaf, parts=(contribution,), first=True)
     else:

@@ -28,7 +28,7 @@ class Tensor:
     @classmethod
     def allocate(cls, data, kind, requires_grad=False, grad_fn=None, name=None):
         """A tensor over a fresh storage (an allocation the memory timeline counts)."""
-        storage = Storage(data.nbytes, data.dtype.name, kind, None)
+        storage = Storage(data.nbytes, data.dtype, kind, None)
         tensor = cls(data, storage, requires_grad, grad_fn, name)
         storage.uid = tensor.uid
         if events.active:
@@ -58,7 +58,7 @@ class Tensor:
             self._grad, self._grad_storage = None, None
             return
         array = np.asarray(value)
-        self.adopt_grad(array, Storage(array.nbytes, array.dtype.name, "grad", self.uid))
+        self.adopt_grad(array, Storage(array.nbytes, array.dtype, "grad", self.uid))
 
     def adopt_grad(self, array, storage):
         """Make `array` (held in `storage`) this leaf's .grad: the engine's first accumulation."""

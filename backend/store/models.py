@@ -1,0 +1,52 @@
+"""The stored tables: a user's workspace session and an immutable shared snapshot (SQLAlchemy 2.0 ORM)."""
+from datetime import datetime, timezone
+
+from sqlalchemy import DateTime, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class UserSession(Base):
+    """One browser's workspace: the spec being edited, its checkpoint policy, the view and the undo/redo history.
+
+    Named UserSession, not Session, so it never shadows SQLAlchemy's own Session in a reader's head.
+    The id is a random secret that only lives inside the browser's signed cookie.
+    JSON columns are stored as text we serialise ourselves, so what comes back is byte-for-byte what went in.
+    """
+
+    __tablename__ = "sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    spec_json: Mapped[str] = mapped_column(Text, default="null")
+    checkpoint_json: Mapped[str] = mapped_column(Text, default="null")
+    view_json: Mapped[str] = mapped_column(Text)
+    history_json: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now, index=True)
+
+
+class Snapshot(Base):
+    """A shared link's frozen state: the spec, the trace document it produced, and where the viewer stood.
+
+    Rows are written once and never updated; the trace is stored rather than recomputed so a link shows
+    exactly what its author saw even after the engine changes (engine_version records which one ran).
+    """
+
+    __tablename__ = "snapshots"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    spec_json: Mapped[str] = mapped_column(Text)
+    checkpoint_json: Mapped[str] = mapped_column(Text, default="null")
+    view_json: Mapped[str] = mapped_column(Text)
+    trace_json: Mapped[str] = mapped_column(Text)
+    schema_version: Mapped[str] = mapped_column(String(32))
+    engine_version: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+    title: Mapped[str | None] = mapped_column(String(120), nullable=True)
