@@ -1,0 +1,73 @@
+"""Snapshot rows: written once when a link is shared, read by id; never listed, never updated."""
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from backend.store import jsontext
+from backend.store.engine import write_transaction
+from backend.store.ids import is_snapshot_id, new_snapshot_id
+from backend.store.models import Snapshot
+
+
+class StoredValueTooLarge(ValueError):
+    """A value is over its stored-size cap; `what`, `size_bytes` and `limit_bytes` say which and by how much."""
+
+    def __init__(self, what: str, size_bytes: int, limit_bytes: int):
+        super().__init__(f"The {what} is {size_bytes} bytes; the limit is {limit_bytes} bytes.")
+        self.what, self.size_bytes, self.limit_bytes = what, size_bytes, limit_bytes
+
+
+@dataclass(frozen=True)
+class SnapshotRecord:
+    id: str
+    spec: dict
+    checkpoint: dict | None
+    view: dict
+    trace_json: str  # kept as stored text: responses splice it in rather than parse and re-encode megabytes
+    schema_version: str
+    engine_version: str
+    created_at: datetime
+    title: str | None
+
+
+def create(db: Session, *, spec: dict, checkpoint: dict | None, view: dict, trace: dict,
+           title: str | None = None, max_trace_bytes: int | None = None) -> str:
+    """Store a snapshot and return its new id. 128 random bits make a collision not worth a retry loop."""
+    trace_json = jsontext.dump(trace)
+    if max_trace_bytes is not None and len(trace_json) > max_trace_bytes:
+        raise StoredValueTooLarge("trace document", len(trace_json), max_trace_bytes)
+    row = Snapshot(
+        id=new_snapshot_id(),
+        spec_json=jsontext.dump(spec),
+        checkpoint_json=jsontext.dump(checkpoint),
+        view_json=jsontext.dump(view),
+        trace_json=trace_json,
+        schema_version=str(trace.get("schema_version", "")),
+        engine_version=str(trace.get("engine_version", "")),
+        title=title,
+    )
+    with write_transaction(db):
+        db.add(row)
+    return row.id
+
+
+def get(db: Session, snapshot_id: str) -> SnapshotRecord | None:
+    """The snapshot with this id, or None; ids not shaped like ours are refused before any query."""
+    if not is_snapshot_id(snapshot_id):
+        return None
+    row = db.scalars(select(Snapshot).where(Snapshot.id == snapshot_id)).one_or_none()
+    if row is None:
+        return None
+    return SnapshotRecord(
+        id=row.id,
+        spec=jsontext.load(row.spec_json),
+        checkpoint=jsontext.load(row.checkpoint_json),
+        view=jsontext.load(row.view_json),
+        trace_json=row.trace_json,
+        schema_version=row.schema_version,
+        engine_version=row.engine_version,
+        created_at=row.created_at,
+        title=row.title,
+    )
