@@ -10,10 +10,14 @@ def create_app(test_config=None):
     app.config.from_mapping(
         SECRET_KEY=os.environ.get("TAPESCOPE_SECRET_KEY", "dev-only-secret"),
         MAX_CONTENT_LENGTH=1 * 1024 * 1024,
+        SESSION_COOKIE_SAMESITE="Lax",
     )
     if test_config is not None:
         app.config.update(test_config)
     os.makedirs(app.instance_path, exist_ok=True)
+
+    from backend.store import init_store
+    init_store(app)
 
     from backend.api import register_blueprints
     register_blueprints(app)

@@ -4,3 +4,11 @@
 def register_blueprints(app):
     from backend.api.pages import pages
     app.register_blueprint(pages)
+    from backend.api.security import security
+    app.register_blueprint(security)
+    from backend.api.errors import api_errors
+    app.register_blueprint(api_errors)
+    from backend.api.sessions import sessions
+    app.register_blueprint(sessions)
+    from backend.api.snapshots import snapshots
+    app.register_blueprint(snapshots)

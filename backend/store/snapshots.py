@@ -53,6 +53,12 @@ def create(db: Session, *, spec: dict, checkpoint: dict | None, view: dict, trac
     return row.id
 
 
+def exists(db: Session, snapshot_id: str) -> bool:
+    if not is_snapshot_id(snapshot_id):
+        return False
+    return db.scalar(select(Snapshot.id).where(Snapshot.id == snapshot_id)) is not None
+
+
 def get(db: Session, snapshot_id: str) -> SnapshotRecord | None:
     """The snapshot with this id, or None; ids not shaped like ours are refused before any query."""
     if not is_snapshot_id(snapshot_id):

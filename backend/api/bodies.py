@@ -1,0 +1,57 @@
+"""Reading a request body as JSON without trusting it: content type, size, syntax, depth and finite numbers.
+
+Flask's get_json lets a deeply nested body surface as RecursionError (a 500); this reader turns every
+malformed body into a 4xx sentence instead.
+"""
+import json
+import math
+
+from flask import request
+
+from backend.api.errors import ApiError
+
+MAX_JSON_DEPTH = 64
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large for a JSON number")
+    return value
+
+
+def json_depth_exceeds(value, max_depth: int) -> bool:
+    """Walk the value without recursion; True as soon as nesting goes deeper than max_depth."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > max_depth:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def json_body():
+    """The request's JSON value, or an ApiError (415/400); a body over MAX_CONTENT_LENGTH raises 413."""
+    if not request.is_json:
+        raise ApiError(415, "Send the body as JSON, with the header Content-Type: application/json.")
+    raw = request.get_data(cache=False)
+    try:
+        value = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise ApiError(400, f"The JSON body is nested too deeply; the limit is {MAX_JSON_DEPTH} levels.")
+    except ValueError as error:  # includes JSONDecodeError and UnicodeDecodeError
+        raise ApiError(400, f"The body is not valid JSON: {error}.")
+    if json_depth_exceeds(value, MAX_JSON_DEPTH):
+        raise ApiError(400, f"The JSON body is nested too deeply; the limit is {MAX_JSON_DEPTH} levels.")
+    return value

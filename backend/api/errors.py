@@ -1,0 +1,51 @@
+"""Errors as JSON under /api/ ({"error": sentence, "problems"?: [...]}); elsewhere the usual HTML pages.
+
+User input must never produce a 500: handlers raise ApiError (or a werkzeug HTTPException) for anything
+a client got wrong, and this module turns it into a response. Genuine bugs still log and return 500.
+"""
+from flask import Blueprint, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+api_errors = Blueprint("api_errors", __name__)
+
+SENTENCES = {
+    400: "The request could not be understood; check its body against docs/api.md.",
+    403: "Cross-site requests may not change a workspace.",
+    404: "Nothing lives at this address.",
+    405: "This address does not accept {method}.",
+    413: "The request body is over the {limit}-byte limit; send a smaller spec or fewer history entries.",
+    415: "Send the body as JSON, with the header Content-Type: application/json.",
+    500: "Something went wrong on the server; the error was logged.",
+}
+
+
+class ApiError(Exception):
+    """A client error with a sentence for people and, for validation, a list of {path, message} problems."""
+
+    def __init__(self, status: int, message: str, problems: list | None = None, **extra):
+        super().__init__(message)
+        self.status, self.message, self.problems, self.extra = status, message, problems, extra
+
+
+def wants_json() -> bool:
+    return request.path.startswith("/api/")
+
+
+@api_errors.app_errorhandler(ApiError)
+def api_error(error: ApiError):
+    body = {"error": error.message, **error.extra}
+    if error.problems is not None:
+        body["problems"] = error.problems
+    return jsonify(body), error.status
+
+
+@api_errors.app_errorhandler(HTTPException)
+def http_error(error: HTTPException):
+    if not wants_json():
+        return error
+    sentence = SENTENCES.get(error.code, error.name)
+    sentence = sentence.format(method=request.method, limit=request.max_content_length)
+    response = jsonify({"error": sentence})
+    if error.code == 405 and error.valid_methods:  # keep the Allow header werkzeug computed
+        response.headers["Allow"] = ", ".join(error.valid_methods)
+    return response, error.code

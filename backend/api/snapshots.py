@@ -1,0 +1,113 @@
+"""The snapshots API: share a state by link (POST), read it back (GET), fork it into your workspace (copy).
+
+There is deliberately no listing: an id is only known to those given the link. Also serves GET /s/<id>,
+the explorer opened read-only on a snapshot.
+"""
+from flask import Blueprint, Response, current_app, jsonify, render_template
+
+from backend.api.bodies import json_body
+from backend.api.errors import ApiError
+from backend.api.payloads import fit_session, parse_snapshot_request, push_undo
+from backend.api.workspace_cookie import current_workspace, save_workspace, workspace_response_body
+from backend.store import current_db, jsontext
+from backend.store import snapshots as stored_snapshots
+from backend.store.ids import is_snapshot_id
+
+snapshots = Blueprint("snapshots", __name__)
+
+TRACE_MAX_BYTES_DEFAULT = 32 * 1024 * 1024
+NOT_FOUND = "No snapshot has this id. Links are exact: check the whole link was copied."
+
+
+def _trace_spec():
+    """The tracer, imported on first use so the store and this API work before the engine is wired in."""
+    try:
+        from backend.trace import trace_spec
+    except ImportError:
+        raise ApiError(503, "Tracing is not available on this server yet; snapshots cannot be made.")
+    return trace_spec
+
+
+def _trace(spec: dict, checkpoint: dict | None) -> dict:
+    trace_spec = _trace_spec()
+    from backend.models import CapError, SpecError
+    try:
+        return trace_spec(spec, checkpoint)
+    except CapError as error:
+        raise ApiError(413, error.message, getattr(error, "problems", None), cap=error.cap)
+    except SpecError as error:
+        raise ApiError(400, "The spec has problems; fix them and share again.", error.problems)
+
+
+def _check_step_in_trace(view: dict, trace: dict) -> None:
+    steps = trace.get("steps")
+    if isinstance(steps, list) and view["step"] >= len(steps):
+        raise ApiError(400, "The view's step is past the end of this trace.",
+                       [{"path": "view.step", "message": f"This trace has steps 0 to {len(steps) - 1}."}])
+
+
+def _snapshot_or_404(snapshot_id: str):
+    record = stored_snapshots.get(current_db(), snapshot_id) if is_snapshot_id(snapshot_id) else None
+    if record is None:
+        raise ApiError(404, NOT_FOUND)
+    return record
+
+
+@snapshots.post("/api/snapshots")
+def create_snapshot():
+    wanted = parse_snapshot_request(json_body())
+    trace = _trace(wanted.spec, wanted.checkpoint)
+    _check_step_in_trace(wanted.view, trace)
+    try:
+        snapshot_id = stored_snapshots.create(
+            current_db(), spec=wanted.spec, checkpoint=wanted.checkpoint, view=wanted.view, trace=trace,
+            title=wanted.title,
+            max_trace_bytes=current_app.config.get("SNAPSHOT_MAX_TRACE_BYTES", TRACE_MAX_BYTES_DEFAULT))
+    except stored_snapshots.StoredValueTooLarge as error:
+        raise ApiError(413, f"{error} Share a smaller model.")
+    url = f"/s/{snapshot_id}"
+    response = jsonify({"id": snapshot_id, "url": url})
+    response.headers["Location"] = url
+    return response, 201
+
+
+@snapshots.get("/api/snapshots/<snapshot_id>")
+def read_snapshot(snapshot_id: str):
+    record = _snapshot_or_404(snapshot_id)
+    head = {
+        "id": record.id, "title": record.title, "spec": record.spec, "checkpoint": record.checkpoint,
+        "view": record.view, "schema_version": record.schema_version,
+        "engine_version": record.engine_version, "created_at": record.created_at.isoformat(),
+    }
+    # The trace is stored as JSON text we wrote; splice it in rather than parse and re-encode it.
+    body = jsontext.dump(head)[:-1] + ',"trace":' + record.trace_json + "}"
+    response = Response(body, mimetype="application/json")
+    response.headers["Cache-Control"] = "private, max-age=31536000, immutable"  # snapshots never change
+    return response
+
+
+@snapshots.post("/api/snapshots/<snapshot_id>/copy")
+def copy_snapshot(snapshot_id: str):
+    """"Make a copy": the snapshot's spec, checkpoint and view become the caller's workspace.
+
+    What the workspace held before is pushed on its undo stack, so a copy never destroys work.
+    """
+    record = _snapshot_or_404(snapshot_id)
+    workspace = current_workspace(create=True)
+    history = workspace.history
+    if workspace.spec is not None:
+        history = push_undo(history, {"spec": workspace.spec, "checkpoint": workspace.checkpoint,
+                                      "view": workspace.view, "label": "Before copying a shared snapshot"})
+    document = fit_session({"spec": record.spec, "checkpoint": record.checkpoint,
+                            "view": {"zoom": None, **record.view}, "history": history})
+    response = jsonify(workspace_response_body(save_workspace(document)))
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@snapshots.get("/s/<snapshot_id>")
+def snapshot_page(snapshot_id: str):
+    """The explorer, read-only, on a snapshot; the page fetches /api/snapshots/<id> itself."""
+    if not is_snapshot_id(snapshot_id) or not stored_snapshots.exists(current_db(), snapshot_id):
+        return render_template("snapshot_not_found.html"), 404
+    return render_template("explorer.html", snapshot_id=snapshot_id, read_only=True)
