@@ -4,6 +4,7 @@
 def register_blueprints(app):
     from backend.api.pages import pages
     app.register_blueprint(pages)
+    from backend.api.ledger import ledger; app.register_blueprint(ledger)
     from backend.api.security import security
     app.register_blueprint(security)
     from backend.api.errors import api_errors

@@ -1,0 +1,184 @@
+"""The ledger's input: a transformer config, parsed from strings or JSON values, with caps and per-field errors.
+
+Every field has a default (000_…'s reference model: 12 layers, hidden 2048, 16 heads, MLP 4×, vocab 50,257,
+tied embeddings, batch 8 × seq 1024, fp32, naive attention, dropout on, Adam) and every size has a cap, so a
+query can never ask for an unbounded amount of arithmetic or a number a browser cannot hold. Values are parsed
+with int()/float() on strings that first match a strict pattern: nothing a user sends is evaluated.
+"""
+import math
+import re
+from dataclasses import asdict, dataclass
+
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+# The dtype names the engine's trace reports (numpy's), so ledger rows can be matched against it.
+DTYPE_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+ITEM_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "bool": 1, "int64": 8}
+
+MAX_TOKENS = 1 << 24          # batch × seq: 16 Mi tokens per micro-batch
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+class LedgerConfigError(ValueError):
+    """A config that failed validation; `problems` is a list of {"path", "message"}, one per bad field."""
+
+    def __init__(self, problems):
+        self.problems = problems
+        super().__init__("; ".join(f"{p['path']}: {p['message']}" for p in problems))
+
+
+@dataclass(frozen=True)
+class LedgerConfig:
+    layers: int = 12
+    hidden: int = 2048
+    heads: int = 16
+    mlp_ratio: float = 4.0
+    vocab: int = 50257
+    batch: int = 8
+    seq: int = 1024
+    dtype: str = "fp32"
+    attention: str = "naive"
+    dropout: bool = True
+    tied_embeddings: bool = True
+    position_embeddings: bool = False
+    optimizer: str = "adam"
+    mixed_precision: bool = False
+    device_gib: float = 24.0
+
+    @property
+    def tokens(self):
+        return self.batch * self.seq
+
+    @property
+    def head_dim(self):
+        return self.hidden // self.heads
+
+    @property
+    def mlp_hidden(self):
+        return round(self.mlp_ratio * self.hidden)
+
+    @property
+    def dtype_name(self):
+        return DTYPE_NAMES[self.dtype]
+
+    @property
+    def device_bytes(self):
+        return int(self.device_gib * GIB)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Field:
+    kind: str                 # "int" | "float" | "bool" | "choice"
+    low: float = None
+    high: float = None
+    choices: tuple = ()
+    help: str = ""
+
+
+FIELDS = {
+    "layers": Field("int", 1, 512, help="transformer blocks"),
+    "hidden": Field("int", 1, 65536, help="model width h"),
+    "heads": Field("int", 1, 1024, help="attention heads a; hidden must be a multiple of it"),
+    "mlp_ratio": Field("float", 0.25, 16, help="MLP width as a multiple of hidden"),
+    "vocab": Field("int", 1, 1_048_576, help="vocabulary size"),
+    "batch": Field("int", 1, 65536, help="micro-batch b (sequences)"),
+    "seq": Field("int", 1, 1_048_576, help="sequence length s"),
+    "dtype": Field("choice", choices=tuple(DTYPE_BYTES), help="activation and weight dtype"),
+    "attention": Field("choice", choices=("naive", "flash"), help="naive keeps the seq×seq matrices"),
+    "dropout": Field("bool", help="dropout after attention probabilities, projection and MLP"),
+    "tied_embeddings": Field("bool", help="the output head reuses the token embedding"),
+    "position_embeddings": Field("bool", help="learned position embeddings (seq × hidden parameters)"),
+    "optimizer": Field("choice", choices=("sgd", "adam", "adam8bit"), help="optimizer state kept per parameter"),
+    "mixed_precision": Field("bool", help="16-bit compute with an fp32 master copy of the weights"),
+    "device_gib": Field("float", 0.001, 1_048_576, help="device memory in GiB for the max-batch search"),
+}
+
+_INT = re.compile(r"^\s*\d{1,12}\s*$")
+_FLOAT = re.compile(r"^\s*\d{1,12}(\.\d{1,12})?\s*$|^\s*\.\d{1,12}\s*$")
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def _parse_value(field, raw):
+    """One field's value from a string or a JSON value; raises ValueError with a user-facing sentence."""
+    if field.kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.strip().lower() in _TRUE | _FALSE:
+            return raw.strip().lower() in _TRUE
+        raise ValueError("must be true or false")
+    if field.kind == "choice":
+        if isinstance(raw, str) and raw.strip().lower() in field.choices:
+            return raw.strip().lower()
+        raise ValueError(f"must be one of {', '.join(field.choices)}")
+    if isinstance(raw, bool):
+        raise ValueError(f"must be a number, not {str(raw).lower()}")
+    if field.kind == "int":
+        if isinstance(raw, int):
+            value = raw
+        elif isinstance(raw, float) and raw.is_integer():
+            value = int(raw)
+        elif isinstance(raw, str) and _INT.match(raw):
+            value = int(raw)
+        else:
+            raise ValueError("must be a whole number, like 12")
+    else:
+        if isinstance(raw, (int, float)) and math.isfinite(raw):
+            value = float(raw)
+        elif isinstance(raw, str) and _FLOAT.match(raw):
+            value = float(raw)
+        else:
+            raise ValueError("must be a plain decimal number, like 4 or 2.5")
+    if not field.low <= value <= field.high:
+        raise ValueError(f"must be between {_plain(field.low)} and {_plain(field.high)}; got {_plain(value)}")
+    return value
+
+
+def _plain(number):
+    return f"{number:,}" if isinstance(number, int) or float(number).is_integer() else f"{number:g}"
+
+
+def parse_config(values):
+    """A LedgerConfig from a mapping of field -> value (strings from a query, or JSON values); defaults fill gaps.
+
+    Raises LedgerConfigError listing every problem: unknown fields, unparsable or out-of-range values, and
+    combinations that make no model (heads not dividing hidden, mixed precision at fp32, too many tokens).
+    """
+    problems = []
+    parsed = {}
+    for name, raw in values.items():
+        field = FIELDS.get(name)
+        if field is None:
+            problems.append({"path": name[:64], "message": f"is not a field; the fields are {', '.join(FIELDS)}"})
+            continue
+        try:
+            parsed[name] = _parse_value(field, raw)
+        except ValueError as error:
+            problems.append({"path": name, "message": str(error)})
+    if problems:
+        raise LedgerConfigError(problems)
+    config = LedgerConfig(**parsed)
+    problems = _combination_problems(config)
+    if problems:
+        raise LedgerConfigError(problems)
+    return config
+
+
+def _combination_problems(config):
+    problems = []
+    if config.hidden % config.heads:
+        problems.append({"path": "heads", "message": f"must divide hidden ({config.hidden:,}) evenly; "
+                                                     f"{config.heads} heads leave a remainder"})
+    if not math.isclose(config.mlp_ratio * config.hidden, config.mlp_hidden, abs_tol=1e-6) or config.mlp_hidden < 1:
+        problems.append({"path": "mlp_ratio", "message": f"times hidden must be a whole number; "
+                                                         f"{config.mlp_ratio:g} × {config.hidden:,} is not"})
+    if config.mixed_precision and config.dtype == "fp32":
+        problems.append({"path": "mixed_precision", "message": "needs a 16-bit dtype (fp16 or bf16): "
+                                                               "at fp32 there is nothing to mix"})
+    if config.tokens > MAX_TOKENS:
+        problems.append({"path": "batch", "message": f"times seq must be at most {MAX_TOKENS:,} tokens; "
+                                                     f"{config.batch:,} × {config.seq:,} = {config.tokens:,}"})
+    return problems

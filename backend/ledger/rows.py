@@ -1,0 +1,146 @@
+"""The saved-tensor rows: one transformer layer (naive or flash attention), the head, and the once-per-network rows.
+
+A row is one storage the tape keeps for backward, as the engine saves it (PyTorch's choices): layernorm saves
+its input and per-row mean and rstd; matmul saves both operands (the weight is a parameter, not a row); the
+bias add and residual add save nothing; the scale multiply saves its scalar; masked_fill and dropout save bool
+masks; softmax saves its output; gelu (tanh form) saves its input. A storage read by several ops (ln1's output
+feeds q, k and v) is one row, with every reader in `saved_by`. Shapes are those of the saved views, dtypes
+are the engine's numpy names, so a row can be matched against a trace's saved tensors for one layer.
+"""
+from dataclasses import dataclass
+from math import prod
+
+from backend.ledger.config import ITEM_BYTES
+
+# Groups: what kind of storage a row is. Korthikanti et al. count every group except the last two.
+RESIDUAL, ACTIVATION, ATTENTION_MATRIX, MASK, STATISTICS, CONSTANT = (
+    "residual", "activation", "attention_matrix", "mask", "statistics", "constant")
+UNCOUNTED_BY_KORTHIKANTI = (STATISTICS, CONSTANT)
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    shape: tuple
+    dtype: str
+    op: str                   # the op whose backward needs it
+    saved_by: tuple           # every op site holding this storage
+    group: str
+    why: str = ""
+
+    @property
+    def elements(self):
+        return prod(self.shape)
+
+    @property
+    def bytes(self):
+        return self.elements * ITEM_BYTES[self.dtype]
+
+    def to_dict(self, unit_bytes=None):
+        row = {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "bytes": self.bytes,
+               "op": self.op, "saved_by": list(self.saved_by), "group": self.group, "why": self.why}
+        if unit_bytes:
+            row["units"] = self.bytes / unit_bytes
+        return row
+
+
+def total_bytes(rows):
+    return sum(row.bytes for row in rows)
+
+
+def residual_unit_bytes(config):
+    """The unit of account: one residual-stream tensor, tokens × hidden in the activation dtype (= b)."""
+    return config.tokens * config.hidden * ITEM_BYTES[config.dtype_name]
+
+
+def _layernorm_rows(config, name, reader, reader_op):
+    """A pre-LN norm: its input and row statistics, and its output as saved by the matmul(s) reading it."""
+    b, s, h, dt = config.batch, config.seq, config.hidden, config.dtype_name
+    return [
+        Row(f"{name}.input", (b, s, h), dt, "layernorm", (name,), RESIDUAL, "the residual stream entering the norm"),
+        Row(f"{name}.mean", (b, s, 1), dt, "layernorm", (name,), STATISTICS, "per-row mean"),
+        Row(f"{name}.rstd", (b, s, 1), dt, "layernorm", (name,), STATISTICS, "per-row 1/σ"),
+        Row(f"{name}.output", (b, s, h), dt, reader_op, reader, ACTIVATION, "the normalized input of the next matmuls"),
+    ]
+
+
+def _naive_attention_rows(config):
+    b, s, a, d, dt = config.batch, config.seq, config.heads, config.head_dim, config.dtype_name
+    probs_readers = ("attn.softmax",) if config.dropout else ("attn.softmax", "attn.pv")
+    rows = [
+        Row("attn.q", (b, a, s, d), dt, "matmul", ("attn.scores",), ACTIVATION, "q for q@kᵀ (a view of q's output)"),
+        Row("attn.k", (b, a, d, s), dt, "matmul", ("attn.scores",), ACTIVATION, "kᵀ for q@kᵀ (a view of k's output)"),
+        Row("attn.scale", (), dt, "mul", ("attn.scale",), CONSTANT, "the 1/√d scalar the scale multiply saves"),
+        Row("attn.probs", (b, a, s, s), dt, "softmax", probs_readers, ATTENTION_MATRIX, "softmax saves its output"),
+    ]
+    if config.dropout:
+        rows += [
+            Row("attn.dropout_mask", (b, a, s, s), "bool", "dropout", ("attn.dropout",), ATTENTION_MATRIX,
+                "dropout on the probabilities: a bool mask"),
+            Row("attn.dropped_probs", (b, a, s, s), dt, "matmul", ("attn.pv",), ATTENTION_MATRIX,
+                "the dropout output, left operand of probs@v"),
+        ]
+    rows.append(Row("attn.v", (b, a, s, d), dt, "matmul", ("attn.pv",), ACTIVATION, "v for probs@v"))
+    return rows
+
+
+def _flash_attention_rows(config):
+    b, s, a, d, dt = config.batch, config.seq, config.heads, config.head_dim, config.dtype_name
+    return [
+        Row("attn.q", (b, a, s, d), dt, "attention", ("attn.flash",), ACTIVATION, "q, kept to recompute scores"),
+        Row("attn.k", (b, a, s, d), dt, "attention", ("attn.flash",), ACTIVATION, "k, kept to recompute scores"),
+        Row("attn.v", (b, a, s, d), dt, "attention", ("attn.flash",), ACTIVATION, "v"),
+        Row("attn.out_heads", (b, a, s, d), dt, "attention", ("attn.flash",), ACTIVATION,
+            "the fused output per head (its backward needs Σ g·out); merging heads for the projection copies it"),
+        Row("attn.logsumexp", (b, a, s), dt, "attention", ("attn.flash",), STATISTICS,
+            "one log-sum-exp per row: the seq×seq matrices are recomputed in backward"),
+    ]
+
+
+def layer_rows(config, attention=None):
+    """The saved tensors of one transformer layer, in forward order, for `attention` (default: the config's)."""
+    attention = attention or config.attention
+    b, s, h, m, dt = config.batch, config.seq, config.hidden, config.mlp_hidden, config.dtype_name
+    rows = _layernorm_rows(config, "ln1", ("attn.q", "attn.k", "attn.v"), "matmul")
+    rows += _naive_attention_rows(config) if attention == "naive" else _flash_attention_rows(config)
+    rows.append(Row("attn.output", (b, s, h), dt, "matmul", ("attn.proj",), ACTIVATION,
+                    "heads merged: the projection's input"))
+    if config.dropout:
+        rows.append(Row("attn.proj_dropout_mask", (b, s, h), "bool", "dropout", ("attn.proj_dropout",), MASK,
+                        "dropout after the projection"))
+    rows += _layernorm_rows(config, "ln2", ("mlp.fc1",), "matmul")
+    rows += [
+        Row("mlp.fc1_output", (b, s, m), dt, "gelu", ("mlp.gelu",), ACTIVATION,
+            "fc1's output after the bias add: gelu saves its input"),
+        Row("mlp.gelu_output", (b, s, m), dt, "matmul", ("mlp.fc2",), ACTIVATION, "fc2's input"),
+    ]
+    if config.dropout:
+        rows.append(Row("mlp.dropout_mask", (b, s, h), "bool", "dropout", ("mlp.dropout",), MASK,
+                        "dropout after fc2"))
+    return rows
+
+
+def head_rows(config):
+    """The two vocabulary-sized buffers live at the loss: logits, then (as their gradient p − y) the same size
+    again, next to the probabilities cross-entropy saves. 000_… calls them logits + probabilities."""
+    n, v, dt = config.tokens, config.vocab, config.dtype_name
+    return [
+        Row("head.logits", (n, v), dt, "matmul", ("lm_head",), ACTIVATION,
+            "the head's output; the fused loss reads it and its gradient p − y takes its place in backward"),
+        Row("head.probs", (n, v), dt, "cross_entropy", ("loss",), ACTIVATION,
+            "the fused cross-entropy saves the probabilities for p − y"),
+    ]
+
+
+def network_rows(config):
+    """Rows held once per network, not per layer: token ids, the causal mask every layer shares, the final norm."""
+    b, s, dt = config.batch, config.seq, config.dtype_name
+    rows = [Row("embed.indices", (b, s), "int64", "embedding", ("wte",), CONSTANT, "token ids for the scatter-add")]
+    if config.position_embeddings:
+        rows.append(Row("embed.positions", (s,), "int64", "embedding", ("wpe",), CONSTANT, "position ids"))
+    if config.attention == "naive":
+        rows.append(Row("attn.causal_mask", (s, s), "bool", "masked_fill", ("attn.mask",), MASK,
+                        "one bool mask that every layer's masked_fill saves"))
+    rows += _layernorm_rows(config, "ln_f", ("lm_head",), "matmul")
+    rows.append(Row("loss.target", (b * s,), "int64", "cross_entropy", ("loss",), CONSTANT, "target ids"))
+    return rows
