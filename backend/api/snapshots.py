@@ -30,11 +30,11 @@ def _trace_spec():
 
 def _trace(spec: dict, checkpoint: dict | None) -> dict:
     trace_spec = _trace_spec()
-    from backend.models import CapError, SpecError
+    from backend.models.errors import CapError, SpecError
     try:
         return trace_spec(spec, checkpoint)
-    except CapError as error:
-        raise ApiError(413, error.message, getattr(error, "problems", None), cap=error.cap)
+    except CapError as error:  # a SpecError too, so caught first
+        raise ApiError(413, f"The spec is {error.message}.", error.problems, cap=error.cap)
     except SpecError as error:
         raise ApiError(400, "The spec has problems; fix them and share again.", error.problems)
 

@@ -48,7 +48,9 @@ def current_db() -> Session:
 
 
 def close_store(app: Flask) -> None:
-    """Release the app's connections, e.g. when a test throws the app away."""
+    """Release the app's pooled connections, e.g. when a test throws the app away.
+
+    Per-request ORM sessions are already closed by the app-context teardown, so only the pool remains.
+    """
     store = app.extensions.pop(EXTENSION_KEY)
-    store.sessions.remove()
     store.engine.dispose()
