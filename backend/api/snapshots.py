@@ -71,7 +71,7 @@ def create_snapshot():
     return response, 201
 
 
-@snapshots.get("/api/snapshots/<snapshot_id>")
+@snapshots.get("/api/snapshots/<snapshot_id>", merge_slashes=False)  # "..//" is a 404, not a redirect
 def read_snapshot(snapshot_id: str):
     record = _snapshot_or_404(snapshot_id)
     head = {
@@ -86,7 +86,7 @@ def read_snapshot(snapshot_id: str):
     return response
 
 
-@snapshots.post("/api/snapshots/<snapshot_id>/copy")
+@snapshots.post("/api/snapshots/<snapshot_id>/copy", merge_slashes=False)
 def copy_snapshot(snapshot_id: str):
     """"Make a copy": the snapshot's spec, checkpoint and view become the caller's workspace.
 
@@ -105,7 +105,7 @@ def copy_snapshot(snapshot_id: str):
     return response
 
 
-@snapshots.get("/s/<snapshot_id>")
+@snapshots.get("/s/<path:snapshot_id>", merge_slashes=False)  # path: every /s/... address gets this page's 404
 def snapshot_page(snapshot_id: str):
     """The explorer, read-only, on a snapshot; the page fetches /api/snapshots/<id> itself."""
     if not is_snapshot_id(snapshot_id) or not stored_snapshots.exists(current_db(), snapshot_id):

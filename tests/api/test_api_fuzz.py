@@ -1,0 +1,117 @@
+"""Fuzzing the snapshot and session endpoints: malformed bodies and ids get a 4xx sentence, never a 500."""
+import json
+import random
+
+import pytest
+
+PADDING_ID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+MALFORMED_BODIES = [
+    (b"", "application/json"),
+    (b"not json", "application/json"),
+    (b"{", "application/json"),
+    (b"{\"spec\": }", "application/json"),
+    (b"\xff\xfe\xfa garbage", "application/json"),
+    (b"\xc3\x28", "application/json"),                          # invalid UTF-8
+    (b"[" * 100_000 + b"]" * 100_000, "application/json"),      # deeper than the parser's recursion limit
+    (b"[" * 70 + b"]" * 70, "application/json"),                # deeper than our cap, shallow enough to parse
+    (b"{\"spec\": NaN, \"view\": {\"step\": Infinity}}", "application/json"),
+    (b"{\"spec\": {}, \"view\": {\"step\": 1e999}}", "application/json"),
+    (b"{\"spec\": {}, \"view\": {\"step\": " + b"9" * 5000 + b"}}", "application/json"),
+    (b"{\"spec\": {}, \"view\": {\"step\": 0}}", "text/plain"),
+    (b"spec=1&view=2", "application/x-www-form-urlencoded"),
+    (b"x" * (2 * 1024 * 1024), "application/json"),             # over MAX_CONTENT_LENGTH
+]
+
+MALFORMED_VALUES = [
+    None, 0, -1, 3.5, True, "spec", [], [{}], {"spec": "seed-tape", "view": {"step": 0}},
+    {"spec": [], "view": {"step": 0}}, {"spec": {}, "view": None}, {"spec": {}, "view": []},
+    {"spec": {}, "view": {"step": "14"}}, {"spec": {}, "view": {"step": True}}, {"spec": {}, "view": {"step": -3}},
+    {"spec": {}, "view": {"step": 2**70}}, {"spec": {}, "view": {"step": 0, "selected": ""}},
+    {"spec": {}, "view": {"step": 0, "selected": "n" * 1000}}, {"spec": {}, "view": {"step": 0, "selected": ["n1"]}},
+    {"spec": {}, "view": {"step": 0, "zoom": {"k": "1"}}}, {"spec": {}, "view": {"step": 0, "zoom": {str(i): i for i in range(20)}}},
+    {"spec": {}, "view": {"step": 0}, "checkpoint": "sqrt"}, {"spec": {}, "view": {"step": 0}, "checkpoint": [1]},
+    {"spec": {}, "view": {"step": 0}, "title": "line\nbreak"}, {"spec": {}, "view": {"step": 0}, "title": "t" * 500},
+    {"spec": {}, "view": {"step": 0}, "title": 7},
+    {"spec": {"x": "y" * 300_000}, "view": {"step": 0}},
+    {"spec": {}, "view": {"step": 0}, "history": "undo"}, {"history": {"undo": "x"}}, {"history": {"undo": [1, 2]}},
+    {"history": {"undo": [], "redo": [[]]}}, {"history": {"sideways": []}},
+    {"\u0000": 1}, {"spec": {}, "view": {"step": 0}, "\ud800": "lone surrogate key"},
+    {"spec\u202e": {}, "view": {"step": 0}}, {"id": PADDING_ID, "spec": {}, "view": {"step": 0}},
+    {"spec": {}, "view": {"step": 0, "selected": "n1", "zoom": None, "hack": "'; DROP TABLE snapshots; --"}},
+    {f"k{i}": i for i in range(5000)},
+]
+
+MALFORMED_IDS = [
+    "..", "../", "..%2F..%2Fetc%2Fpasswd", "%2e%2e%2f", "%00", "a%00b", "AAAAAAAAAAAAAAAAAAAAA%00",
+    "a" * 21, "a" * 65, "a" * 10_000, "'%20OR%20'1'='1", "1;DROP%20TABLE%20snapshots", "%27--",
+    "%E2%80%AE" * 10, "%F0%9F%98%80" * 22, "%C3%A9" * 22, "%ZZ", "%", "%25", "null", "undefined",
+    PADDING_ID, PADDING_ID.lower(), "_" * 22, "-" * 22,
+]
+
+
+def _assert_client_error(response):
+    assert 400 <= response.status_code < 500, (response.status_code, response.get_data(as_text=True)[:300])
+    assert response.is_json, response.get_data(as_text=True)[:300]
+    assert isinstance(response.get_json()["error"], str)
+
+
+@pytest.mark.parametrize("raw, content_type", MALFORMED_BODIES, ids=range(len(MALFORMED_BODIES)))
+@pytest.mark.parametrize("method, path", [("POST", "/api/snapshots"), ("PUT", "/api/session")])
+def test_malformed_bodies_are_4xx(client, fake_trace, method, path, raw, content_type):
+    _assert_client_error(client.open(path, method=method, data=raw, content_type=content_type))
+
+
+@pytest.mark.parametrize("value", MALFORMED_VALUES, ids=range(len(MALFORMED_VALUES)))
+@pytest.mark.parametrize("method, path", [("POST", "/api/snapshots"), ("PUT", "/api/session")])
+def test_malformed_json_values_are_4xx(client, fake_trace, method, path, value):
+    body = json.dumps(value, ensure_ascii=True)
+    _assert_client_error(client.open(path, method=method, data=body, content_type="application/json"))
+
+
+@pytest.mark.parametrize("value", [{"spec": None, "view": {"step": 0}}, {"view": {"step": 0}}, {"spec": {}}])
+def test_a_snapshot_needs_a_spec_and_a_view(client, fake_trace, value):
+    """Valid as a session document (an empty workspace), not as a snapshot."""
+    _assert_client_error(client.post("/api/snapshots", json=value))
+
+
+@pytest.mark.parametrize("snapshot_id", MALFORMED_IDS, ids=range(len(MALFORMED_IDS)))
+def test_malformed_and_unknown_ids_are_404(client, fake_trace, snapshot_id):
+    for method, path in [("GET", f"/api/snapshots/{snapshot_id}"), ("POST", f"/api/snapshots/{snapshot_id}/copy"),
+                         ("HEAD", f"/api/snapshots/{snapshot_id}")]:
+        response = client.open(path, method=method)
+        assert response.status_code == 404, (method, path, response.status_code)
+    page = client.get(f"/s/{snapshot_id}")
+    assert page.status_code == 404 and page.mimetype == "text/html"
+
+
+def _garbage(rng: random.Random, depth: int = 0):
+    """A random JSON value: scalars of awkward kinds, and objects/lists that sometimes look like a request."""
+    choice = rng.randrange(10 if depth < 5 else 6)
+    scalars = [None, True, False, 0, -1, 2**63, 1e308, -0.0, "", "é\u0000\ud83d", "n" * rng.randrange(300),
+               "'; DROP TABLE sessions; --"]
+    if choice < 6:
+        return rng.choice(scalars)
+    if choice < 8:
+        return [_garbage(rng, depth + 1) for _ in range(rng.randrange(4))]
+    keys = ["spec", "view", "checkpoint", "history", "step", "selected", "zoom", "undo", "redo", "title", "k", "\ud800"]
+    return {rng.choice(keys): _garbage(rng, depth + 1) for _ in range(rng.randrange(5))}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_garbage_never_causes_a_server_error(client, fake_trace, seed):
+    """Random values may now and then be valid; then they must round-trip. Either way, no 5xx."""
+    rng = random.Random(seed)
+    for _ in range(60):
+        value = _garbage(rng)
+        if rng.random() < 0.5 and isinstance(value, dict):
+            value.setdefault("view", {"step": rng.choice([0, 1, "1", None, -1])})
+        body = json.dumps(value, ensure_ascii=True)
+        created = client.post("/api/snapshots", data=body, content_type="application/json")
+        assert created.status_code in (201, 400, 413), created.get_data(as_text=True)[:300]
+        if created.status_code == 201:
+            assert client.get(created.get_json()["url"].replace("/s/", "/api/snapshots/")).get_json()["spec"] == value["spec"]
+        saved = client.put("/api/session", data=body, content_type="application/json")
+        assert saved.status_code in (200, 400, 413), saved.get_data(as_text=True)[:300]
+        if saved.status_code == 200:
+            assert client.get("/api/session").get_json() == saved.get_json()

@@ -1,0 +1,161 @@
+"""The session API: a browser's own workspace behind a signed cookie; never another's, never a tampered one."""
+import threading
+
+from backend.api.payloads import HISTORY_MAX_ENTRIES, SPEC_MAX_BYTES
+from backend.store import close_store
+
+DOCUMENT = {
+    "spec": {"preset": "lab1-mlp", "hidden": [8, 8]},
+    "checkpoint": {"policy": "every-2"},
+    "view": {"step": 9, "selected": "matmul_3", "zoom": {"k": 1.25, "x": -40, "y": 12.5}},
+    "history": {"undo": [{"spec": {"preset": "lab1-mlp"}}], "redo": []},
+}
+
+
+def _session_cookie(client):
+    cookie = client.get_cookie("session")
+    return None if cookie is None else cookie.value
+
+
+def test_first_get_creates_an_empty_workspace_and_a_cookie(client):
+    response = client.get("/api/session")
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body["spec"] is None and body["view"]["step"] == 0 and body["history"] == {"undo": [], "redo": []}
+    set_cookie = response.headers["Set-Cookie"]
+    assert "HttpOnly" in set_cookie and "SameSite=Lax" in set_cookie and "Expires=" in set_cookie
+    assert response.headers["Cache-Control"] == "no-store"
+
+
+def test_put_replaces_the_workspace_and_get_returns_it(client):
+    client.get("/api/session")
+    response = client.put("/api/session", json=DOCUMENT)
+    assert response.status_code == 200
+    body = client.get("/api/session").get_json()
+    assert {key: body[key] for key in DOCUMENT} == DOCUMENT
+
+
+def test_put_without_a_prior_get_still_binds_a_workspace(client):
+    assert client.put("/api/session", json=DOCUMENT).status_code == 200
+    assert client.get("/api/session").get_json()["spec"] == DOCUMENT["spec"]
+
+
+def test_the_session_id_never_appears_in_a_body(client):
+    body = client.put("/api/session", json=DOCUMENT).get_data(as_text=True)
+    assert "id" not in client.get("/api/session").get_json()
+    from flask.sessions import SecureCookieSessionInterface
+    serializer = SecureCookieSessionInterface().get_signing_serializer(client.application)
+    session_id = serializer.loads(_session_cookie(client))["workspace_id"]
+    assert session_id not in body
+
+
+def test_a_restarted_server_brings_the_user_back(make_app):
+    app = make_app()
+    client = app.test_client()
+    client.put("/api/session", json=DOCUMENT)
+    cookie = _session_cookie(client)
+    close_store(app)
+
+    returning = make_app().test_client()
+    returning.set_cookie("session", cookie)
+    assert returning.get("/api/session").get_json()["spec"] == DOCUMENT["spec"]
+
+
+def test_two_browsers_never_see_each_other(app):
+    alice, bob = app.test_client(), app.test_client()
+    alice.put("/api/session", json=DOCUMENT)
+    assert bob.get("/api/session").get_json()["spec"] is None
+    bob.put("/api/session", json={"spec": {"bob": True}})
+    assert alice.get("/api/session").get_json()["spec"] == DOCUMENT["spec"]
+    assert _session_cookie(alice) != _session_cookie(bob)
+
+
+def test_a_tampered_cookie_gets_a_fresh_workspace(app):
+    alice = app.test_client()
+    alice.put("/api/session", json=DOCUMENT)
+    cookie = _session_cookie(alice)
+
+    mallory = app.test_client()
+    payload, rest = cookie.split(".", 1)
+    mallory.set_cookie("session", payload[:-2] + ("AA" if payload[-2:] != "AA" else "BB") + "." + rest)
+    response = mallory.get("/api/session")
+    assert response.get_json()["spec"] is None
+    assert _session_cookie(mallory) != cookie
+    assert alice.get("/api/session").get_json()["spec"] == DOCUMENT["spec"]
+
+
+def test_a_cookie_signed_with_another_key_is_rejected(make_app):
+    forger_app = make_app(SECRET_KEY="attacker-key")
+    forger = forger_app.test_client()
+    forger.put("/api/session", json=DOCUMENT)
+
+    victim_server = make_app().test_client()
+    victim_server.set_cookie("session", _session_cookie(forger))
+    assert victim_server.get("/api/session").get_json()["spec"] is None
+
+
+def test_shape_errors_are_400_with_paths(client):
+    response = client.put("/api/session", json={
+        "spec": [1, 2], "view": {"step": -1, "selected": 7, "zoom": "big", "extra": 1}, "history": {"undo": [3]},
+        "surprise": True})
+    assert response.status_code == 400
+    paths = {problem["path"] for problem in response.get_json()["problems"]}
+    assert paths == {"spec", "view.step", "view.selected", "view.zoom", "view.extra", "history.undo[0]", "surprise"}
+    assert client.get("/api/session").get_json()["spec"] is None  # nothing was saved
+
+
+def test_history_length_is_capped(client):
+    history = {"undo": [{"n": i} for i in range(HISTORY_MAX_ENTRIES + 1)], "redo": []}
+    response = client.put("/api/session", json={"history": history})
+    assert response.status_code == 400
+    assert response.get_json()["problems"][0]["path"] == "history.undo"
+
+
+def test_spec_size_is_capped(client):
+    response = client.put("/api/session", json={"spec": {"blob": "x" * SPEC_MAX_BYTES}})
+    assert response.status_code == 400
+    assert response.get_json()["problems"][0]["path"] == "spec"
+
+
+def test_the_whole_workspace_size_is_capped(client):
+    entry = {"blob": "x" * 60_000}
+    response = client.put("/api/session", json={"history": {"undo": [entry] * 7, "redo": [entry] * 7}})
+    assert response.status_code == 413
+
+
+def test_a_body_over_max_content_length_is_413_json(client):
+    response = client.put("/api/session", data=b"{" + b" " * (2 * 1024 * 1024) + b"}",
+                          content_type="application/json")
+    assert response.status_code == 413 and response.is_json
+
+
+def test_a_cross_site_write_is_refused(client):
+    client.put("/api/session", json=DOCUMENT)
+    response = client.put("/api/session", json={"spec": {"evil": 1}}, headers={"Sec-Fetch-Site": "cross-site"})
+    assert response.status_code == 403 and response.is_json
+    assert client.get("/api/session").get_json()["spec"] == DOCUMENT["spec"]
+
+
+def test_eight_browsers_saving_at_once_each_keep_their_own_work(app):
+    errors = []
+    barrier = threading.Barrier(8)
+
+    def browser(index):
+        client = app.test_client()
+        try:
+            client.get("/api/session")
+            barrier.wait()
+            for step in range(25):
+                response = client.put("/api/session", json={"spec": {"who": index}, "view": {"step": step}})
+                assert response.status_code == 200, response.get_json()
+            body = client.get("/api/session").get_json()
+            assert body["spec"] == {"who": index} and body["view"]["step"] == 24
+        except Exception as error:  # collected, asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=browser, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
