@@ -4,6 +4,8 @@
 def register_blueprints(app):
     from backend.api.pages import pages
     app.register_blueprint(pages)
+    from backend.api.trace import trace_api
+    app.register_blueprint(trace_api)
     from backend.api.ledger import ledger; app.register_blueprint(ledger)
     from backend.api.security import security
     app.register_blueprint(security)

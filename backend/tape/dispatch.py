@@ -24,7 +24,7 @@ def apply(op, inputs, attrs=NO_ATTRS):
         return _output(op, out, inputs, None)
     node = Node(op, attrs, inputs, needs)
     if events.active:
-        events.emit("record", node=node, inputs=inputs)
+        events.emit("record", node=node, inputs=inputs, out_shape=out.shape)
     output = _output(op, out, inputs, node)
     node.output_uid = output.uid
     _save(node, inputs, output, extras)
@@ -41,7 +41,7 @@ def apply_inplace(op, target, others, attrs=NO_ATTRS):
     if recording:
         node = Node(op, attrs, inputs, tuple(t.requires_grad for t in inputs))
         if events.active:
-            events.emit("record", node=node, inputs=inputs)
+            events.emit("record", node=node, inputs=inputs, out_shape=target.data.shape)
         _save(node, inputs, None, None, before_write=True)
     target.data[...] = op.forward(attrs, *[t.data for t in inputs])
     target.storage.version += 1

@@ -9,7 +9,7 @@ import numpy as np
 
 from backend.tape import events
 from backend.tape.node import Node
-from backend.tape.storage import Storage
+from backend.tape.storage import Storage, next_uid
 
 
 class Adjoint:
@@ -24,7 +24,7 @@ class Adjoint:
 
 
 def _fresh(array, owner_uid):
-    storage = Storage(array.nbytes, array.dtype, "grad", None)
+    storage = Storage(array.nbytes, array.dtype, "grad", next_uid())
     if events.active:
         events.emit("alloc_grad", storage=storage, array=array, owner=owner_uid)
     return Adjoint(array, storage, exclusive=True)
@@ -148,11 +148,10 @@ def _accumulate_leaf(leaf, contribution, node):
         array = contribution.array
         owned = array.base is None and array.flags.writeable and array.dtype == leaf.data.dtype
         if owned and contribution.exclusive:
-            contribution.storage.uid = leaf.uid
             leaf.adopt_grad(array, contribution.storage)       # steal the buffer, as AccumulateGrad does
         else:
             copy = np.array(array, dtype=leaf.data.dtype)
-            leaf.adopt_grad(copy, Storage(copy.nbytes, copy.dtype, "grad", leaf.uid))
+            leaf.adopt_grad(copy, Storage(copy.nbytes, copy.dtype, "grad", next_uid()))
         if events.active:
             events.emit("accumulate_leaf", leaf=leaf, parts=(contribution,), first=True)
     else:

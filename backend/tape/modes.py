@@ -1,7 +1,19 @@
-"""Grad mode: `no_grad()` turns recording off; `enabled` is read on every op."""
+"""Grad mode and layer scope: `no_grad()` turns recording off; `layer_scope()` labels what is recorded."""
 from contextlib import contextmanager
 
 enabled = True
+scope = ""          # the model layer being built ("layers[3]"); tape entries remember it
+
+
+@contextmanager
+def layer_scope(name):
+    """Label every op recorded inside with `name`, so the trace can group entries by layer."""
+    global scope
+    previous, scope = scope, name
+    try:
+        yield
+    finally:
+        scope = previous
 
 
 @contextmanager

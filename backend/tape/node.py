@@ -1,7 +1,7 @@
 """A tape entry (a grad_fn): the op, its backward edges, and the tensors its vjp needs, with their versions."""
 import itertools
 
-from backend.tape import events
+from backend.tape import events, modes
 
 _sequence = itertools.count()
 
@@ -17,7 +17,7 @@ class Node:
     """One entry of the Wengert list. `next` holds, per input, the producing Node, the leaf Tensor, or None."""
 
     __slots__ = ("op", "attrs", "next", "needs", "shapes", "saved", "seq", "output_uid",
-                 "retained", "released", "had_saved", "__weakref__")
+                 "retained", "released", "had_saved", "scope", "__weakref__")
 
     def __init__(self, op, attrs, inputs, needs):
         self.op = op
@@ -34,6 +34,7 @@ class Node:
         self.retained = None
         self.released = False
         self.had_saved = False
+        self.scope = modes.scope
 
     def name(self):
         return self.op.backward_name

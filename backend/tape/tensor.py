@@ -58,7 +58,7 @@ class Tensor:
             self._grad, self._grad_storage = None, None
             return
         array = np.asarray(value)
-        self.adopt_grad(array, Storage(array.nbytes, array.dtype, "grad", self.uid))
+        self.adopt_grad(array, Storage(array.nbytes, array.dtype, "grad", next_uid()))
 
     def adopt_grad(self, array, storage):
         """Make `array` (held in `storage`) this leaf's .grad: the engine's first accumulation."""

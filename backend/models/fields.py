@@ -1,0 +1,62 @@
+"""Field checks for specs: each records a {path, message} problem instead of raising, so all are reported."""
+
+
+class Problems(list):
+    def add(self, path, message):
+        self.append({"path": path, "message": message})
+
+
+def integer(obj, key, path, problems, low, high, default=None):
+    value = obj.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        problems.add(f"{path}.{key}", f"must be an integer from {low} to {high:,}" if low != 1
+                     else f"must be a positive integer ≤ {high:,}")
+        return default if isinstance(default, int) else low
+    return value
+
+
+def number(obj, key, path, problems, low, high, default=None, high_open=False):
+    value = obj.get(key, default)
+    bad_type = isinstance(value, bool) or not isinstance(value, (int, float))
+    if bad_type or not (low <= value < high if high_open else low <= value <= high) or value != value:
+        bound = f"below {high}" if high_open else f"at most {high}"
+        problems.add(f"{path}.{key}", f"must be a number from {low}, {bound}")
+        return default if default is not None else low
+    return float(value)
+
+
+def boolean(obj, key, path, problems, default):
+    value = obj.get(key, default)
+    if not isinstance(value, bool):
+        problems.add(f"{path}.{key}", "must be true or false")
+        return default
+    return value
+
+
+def choice(obj, key, path, problems, options, default=None):
+    value = obj.get(key, default)
+    if value not in options:
+        problems.add(f"{path}.{key}", "must be one of " + ", ".join(f'"{o}"' for o in options))
+        return default if default is not None else options[0]
+    return value
+
+
+def text(obj, key, path, problems, max_length, default=""):
+    value = obj.get(key, default)
+    if not isinstance(value, str) or len(value) > max_length:
+        problems.add(f"{path}.{key}", f"must be text of at most {max_length} characters")
+        return default
+    return value
+
+
+def mapping(value, path, problems):
+    if not isinstance(value, dict):
+        problems.add(path, "must be an object")
+        return {}
+    return value
+
+
+def unknown_keys(obj, allowed, path, problems):
+    for key in obj:
+        if key not in allowed:
+            problems.add(f"{path}.{key}", "is not a field here; allowed: " + ", ".join(sorted(allowed)))

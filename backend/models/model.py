@@ -1,0 +1,72 @@
+"""A built model: seeded parameters, the input batch and targets, its blocks, loss and optimizer."""
+import numpy as np
+
+import backend.tape as T
+from backend.models.network import BuildContext, build_blocks
+from backend.models.spec import input_shape
+from backend.tape import layer_scope, tensor
+
+
+class Model:
+    """Everything one run needs, allocated from a normalized spec. `forward()` returns the loss tensor."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        dtype = np.dtype(spec["dtype"])
+        rng = np.random.default_rng(spec["seed"])
+        T.manual_seed(spec["seed"])
+        source = spec["input"]
+        tokens = source["kind"] == "tokens"
+        shape = input_shape(spec)
+        # The input is drawn first, then the weights in layer order: Lab 1's order, so lab1-mlp matches it.
+        if tokens:
+            self.input = tensor(rng.integers(0, source["vocab"], shape), name="tokens")
+        else:
+            self.input = tensor(rng.uniform(-1, 1, shape).astype(dtype), name="x")
+        ctx = BuildContext(rng, dtype, spec.get("init_std"), source.get("vocab", 0))
+        width = None if tokens else shape[-1]
+        self.blocks, _ = build_blocks(spec["layers"], width, ctx)
+        self.params = ctx.params
+        self.target = self._make_target(rng, dtype)
+        self.optimizer = self._make_optimizer()
+
+    def _make_target(self, rng, dtype):
+        from backend.models.spec import plan
+        out_shape = plan(self.spec).output_shape
+        loss = self.spec["loss"]
+        if loss["type"] == "cross_entropy":
+            return tensor(rng.integers(0, out_shape[-1], out_shape[:-1]), name="target")
+        if loss["type"] == "mse":
+            if loss["target"] == "square":
+                with T.no_grad():
+                    target = self.input * self.input
+                target.name = "target"
+                return target
+            values = np.zeros(out_shape) if loss["target"] == "zeros" else rng.normal(0, 1, out_shape)
+            return tensor(values.astype(dtype), name="target")
+        return None
+
+    def _make_optimizer(self):
+        config = self.spec["optimizer"]
+        params = list(self.params.values())
+        if config["type"] == "sgd":
+            return T.SGD(params, lr=config["lr"])
+        if config["type"] == "adam":
+            return T.Adam(params, lr=config["lr"])
+        return None
+
+    def forward(self, run_block=None):
+        """Run the blocks and the loss; `run_block(path, fn, h)` lets a checkpoint schedule wrap a block."""
+        h = self.input
+        for path, fn in self.blocks:
+            h = fn(h) if run_block is None else run_block(path, fn, h)
+        return self.loss(h)
+
+    def loss(self, out):
+        kind = self.spec["loss"]["type"]
+        with layer_scope("loss"):
+            if kind == "cross_entropy":
+                return T.cross_entropy(out, self.target)
+            if kind == "mse":
+                return T.mse_loss(out, self.target)
+            return out.sum()

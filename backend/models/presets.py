@@ -1,0 +1,61 @@
+"""Preset models, each a spec: from the seed's 5-op tape to a two-block transformer."""
+import copy
+
+PRESETS = {
+    "seed-tape": {
+        "description": "The tape chapter's 5-op tape: L = sum(relu(x@W1 + b) @ W2), x [64,1], W1 [1,64], b [64], W2 [64,1].",
+        "spec": {"name": "seed-tape", "seed": 0, "dtype": "float32", "batch": 64,
+                 "input": {"kind": "features", "size": 1},
+                 "layers": [{"type": "linear", "out": 64, "bias": True}, {"type": "relu"},
+                            {"type": "linear", "out": 1, "bias": False}],
+                 "loss": {"type": "sum"}, "optimizer": {"type": "none"}},
+    },
+    "lab1-mlp": {
+        "description": "Lab 1: a two-layer ReLU net learning y = x² with MSE and SGD (lr 0.1), float64, Lab 1's init.",
+        "spec": {"name": "lab1-mlp", "seed": 0, "dtype": "float64", "batch": 64, "init_std": 0.5,
+                 "input": {"kind": "features", "size": 1},
+                 "layers": [{"type": "linear", "out": 64, "bias": True}, {"type": "relu"},
+                            {"type": "linear", "out": 1, "bias": False}],
+                 "loss": {"type": "mse", "target": "square"}, "optimizer": {"type": "sgd", "lr": 0.1}},
+    },
+    "residual-unit": {
+        "description": "One residual unit: the hidden state is used twice, so its gradient is the skip's share plus the branch's.",
+        "spec": {"name": "residual-unit", "seed": 0, "dtype": "float32", "batch": 8,
+                 "input": {"kind": "features", "size": 4},
+                 "layers": [{"type": "linear", "out": 8, "bias": True, "name": "x"},
+                            {"type": "residual", "layers": [{"type": "linear", "out": 8}, {"type": "tanh"},
+                                                            {"type": "linear", "out": 8}]}],
+                 "loss": {"type": "mse", "target": "random"}, "optimizer": {"type": "none"}},
+    },
+    "deep-mlp": {
+        "description": "16 linear+tanh layers of width 64: a long chain to checkpoint.",
+        "spec": {"name": "deep-mlp", "seed": 0, "dtype": "float32", "batch": 32,
+                 "input": {"kind": "features", "size": 16},
+                 "layers": [{"type": "repeat", "times": 16,
+                             "layers": [{"type": "linear", "out": 64}, {"type": "tanh"}]},
+                            {"type": "linear", "out": 1}],
+                 "loss": {"type": "mse", "target": "random"}, "optimizer": {"type": "sgd", "lr": 0.01}},
+    },
+    "transformer-tiny": {
+        "description": "Embedding, 2 pre-LN transformer blocks (d=32, 4 heads, causal), seq 16, batch 2, vocab 50, dropout 0.1.",
+        "spec": {"name": "transformer-tiny", "seed": 0, "dtype": "float32", "batch": 2,
+                 "input": {"kind": "tokens", "vocab": 50, "seq": 16},
+                 "layers": [{"type": "embedding", "dim": 32},
+                            {"type": "transformer_block", "heads": 4, "mlp_ratio": 4, "dropout": 0.1,
+                             "impl": "naive", "causal": True},
+                            {"type": "transformer_block", "heads": 4, "mlp_ratio": 4, "dropout": 0.1,
+                             "impl": "naive", "causal": True},
+                            {"type": "layernorm"}, {"type": "linear", "out": 50}],
+                 "loss": {"type": "cross_entropy"}, "optimizer": {"type": "adam", "lr": 0.001}},
+    },
+}
+
+
+def get(preset_id):
+    """A fresh copy of a preset's spec; KeyError for an unknown id."""
+    return copy.deepcopy(PRESETS[preset_id]["spec"])
+
+
+def listing():
+    return [{"id": key, "name": key, "description": value["description"], "spec": get(key)}
+            for key, value in PRESETS.items()]

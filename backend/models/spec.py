@@ -1,0 +1,123 @@
+"""Model specs: validation with every problem's path, normalization with defaults, and the size caps.
+
+A spec over a cap is refused here, from shape arithmetic alone, before anything is allocated.
+"""
+import numpy as np
+
+from backend.models import fields as f
+from backend.models.errors import CapError, SpecError
+from backend.models.layers import Tally, check_layer_list, plan_layers
+
+DTYPES = ("float32", "float64", "float16")
+MAX_BATCH = 1024
+MAX_FEATURES = 4096
+MAX_VOCAB = 8192
+MAX_SEQ = 512
+MAX_ELEMENTS_PER_TENSOR = 1 << 23            # 8 Mi elements
+MAX_TOTAL_BYTES = 256 * 1024 * 1024          # 256 MiB
+MAX_TAPE_ENTRIES = 20_000
+TOP_LEVEL = {"name", "seed", "dtype", "batch", "input", "layers", "loss", "optimizer", "init_std", "description"}
+
+
+def validate_spec(spec):
+    """Return the normalized spec, or raise SpecError with every problem (CapError when over a cap)."""
+    problems = f.Problems()
+    spec = f.mapping(spec, "spec", problems)
+    if problems:
+        raise SpecError(problems)
+    f.unknown_keys(spec, TOP_LEVEL, "spec", problems)
+    normalized = {
+        "name": f.text(spec, "name", "spec", problems, 80, default="model"),
+        "seed": f.integer(spec, "seed", "spec", problems, 0, 2**31 - 1, default=0),
+        "dtype": f.choice(spec, "dtype", "spec", problems, DTYPES, default="float32"),
+        "batch": f.integer(spec, "batch", "spec", problems, 1, MAX_BATCH, default=1),
+        "input": _check_input(spec.get("input"), problems),
+        "layers": check_layer_list(spec.get("layers"), "layers", problems, depth=0),
+        "loss": _check_loss(spec.get("loss", {"type": "sum"}), problems),
+        "optimizer": _check_optimizer(spec.get("optimizer", {"type": "none"}), problems),
+    }
+    if spec.get("init_std") is not None:
+        normalized["init_std"] = f.number(spec, "init_std", "spec", problems, 1e-6, 10.0)
+    if "description" in spec:
+        normalized["description"] = f.text(spec, "description", "spec", problems, 400)
+    if problems:
+        raise SpecError(problems)
+    tally = plan(normalized, problems)
+    if problems:
+        raise SpecError(problems)
+    _enforce_caps(tally)
+    return normalized
+
+
+def input_shape(spec):
+    source = spec["input"]
+    if source["kind"] == "tokens":
+        return (spec["batch"], source["seq"])
+    return (spec["batch"], source["size"])
+
+
+def plan(spec, problems=None):
+    """Shape-infer the whole model: the Tally of entries and bytes, and `tally.output_shape`."""
+    problems = f.Problems() if problems is None else problems
+    tally = Tally(np.dtype(spec["dtype"]).itemsize)
+    vocab = spec["input"]["vocab"] if spec["input"]["kind"] == "tokens" else 0
+    shape = plan_layers(spec["layers"], input_shape(spec), "layers", problems, tally, tokens=vocab)
+    tally.output_shape = shape
+    if shape is not None:
+        _check_loss_fits(spec, shape, problems)
+        tally.op(int(np.prod(shape)), entries=3)
+    if problems and shape is None and not any(p["path"].startswith("layers") for p in problems):
+        problems.add("layers", "the layers do not fit the input")
+    return tally
+
+
+def _check_input(value, problems):
+    value = f.mapping(value, "input", problems)
+    kind = f.choice(value, "kind", "input", problems, ("features", "tokens"), default="features")
+    if kind == "features":
+        f.unknown_keys(value, {"kind", "size"}, "input", problems)
+        return {"kind": kind, "size": f.integer(value, "size", "input", problems, 1, MAX_FEATURES, default=1)}
+    f.unknown_keys(value, {"kind", "vocab", "seq"}, "input", problems)
+    return {"kind": kind, "vocab": f.integer(value, "vocab", "input", problems, 2, MAX_VOCAB, default=50),
+            "seq": f.integer(value, "seq", "input", problems, 1, MAX_SEQ, default=16)}
+
+
+def _check_loss(value, problems):
+    value = f.mapping(value, "loss", problems)
+    kind = f.choice(value, "type", "loss", problems, ("mse", "cross_entropy", "sum"), default="sum")
+    if kind == "mse":
+        f.unknown_keys(value, {"type", "target"}, "loss", problems)
+        return {"type": kind, "target": f.choice(value, "target", "loss", problems,
+                                                 ("square", "zeros", "random"), default="zeros")}
+    f.unknown_keys(value, {"type"}, "loss", problems)
+    return {"type": kind}
+
+
+def _check_optimizer(value, problems):
+    value = f.mapping(value, "optimizer", problems)
+    kind = f.choice(value, "type", "optimizer", problems, ("none", "sgd", "adam"), default="none")
+    f.unknown_keys(value, {"type", "lr"}, "optimizer", problems)
+    out = {"type": kind}
+    if kind != "none":
+        out["lr"] = f.number(value, "lr", "optimizer", problems, 0.0, 10.0, default=0.1)
+    return out
+
+
+def _check_loss_fits(spec, shape, problems):
+    loss = spec["loss"]
+    if loss["type"] == "mse" and loss["target"] == "square" and tuple(shape) != input_shape(spec):
+        problems.add("loss.target", f'"square" compares the output with x², so the output must have the '
+                                    f"input's shape {list(input_shape(spec))}, not {list(shape)}")
+    if loss["type"] == "cross_entropy" and shape[-1] < 2:
+        problems.add("loss.type", "cross_entropy needs at least 2 output classes in the last layer")
+
+
+def _enforce_caps(tally):
+    if tally.max_elements > MAX_ELEMENTS_PER_TENSOR:
+        raise CapError("elements per tensor", MAX_ELEMENTS_PER_TENSOR, tally.max_elements)
+    if tally.entries > MAX_TAPE_ENTRIES:
+        raise CapError("tape entries", MAX_TAPE_ENTRIES, tally.entries)
+    # parameters + their grads (+ Adam's two moments, counted always as the upper bound) + activations
+    total = tally.param_elements * tally.itemsize * 4 + tally.activation_bytes
+    if total > MAX_TOTAL_BYTES:
+        raise CapError("total bytes (256 MiB)", MAX_TOTAL_BYTES, total)

@@ -1,0 +1,88 @@
+"""The trace document: one JSON object per run, built from a Recorder. Described by docs/trace.schema.json."""
+import numpy as np
+
+SCHEMA_VERSION = 1
+KINDS = ("input", "param", "activation", "grad", "optimizer")
+
+
+def build_document(recorder, spec, engine_version, loss):
+    storages = sorted(recorder.storages.values(), key=lambda s: s["id"])
+    steps = recorder.steps or [{"index": 0, "phase": "forward", "entry": None}]
+    live, by_kind = _live_bytes(storages, len(steps))
+    for step in steps:
+        step["live_bytes"] = int(live[step["index"]])
+        step["by_kind"] = {kind: int(by_kind[kind][step["index"]]) for kind in KINDS}
+    tensors = sorted(recorder.tensors.values(), key=lambda t: t["id"])
+    freed_at = {s["id"]: s["freed"] for s in storages}
+    for t in tensors:
+        t["freed"] = freed_at[t["storage"]]
+    peak_step = int(np.argmax(live))
+    forward_end = max((s["index"] for s in steps if s["phase"] == "forward"), default=0)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "engine_version": engine_version,
+        "spec": spec,
+        "loss": loss,
+        "layers": _layers(spec),
+        "tensors": tensors,
+        "storages": storages,
+        "tape": recorder.tape,
+        "steps": steps,
+        "sweep": recorder.sweep,
+        "dependencies": {str(k): v for k, v in recorder.dependencies.items()},
+        "graph": _graph(recorder.tape, tensors),
+        "summary": {
+            "peak_bytes": int(live[peak_step]),
+            "peak_step": peak_step,
+            "saved_bytes": _saved_bytes(recorder.tape, recorder.tensors, storages),
+            "by_kind_at_peak": {kind: int(by_kind[kind][peak_step]) for kind in KINDS},
+            "forward_end_step": forward_end,
+            "steps": len(steps),
+            "entries": len(recorder.tape),
+            "forward_flops": sum(e["flops"] for e in recorder.tape if e["phase"] == "forward"),
+            "measured_peak_bytes": None,
+        },
+    }
+
+
+def _live_bytes(storages, n_steps):
+    """Storages alive at step s are those with born ≤ s ≤ freed: one difference array per kind."""
+    delta = {kind: np.zeros(n_steps + 1, dtype=np.int64) for kind in KINDS}
+    for s in storages:
+        delta[s["kind"]][s["born"]] += s["nbytes"]
+        if s["freed"] is not None:
+            delta[s["kind"]][s["freed"] + 1] -= s["nbytes"]
+    by_kind = {kind: np.cumsum(delta[kind])[:n_steps] for kind in KINDS}
+    return sum(by_kind.values()), by_kind
+
+
+def _saved_bytes(tape, tensors, storages):
+    """Unique storages the tape holds at the end of forward, parameters included (saved_tensors_hooks' count)."""
+    nbytes = {s["id"]: s["nbytes"] for s in storages}
+    held = {tensors[uid]["storage"] for entry in tape if entry["phase"] == "forward" for uid in entry["saved"]}
+    return int(sum(nbytes[s] for s in held))
+
+
+def _graph(tape, tensors):
+    """Nodes are tape entries and the leaves they read; edges are tensors, from producer to consumer."""
+    by_id = {t["id"]: t for t in tensors}
+    nodes = [{"id": f"e{e['index']}", "entry": e["index"], "op": e["op"], "family": e["family"],
+              "scope": e["scope"]} for e in tape]
+    leaves, edges = {}, []
+    for entry in tape:
+        for uid in entry["inputs"]:
+            tensor = by_id[uid]
+            if tensor["produced_by"] is None:
+                source = f"t{uid}"
+                leaves.setdefault(uid, {"id": source, "tensor": uid, "kind": tensor["kind"], "name": tensor["name"]})
+            else:
+                source = f"e{tensor['produced_by']}"
+            edges.append({"source": source, "target": f"e{entry['index']}", "tensor": uid,
+                          "nbytes": tensor["nbytes"]})
+    return {"nodes": nodes, "leaves": list(leaves.values()), "edges": edges}
+
+
+def _layers(spec):
+    """Top-level layers with their paths and display names (user text: the browser shows it as text)."""
+    return [{"path": f"layers[{i}]", "type": layer["type"], "name": layer.get("name", layer["type"])}
+            for i, layer in enumerate(spec["layers"])]

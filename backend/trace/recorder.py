@@ -1,0 +1,196 @@
+"""The recorder: an engine listener that turns one run's events into tensors, storages, tape entries, steps and sweep items.
+
+It only collects; document.py derives live bytes, intervals and the summary from what is collected here.
+"""
+from backend.trace.values import MAX_VALUE_ELEMENTS, describe
+
+SMALL_TENSOR_ELEMENTS = 1024     # tensors this small carry their values at birth (heatmaps)
+
+
+class Recorder:
+    def __init__(self):
+        self.phase = "setup"
+        self.tensors = {}          # uid -> tensor record
+        self.storages = {}         # address -> storage record
+        self.tape = []             # entries in record order
+        self.entry_of = {}         # node.seq -> tape index
+        self.steps = []            # {index, phase, entry}
+        self.sweep = []            # one item per backward step
+        self.dependencies = {}       # tape index -> consumers counted when backward began
+        self._waiting = {}           # nodes that hold part of their adjoint, not yet run
+
+    # ----- phases and steps ---------------------------------------------------------------------
+    def begin(self, phase):
+        self.phase = phase
+
+    @property
+    def step(self):
+        return max(len(self.steps) - 1, 0)
+
+    def _new_step(self, entry, **extra):
+        self.steps.append({"index": len(self.steps), "phase": self.phase, "entry": entry, **extra})
+
+    def __call__(self, kind, payload):
+        getattr(self, "on_" + kind)(**payload)
+
+    # ----- storages and tensors -----------------------------------------------------------------
+    def _storage(self, storage):
+        record = self.storages.get(storage.address)
+        if record is None:
+            record = {"id": len(self.storages), "address": f"0x{storage.address:x}", "nbytes": storage.nbytes,
+                      "kind": storage.kind, "born": self.step, "freed": None}
+            self.storages[storage.address] = record
+        return record
+
+    def _tensor(self, uid, storage, shape, dtype, name, kind, node=None, array=None, **extra):
+        produced_by = self.entry_of.get(node.seq) if node is not None else None
+        record = {
+            "id": uid, "name": name or (f"t{produced_by}" if produced_by is not None else f"t{uid}"),
+            "kind": kind, "shape": list(shape), "dtype": str(dtype), "nbytes": storage.nbytes,
+            "storage": self._storage(storage)["id"], "address": f"0x{storage.address:x}",
+            "born": self.step, "freed": None, "saved_by": [], "produced_by": produced_by,
+            "scope": node.scope if node is not None else None, **extra,
+        }
+        if array is not None and array.size <= SMALL_TENSOR_ELEMENTS:
+            record["value"] = describe(array)
+        elif array is not None:
+            record["value"] = describe(array, limit=0)
+        self.tensors[uid] = record
+        return record
+
+    def on_alloc(self, tensor, storage, node):
+        self._output(self._tensor(tensor.uid, storage, tensor.data.shape, tensor.data.dtype, tensor.name,
+                                  storage.kind, node, tensor.data))
+
+    def on_view(self, tensor, storage, node):
+        self._output(self._tensor(tensor.uid, storage, tensor.data.shape, tensor.data.dtype, tensor.name,
+                                  self._storage(storage)["kind"], node, tensor.data, view=True))
+
+    def _output(self, record):
+        if record["produced_by"] is not None:
+            self.tape[record["produced_by"]]["output"] = record["id"]
+
+    def on_alloc_extra(self, uid, storage, array, node, name):
+        index = self.entry_of[node.seq]
+        self._tensor(uid, storage, array.shape, array.dtype, f"{node.op.name}{index}.{name}", "activation",
+                     node, array)
+
+    def on_alloc_grad(self, storage, array, owner):
+        owner_name = self.tensors[owner]["name"] if owner in self.tensors else f"t{owner}"
+        self._tensor(storage.uid, storage, array.shape, array.dtype, f"d{owner_name}", "grad", None, array,
+                     grad_of=owner)
+
+    def on_grad(self, tensor, storage):
+        if storage.uid not in self.tensors:
+            self._tensor(storage.uid, storage, tensor.grad.shape, tensor.grad.dtype, f"{tensor.name}.grad",
+                         "grad", None, tensor.grad)
+        self.tensors[storage.uid]["grad_of"] = tensor.uid
+        self.tensors[storage.uid]["name"] = f"{self.tensors[tensor.uid]['name']}.grad"
+
+    def on_free(self, storage):
+        record = self.storages.get(storage.address)
+        if record is not None and record["freed"] is None:
+            record["freed"] = self.step
+
+    def on_inplace(self, tensor, version):
+        self.tensors[tensor.uid].setdefault("versions", []).append({"step": self.step, "version": version})
+
+    # ----- the tape -----------------------------------------------------------------------------
+    def on_record(self, node, inputs, out_shape):
+        index = len(self.tape)
+        self.entry_of[node.seq] = index
+        op = node.op
+        self.tape.append({
+            "index": index, "op": op.name, "family": op.family, "backward": op.backward_name,
+            "inputs": [t.uid for t in inputs], "output": None, "saved": [], "scope": node.scope,
+            "flops": int(op.flops(node.shapes, out_shape, node.attrs)), "why": op.why,
+            "attrs": _plain_attrs(node.attrs), "phase": self.phase,
+        })
+        self._new_step(index)
+
+    def on_save(self, node, name, uid, storage):
+        index = self.entry_of[node.seq]
+        self.tape[index]["saved"].append(uid)
+        self.tensors[uid]["saved_by"].append(index)
+
+    # ----- the adjoint sweep --------------------------------------------------------------------
+    def on_backward_begin(self, root, dependencies):
+        self.dependencies = {self.entry_of[n.seq]: c for n, c in dependencies.items() if n.seq in self.entry_of}
+
+    def on_node_begin(self, node, adjoint):
+        index = self.entry_of[node.seq]
+        self._waiting.pop(node.seq, None)
+        self._new_step(index)
+        entry = self.tape[index]
+        self.sweep.append({
+            "step": self.step, "entry": index, "op": entry["op"], "backward": entry["backward"],
+            "adjoint": self._adjoint(adjoint), "reads": list(entry["saved"]), "why": entry["why"],
+            "contributions": [], "accumulations": [], "freed": [], "ready": [], "pending": {},
+        })
+
+    def _adjoint(self, adjoint):
+        """The incoming adjoint: its values live once in its tensor record, or here when that has only statistics."""
+        if adjoint is None:
+            return None
+        record = self.tensors.get(adjoint.storage.uid, {})
+        has_values = "f16" in record.get("value", {})
+        return {"tensor": adjoint.storage.uid, "shape": list(adjoint.array.shape),
+                **describe(adjoint.array, limit=0 if has_values else MAX_VALUE_ELEMENTS)}
+
+    def on_vjp(self, node, adjoint):
+        pass
+
+    def on_contribution(self, node, parent, adjoint):
+        if hasattr(parent, "output_uid"):
+            target = parent.output_uid
+            self._waiting[parent.seq] = parent
+        else:
+            target = parent.uid
+        self.sweep[-1]["contributions"].append({"to": target, "grad": adjoint.storage.uid,
+                                                "shape": list(adjoint.array.shape)})
+
+    def on_accumulate(self, target, parts, total):
+        self.sweep[-1]["accumulations"].append({
+            "tensor": target, "parts": [p.storage.uid for p in parts], "total": total.storage.uid,
+            "into": "buffer"})
+
+    def on_accumulate_leaf(self, leaf, parts, first):
+        self.sweep[-1]["accumulations"].append({
+            "tensor": leaf.uid, "parts": [p.storage.uid for p in parts], "total": leaf._grad_storage.uid,
+            "into": "grad", "first": first})
+
+    def on_release(self, node, uids):
+        self.sweep[-1]["freed"] = list(uids)
+
+    def on_node_end(self, node, ready, pending):
+        item = self.sweep[-1]
+        item["ready"] = [self.entry_of[n.seq] for n in ready]
+        # Only nodes part-way there: some consumers have delivered, some not (the += in progress).
+        item["pending"] = {}
+        for waiting in self._waiting.values():
+            if pending[waiting] > 0:
+                item["pending"][str(self.entry_of[waiting.seq])] = pending[waiting]
+
+    def on_backward_end(self, root):
+        pass
+
+    # ----- optimizer ----------------------------------------------------------------------------
+    def on_optimizer_step(self, param, index):
+        self._new_step(None, param=param.uid)
+
+
+def _plain_attrs(attrs):
+    """Attributes as JSON: numbers, strings and lists pass; anything else (slices, RNG states) becomes text."""
+    plain = {}
+    for key, value in attrs.items():
+        if key == "rng_state":
+            plain[key] = "saved" if value is not None else None
+        elif isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+            plain[key] = str(value)
+        elif isinstance(value, (int, float, str, bool)) or value is None:
+            plain[key] = value
+        elif isinstance(value, tuple) and all(isinstance(v, int) for v in value):
+            plain[key] = list(value)
+        else:
+            plain[key] = repr(value)[:200]
+    return plain
