@@ -1,0 +1,86 @@
+"""Snapshots with the real tracer: presets shared and read back, spec errors and caps as 4xx, mutated specs fuzzed."""
+import copy
+import random
+
+import pytest
+
+from backend.models import presets
+from backend.tape import ENGINE_VERSION
+from backend.trace import SCHEMA_VERSION
+
+
+def _backward_step(trace):
+    return next(index for index, step in enumerate(trace["steps"]) if step.get("phase") == "backward")
+
+
+@pytest.mark.parametrize("preset_id", ["seed-tape", "lab1-mlp"])
+def test_a_preset_shared_at_a_backward_step_reads_back(client, preset_id):
+    spec = presets.get(preset_id)
+    first = client.post("/api/snapshots", json={"spec": spec, "view": {"step": 0}})
+    assert first.status_code == 201, first.get_json()
+    trace = client.get(f"/api/snapshots/{first.get_json()['id']}").get_json()["trace"]
+    step = _backward_step(trace)
+
+    shared = client.post("/api/snapshots", json={"spec": spec, "view": {"step": step, "selected": "n1"}})
+    body = client.get(f"/api/snapshots/{shared.get_json()['id']}").get_json()
+    assert body["spec"] == spec
+    assert body["view"] == {"step": step, "selected": "n1", "zoom": None}
+    assert body["trace"]["schema_version"] == SCHEMA_VERSION
+    assert body["trace"]["engine_version"] == ENGINE_VERSION
+    assert body["schema_version"] == str(SCHEMA_VERSION) and body["engine_version"] == ENGINE_VERSION
+    assert body["trace"]["steps"][step]["phase"] == "backward"
+
+
+def test_an_invalid_spec_is_400_listing_its_problems(client):
+    spec = presets.get("seed-tape")
+    spec["batch"] = 10**9
+    response = client.post("/api/snapshots", json={"spec": spec, "view": {"step": 0}})
+    assert response.status_code == 400
+    assert any(problem["path"].endswith("batch") for problem in response.get_json()["problems"])
+
+
+def test_a_spec_over_a_cap_is_413_naming_the_cap(client):
+    spec = presets.get("seed-tape")
+    spec["input"]["size"] = 4096
+    spec["layers"][0]["out"] = 4096  # a 4096 x 4096 weight: over the elements-per-tensor cap
+    response = client.post("/api/snapshots", json={"spec": spec, "view": {"step": 0}})
+    assert response.status_code == 413
+    assert response.get_json()["cap"] and "cap" in response.get_json()["error"]
+
+
+def test_a_step_past_the_trace_is_refused(client):
+    spec = presets.get("seed-tape")
+    response = client.post("/api/snapshots", json={"spec": spec, "view": {"step": 100_000}})
+    assert response.status_code == 400 and response.get_json()["problems"][0]["path"] == "view.step"
+
+
+AWKWARD = [None, True, -1, 0, 1.5, 10**12, "", "relu", "x" * 300, [], [1, "a"], {}, {"type": "linear"}]
+
+
+def _mutate(spec, rng):
+    """Replace one field anywhere in the spec with an awkward value, or delete it."""
+    spec = copy.deepcopy(spec)
+    node = spec
+    while True:
+        keys = list(node.keys()) if isinstance(node, dict) else list(range(len(node)))
+        if not keys:
+            return spec
+        key = rng.choice(keys)
+        child = node[key]
+        if isinstance(child, (dict, list)) and child and rng.random() < 0.6:
+            node = child
+            continue
+        if isinstance(node, dict) and rng.random() < 0.2:
+            del node[key]
+        else:
+            node[key] = rng.choice(AWKWARD)
+        return spec
+
+
+@pytest.mark.parametrize("preset_id", ["seed-tape", "residual-unit", "transformer-tiny"])
+def test_mutated_presets_never_cause_a_server_error(client, preset_id):
+    rng = random.Random(preset_id)
+    for _ in range(40):
+        spec = _mutate(presets.get(preset_id), rng)
+        response = client.post("/api/snapshots", json={"spec": spec, "view": {"step": 0}})
+        assert response.status_code in (201, 400, 413), (spec, response.get_data(as_text=True)[:500])
