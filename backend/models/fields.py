@@ -1,6 +1,11 @@
 """Field checks for specs: each records a {path, message} problem instead of raising, so all are reported."""
 
 
+def join(path, key):
+    """A problem's path: "batch" at the top level, "layers[3].out" below it."""
+    return f"{path}.{key}" if path else key
+
+
 class Problems(list):
     def add(self, path, message):
         self.append({"path": path, "message": message})
@@ -9,7 +14,7 @@ class Problems(list):
 def integer(obj, key, path, problems, low, high, default=None):
     value = obj.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        problems.add(f"{path}.{key}", f"must be an integer from {low} to {high:,}" if low != 1
+        problems.add(join(path, key), f"must be an integer from {low} to {high:,}" if low != 1
                      else f"must be a positive integer ≤ {high:,}")
         return default if isinstance(default, int) else low
     return value
@@ -20,7 +25,7 @@ def number(obj, key, path, problems, low, high, default=None, high_open=False):
     bad_type = isinstance(value, bool) or not isinstance(value, (int, float))
     if bad_type or not (low <= value < high if high_open else low <= value <= high) or value != value:
         bound = f"below {high}" if high_open else f"at most {high}"
-        problems.add(f"{path}.{key}", f"must be a number from {low}, {bound}")
+        problems.add(join(path, key), f"must be a number from {low}, {bound}")
         return default if default is not None else low
     return float(value)
 
@@ -28,7 +33,7 @@ def number(obj, key, path, problems, low, high, default=None, high_open=False):
 def boolean(obj, key, path, problems, default):
     value = obj.get(key, default)
     if not isinstance(value, bool):
-        problems.add(f"{path}.{key}", "must be true or false")
+        problems.add(join(path, key), "must be true or false")
         return default
     return value
 
@@ -36,7 +41,7 @@ def boolean(obj, key, path, problems, default):
 def choice(obj, key, path, problems, options, default=None):
     value = obj.get(key, default)
     if value not in options:
-        problems.add(f"{path}.{key}", "must be one of " + ", ".join(f'"{o}"' for o in options))
+        problems.add(join(path, key), "must be one of " + ", ".join(f'"{o}"' for o in options))
         return default if default is not None else options[0]
     return value
 
@@ -44,7 +49,7 @@ def choice(obj, key, path, problems, options, default=None):
 def text(obj, key, path, problems, max_length, default=""):
     value = obj.get(key, default)
     if not isinstance(value, str) or len(value) > max_length:
-        problems.add(f"{path}.{key}", f"must be text of at most {max_length} characters")
+        problems.add(join(path, key), f"must be text of at most {max_length} characters")
         return default
     return value
 
@@ -59,4 +64,4 @@ def mapping(value, path, problems):
 def unknown_keys(obj, allowed, path, problems):
     for key in obj:
         if key not in allowed:
-            problems.add(f"{path}.{key}", "is not a field here; allowed: " + ", ".join(sorted(allowed)))
+            problems.add(join(path, key), "is not a field here; allowed: " + ", ".join(sorted(allowed)))

@@ -9,7 +9,7 @@ from backend.models.errors import CapError, SpecError
 from backend.models.layers import Tally, check_layer_list, plan_layers
 
 DTYPES = ("float32", "float64", "float16")
-MAX_BATCH = 1024
+MAX_BATCH = 4096
 MAX_FEATURES = 4096
 MAX_VOCAB = 8192
 MAX_SEQ = 512
@@ -25,21 +25,21 @@ def validate_spec(spec):
     spec = f.mapping(spec, "spec", problems)
     if problems:
         raise SpecError(problems)
-    f.unknown_keys(spec, TOP_LEVEL, "spec", problems)
+    f.unknown_keys(spec, TOP_LEVEL, "", problems)
     normalized = {
-        "name": f.text(spec, "name", "spec", problems, 80, default="model"),
-        "seed": f.integer(spec, "seed", "spec", problems, 0, 2**31 - 1, default=0),
-        "dtype": f.choice(spec, "dtype", "spec", problems, DTYPES, default="float32"),
-        "batch": f.integer(spec, "batch", "spec", problems, 1, MAX_BATCH, default=1),
+        "name": f.text(spec, "name", "", problems, 80, default="model"),
+        "seed": f.integer(spec, "seed", "", problems, 0, 2**31 - 1, default=0),
+        "dtype": f.choice(spec, "dtype", "", problems, DTYPES, default="float32"),
+        "batch": f.integer(spec, "batch", "", problems, 1, MAX_BATCH, default=1),
         "input": _check_input(spec.get("input"), problems),
         "layers": check_layer_list(spec.get("layers"), "layers", problems, depth=0),
         "loss": _check_loss(spec.get("loss", {"type": "sum"}), problems),
         "optimizer": _check_optimizer(spec.get("optimizer", {"type": "none"}), problems),
     }
     if spec.get("init_std") is not None:
-        normalized["init_std"] = f.number(spec, "init_std", "spec", problems, 1e-6, 10.0)
+        normalized["init_std"] = f.number(spec, "init_std", "", problems, 1e-6, 10.0)
     if "description" in spec:
-        normalized["description"] = f.text(spec, "description", "spec", problems, 400)
+        normalized["description"] = f.text(spec, "description", "", problems, 400)
     if problems:
         raise SpecError(problems)
     tally = plan(normalized, problems)

@@ -1,0 +1,75 @@
+"""Every preset's trace is consistent with itself: live bytes, peak, saved-tensor lifetimes, grads."""
+import pytest
+
+from backend.models import presets
+from backend.trace import trace_spec
+
+PRESETS = list(presets.PRESETS)
+
+
+@pytest.fixture(scope="module", params=PRESETS)
+def document(request):
+    return trace_spec(presets.get(request.param), measure=False)
+
+
+def alive(record, step):
+    return record["born"] <= step and (record["freed"] is None or step <= record["freed"])
+
+
+def test_live_bytes_are_the_storages_alive_at_each_step(document):
+    for step in document["steps"]:
+        alive_storages = [s for s in document["storages"] if alive(s, step["index"])]
+        assert step["live_bytes"] == sum(s["nbytes"] for s in alive_storages)
+        for kind, nbytes in step["by_kind"].items():
+            assert nbytes == sum(s["nbytes"] for s in alive_storages if s["kind"] == kind)
+
+
+def test_views_are_not_counted_twice(document):
+    storage_bytes = {s["id"]: s["nbytes"] for s in document["storages"]}
+    views = [t for t in document["tensors"] if t.get("view")]
+    for view in views:
+        assert view["storage"] in storage_bytes
+    assert len({t["storage"] for t in document["tensors"]}) == len(document["storages"])
+
+
+def test_peak_is_the_maximum(document):
+    summary = document["summary"]
+    live = [s["live_bytes"] for s in document["steps"]]
+    assert summary["peak_bytes"] == max(live)
+    assert live[summary["peak_step"]] == summary["peak_bytes"]
+
+
+def test_saved_activations_are_born_in_forward_and_freed_by_the_last_backward_step_that_reads_them(document):
+    steps = document["steps"]
+    backward_step_of = {item["entry"]: item["step"] for item in document["sweep"]}
+    for tensor in document["tensors"]:
+        if not tensor["saved_by"] or tensor["kind"] != "activation":
+            continue
+        assert steps[tensor["born"]]["phase"] in ("forward",), tensor
+        last_reader = max(backward_step_of[index] for index in tensor["saved_by"])
+        assert tensor["freed"] == last_reader, (tensor["name"], tensor["freed"], last_reader)
+
+
+def test_nothing_saved_is_alive_after_backward_and_leaf_grads_persist(document):
+    last = len(document["steps"]) - 1
+    for tensor in document["tensors"]:
+        if tensor["saved_by"] and tensor["kind"] == "activation":
+            assert not alive(tensor, last)
+    params = [t for t in document["tensors"] if t["kind"] == "param"]
+    grads_of = {t.get("grad_of") for t in document["tensors"] if t["kind"] == "grad" and alive(t, last)}
+    assert {p["id"] for p in params} <= grads_of
+
+
+def test_every_backward_step_is_one_tape_entry(document):
+    backward = [s for s in document["steps"] if s["phase"] == "backward"]
+    assert len(backward) == len(document["sweep"]) == len(document["tape"])
+    assert sorted(s["entry"] for s in backward) == list(range(len(document["tape"])))
+
+
+def test_saved_bytes_counts_unique_storages_held_at_the_end_of_forward(document):
+    held = {document["tensors"][0]["storage"]} - {document["tensors"][0]["storage"]}
+    by_id = {t["id"]: t for t in document["tensors"]}
+    for entry in document["tape"]:
+        held |= {by_id[uid]["storage"] for uid in entry["saved"]}
+    nbytes = {s["id"]: s["nbytes"] for s in document["storages"]}
+    assert document["summary"]["saved_bytes"] == sum(nbytes[s] for s in held)
