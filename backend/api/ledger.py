@@ -32,5 +32,5 @@ def ledger_json():
 
 @ledger.get("/ledger")
 def ledger_page():
-    fields = [{"name": name, "spec": spec, "default": getattr(LedgerConfig, name)} for name, spec in FIELDS.items()]
+    fields = {name: {"spec": spec, "default": getattr(LedgerConfig, name)} for name, spec in FIELDS.items()}
     return render_template("ledger.html", fields=fields)

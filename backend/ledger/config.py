@@ -96,8 +96,8 @@ FIELDS = {
     "device_gib": Field("float", 0.001, 1_048_576, help="device memory in GiB for the max-batch search"),
 }
 
-_INT = re.compile(r"^\s*\d{1,12}\s*$")
-_FLOAT = re.compile(r"^\s*\d{1,12}(\.\d{1,12})?\s*$|^\s*\.\d{1,12}\s*$")
+_INT = re.compile(r"^\s*\d{1,12}\s*$", re.ASCII)
+_FLOAT = re.compile(r"^\s*\d{1,12}(\.\d{1,12})?\s*$|^\s*\.\d{1,12}\s*$", re.ASCII)
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 

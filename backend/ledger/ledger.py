@@ -1,6 +1,4 @@
 """One function from a LedgerConfig to the whole ledger: parameters, resident state, rows, totals, schedules, fit."""
-import dataclasses
-
 from backend.ledger import capacity, checkpoint, korthikanti
 from backend.ledger.params import param_count, param_tensors
 from backend.ledger.resident import resident_state
@@ -83,7 +81,3 @@ def build_ledger(config):
         "korthikanti": korthikanti.compare(config),
     }
 
-
-def with_fields(config, **changes):
-    """A copy of `config` with some fields changed (no re-validation: for internal what-ifs)."""
-    return dataclasses.replace(config, **changes)

@@ -1,0 +1,22 @@
+"""Browser-test fixtures: `live_server`, a real Tapescope on 127.0.0.1 (an ephemeral port) for the whole session."""
+import threading
+
+import pytest
+from werkzeug.serving import make_server
+
+from app import create_app
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory):
+    """The base URL (no trailing slash) of create_app() served by werkzeug in a background thread."""
+    database = tmp_path_factory.mktemp("live_server") / "tapescope.sqlite"
+    app = create_app({"TESTING": True, "DATABASE_URL": f"sqlite:///{database}"})
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="live_server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)

@@ -1,0 +1,77 @@
+"""Config parsing: defaults, caps, per-field problems, combinations; strings are parsed, never evaluated."""
+import pytest
+
+from backend.ledger.config import FIELDS, LedgerConfig, LedgerConfigError, parse_config
+
+
+def problems_of(values):
+    with pytest.raises(LedgerConfigError) as caught:
+        parse_config(values)
+    return {p["path"]: p["message"] for p in caught.value.problems}
+
+
+def test_defaults_are_the_seeds_reference_model():
+    config = parse_config({})
+    assert config == LedgerConfig()
+    assert (config.layers, config.hidden, config.heads, config.vocab, config.batch, config.seq) == (
+        12, 2048, 16, 50257, 8, 1024)
+    assert (config.dtype, config.attention, config.dropout, config.tied_embeddings) == ("fp32", "naive", True, True)
+    assert config.device_gib == 24
+
+
+def test_strings_and_json_values_parse_alike():
+    from_query = parse_config({"layers": "24", "mlp_ratio": "2.5", "dropout": "off", "dtype": "BF16",
+                               "mixed_precision": "true"})
+    from_json = parse_config({"layers": 24, "mlp_ratio": 2.5, "dropout": False, "dtype": "bf16",
+                              "mixed_precision": True})
+    assert from_query == from_json
+    assert from_query.mlp_hidden == 5120
+
+
+@pytest.mark.parametrize("name", [n for n, f in FIELDS.items() if f.kind in ("int", "float")])
+def test_every_size_has_a_cap(name):
+    field = FIELDS[name]
+    too_big = str(int(field.high) + 1)
+    assert "between" in problems_of({name: too_big})[name]
+
+
+@pytest.mark.parametrize("raw", ["__import__('os').system('true')", "1+1", "2**40", "1e3", "nan", "inf", "-1",
+                                 "", " ", "0x10", "12abc", "１２", "9" * 30])
+def test_numbers_are_plain_digits_only(raw):
+    assert "layers" in problems_of({"layers": raw})
+
+
+def test_float_fields_reject_nan_and_exponents():
+    assert "device_gib" in problems_of({"device_gib": "nan"})
+    assert "mlp_ratio" in problems_of({"mlp_ratio": "4e0"})
+    assert "mlp_ratio" in problems_of({"mlp_ratio": float("inf")})
+
+
+def test_booleans_and_choices_name_the_allowed_values():
+    problems = problems_of({"dropout": "maybe", "attention": "sparse", "optimizer": "lion", "dtype": "fp8"})
+    assert problems["dropout"] == "must be true or false"
+    assert problems["attention"] == "must be one of naive, flash"
+    assert "sgd, adam, adam8bit" in problems["optimizer"]
+    assert "fp32, fp16, bf16" in problems["dtype"]
+
+
+def test_json_true_is_not_a_number():
+    assert problems_of({"layers": True})["layers"] == "must be a number, not true"
+
+
+def test_every_bad_field_is_reported_at_once():
+    assert set(problems_of({"layers": "0", "heads": "x", "bogus": "1"})) == {"layers", "heads", "bogus"}
+
+
+def test_unknown_fields_are_named():
+    assert "is not a field" in problems_of({"layer": "12"})["layer"]
+
+
+@pytest.mark.parametrize("values, path, words", [
+    ({"hidden": "2048", "heads": "3"}, "heads", "must divide hidden"),
+    ({"hidden": "10", "heads": "1", "mlp_ratio": "0.33"}, "mlp_ratio", "whole number"),
+    ({"mixed_precision": "true"}, "mixed_precision", "16-bit"),
+    ({"batch": "65536", "seq": "1024"}, "batch", "tokens"),
+])
+def test_combinations_that_make_no_model(values, path, words):
+    assert words in problems_of(values)[path]
