@@ -15,6 +15,7 @@ class Recorder:
         self.tape = []             # entries in record order
         self.entry_of = {}         # node.seq -> tape index
         self.steps = []            # {index, phase, entry}
+        self.step = 0              # the current step (0 also for what exists before the first entry)
         self.sweep = []            # one item per backward step
         self.dependencies = {}       # tape index -> consumers counted when backward began
         self._waiting = {}           # nodes that hold part of their adjoint, not yet run
@@ -23,12 +24,9 @@ class Recorder:
     def begin(self, phase):
         self.phase = phase
 
-    @property
-    def step(self):
-        return max(len(self.steps) - 1, 0)
-
     def _new_step(self, entry, **extra):
-        self.steps.append({"index": len(self.steps), "phase": self.phase, "entry": entry, **extra})
+        self.step = len(self.steps)
+        self.steps.append({"index": self.step, "phase": self.phase, "entry": entry, **extra})
 
     def __call__(self, kind, payload):
         getattr(self, "on_" + kind)(**payload)
@@ -46,7 +44,7 @@ class Recorder:
         produced_by = self.entry_of.get(node.seq) if node is not None else None
         record = {
             "id": uid, "name": name or (f"t{produced_by}" if produced_by is not None else f"t{uid}"),
-            "kind": kind, "shape": list(shape), "dtype": str(dtype), "nbytes": storage.nbytes,
+            "kind": kind, "shape": list(shape), "dtype": _dtype_name(dtype), "nbytes": storage.nbytes,
             "storage": self._storage(storage)["id"], "address": f"0x{storage.address:x}",
             "born": self.step, "freed": None, "saved_by": [], "produced_by": produced_by,
             "scope": node.scope if node is not None else None, **extra,
@@ -177,6 +175,17 @@ class Recorder:
     # ----- optimizer ----------------------------------------------------------------------------
     def on_optimizer_step(self, param, index):
         self._new_step(None, param=param.uid)
+
+
+_DTYPE_NAMES = {}
+
+
+def _dtype_name(dtype):
+    """numpy's dtype.name costs microseconds; a run has a handful of dtypes."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype)
+    return name
 
 
 def _plain_attrs(attrs):

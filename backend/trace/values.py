@@ -13,21 +13,22 @@ F16_MAX = 65504.0
 
 def describe(array, limit=MAX_VALUE_ELEMENTS):
     """{"min", "max", "mean", "norm"} of the finite values, plus "f16" (the values) when size ≤ limit."""
-    array = np.asarray(array)
-    as_float = array.astype(np.float64, copy=False) if array.dtype != np.float64 else array
-    finite = as_float[np.isfinite(as_float)]
-    stats = {"min": _round(finite.min()) if finite.size else None,
-             "max": _round(finite.max()) if finite.size else None,
-             "mean": _round(finite.mean()) if finite.size else None,
-             "norm": _round(np.sqrt(np.sum(finite * finite)))}
-    if as_float.size <= limit:
-        stats["f16"] = encode(as_float)
+    values = np.asarray(array).astype(np.float64, copy=False).ravel()
+    finite = values if np.isfinite(values).all() else values[np.isfinite(values)]
+    if finite.size:
+        stats = {"min": _round(finite.min()), "max": _round(finite.max()),
+                 "mean": _round(finite.sum() / finite.size), "norm": _round(np.sqrt(finite @ finite))}
+    else:
+        stats = {"min": None, "max": None, "mean": None, "norm": 0.0}
+    if values.size <= limit:
+        in_range = finite.size == values.size and (not finite.size or max(-stats["min"], stats["max"]) <= F16_MAX)
+        stats["f16"] = encode(values if in_range else np.clip(values, -F16_MAX, F16_MAX))
     return stats
 
 
-def encode(array):
-    clipped = np.clip(np.nan_to_num(array, nan=0.0, posinf=F16_MAX, neginf=-F16_MAX), -F16_MAX, F16_MAX)
-    return base64.b64encode(clipped.astype("<f2").tobytes()).decode("ascii")
+def encode(values):
+    """Values as base64 float16; callers clip to ±65,504 first (NaN stays NaN, statistics stay exact)."""
+    return base64.b64encode(values.astype("<f2").tobytes()).decode("ascii")
 
 
 def decode(value, shape):

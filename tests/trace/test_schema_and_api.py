@@ -1,0 +1,67 @@
+"""The trace document against docs/trace.schema.json, over the HTTP API and the command line."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from backend.models import presets
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
+
+
+@pytest.mark.parametrize("preset", list(presets.PRESETS))
+def test_every_preset_trace_validates_against_the_schema(client, preset):
+    response = client.post("/api/trace", json={"spec": presets.get(preset)})
+    assert response.status_code == 200
+    jsonschema.validate(response.get_json(), SCHEMA)
+
+
+def test_presets_endpoint_lists_every_preset_with_a_spec(client):
+    listed = client.get("/api/presets").get_json()
+    assert [p["id"] for p in listed] == list(presets.PRESETS)
+    assert all(p["description"] and p["spec"]["layers"] for p in listed)
+
+
+def test_a_bad_spec_gets_every_problem_with_its_path(client):
+    spec = presets.get("lab1-mlp")
+    spec["layers"][0]["out"] = 0
+    spec["batch"] = "many"
+    spec["layers"].append({"type": "conv2d"})
+    response = client.post("/api/trace", json={"spec": spec})
+    assert response.status_code == 400
+    paths = {p["path"]: p["message"] for p in response.get_json()["problems"]}
+    assert paths["layers[0].out"] == "must be a positive integer ≤ 4,096"
+    assert "batch" in paths and "layers[3].type" in paths
+
+
+def test_a_spec_over_the_byte_cap_is_refused_with_the_cap_named(client):
+    spec = {"batch": 4096, "input": {"kind": "features", "size": 2048},
+            "layers": [{"type": "repeat", "times": 8, "layers": [{"type": "linear", "out": 2048}, {"type": "relu"}]}]}
+    response = client.post("/api/trace", json={"spec": spec})
+    assert response.status_code == 413
+    body = response.get_json()
+    assert body["cap"] == "total bytes (256 MiB)" and body["requested"] > body["limit"]
+    assert "256 MiB" in body["error"]
+
+
+@pytest.mark.parametrize("body", ["not json", "[]", "null", '{"spec": 3}', '{"spec": {"layers": "x"}}',
+                                  '{"nospec": 1}', '{"spec": {"layers": [{"type": "repeat", "times": 1e9}]}}',
+                                  '{"spec": {"input": {"kind": "tokens", "vocab": -1}, "layers": []}}'])
+def test_garbage_gets_a_4xx_never_a_500(client, body):
+    response = client.post("/api/trace", data=body, content_type="application/json")
+    assert 400 <= response.status_code < 500
+    assert "error" in response.get_json()
+
+
+def test_command_line_prints_the_document():
+    result = subprocess.run([sys.executable, "-m", "backend.trace", "seed-tape"], cwd=ROOT,
+                            capture_output=True, text=True, check=True)
+    document = json.loads(result.stdout)
+    assert document["schema_version"] == 1 and len(document["tape"]) == 5
+    bad = subprocess.run([sys.executable, "-m", "backend.trace", "no-such-preset"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "neither a preset nor a file" in bad.stderr
