@@ -1,6 +1,8 @@
 """Snapshots over HTTP: create, read, survive a restart, 8 concurrent clients, copy into a session, /s/<id>."""
 import threading
 
+from flask import template_rendered
+
 from backend.store import close_store
 from tests.api.conftest import FAKE_STEP_COUNT
 
@@ -119,11 +121,17 @@ def test_a_trace_over_the_stored_cap_is_413(make_app, fake_trace):
     assert "trace document" in response.get_json()["error"]
 
 
-def test_snapshot_page_opens_the_explorer_read_only(client, fake_trace):
+def test_snapshot_page_opens_the_explorer_read_only(app, client, fake_trace):
     snapshot_id = _share(client).get_json()["id"]
+    rendered = []
+    template_rendered.connect(lambda sender, template, context, **extra: rendered.append((template.name, context)),
+                              app, weak=False)
     response = client.get(f"/s/{snapshot_id}")
     assert response.status_code == 200
     assert response.mimetype == "text/html"
+    name, context = rendered[0]
+    assert name == "explorer.html"
+    assert context["snapshot_id"] == snapshot_id and context["read_only"] is True
 
 
 def test_snapshot_page_for_an_unknown_id_is_a_404_page(client, fake_trace):

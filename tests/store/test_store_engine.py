@@ -1,9 +1,10 @@
 """Engine setup: SQLite pragmas on every connection, and where the database URL comes from."""
+from flask import Flask
 from sqlalchemy import text
 
 from app import create_app
 from backend.store import close_store
-from backend.store.binding import EXTENSION_KEY
+from backend.store.binding import EXTENSION_KEY, database_url
 from backend.store.engine import normalise_url
 
 
@@ -31,11 +32,8 @@ def test_environment_url_beats_default(tmp_path, monkeypatch):
 
 def test_default_is_a_file_in_the_instance_folder(tmp_path, monkeypatch):
     monkeypatch.delenv("DATABASE_URL", raising=False)
-    app = create_app({"TESTING": True})
-    app.instance_path = str(tmp_path)  # the default is computed from the app's instance folder
-    from backend.store.binding import database_url
-    assert database_url(app) == f"sqlite:///{tmp_path / 'tapescope.sqlite'}"
-    close_store(app)
+    bare = Flask(__name__, instance_path=str(tmp_path))  # no create_app: nothing is written anywhere
+    assert database_url(bare) == f"sqlite:///{tmp_path / 'tapescope.sqlite'}"
 
 
 def test_postgres_scheme_is_normalised():
