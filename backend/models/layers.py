@@ -51,7 +51,7 @@ def check_layer(layer, path, problems, depth=0):
     """Validate one layer (recursing into wrappers); returns the normalized layer."""
     layer = f.mapping(layer, path, problems)
     kind = layer.get("type")
-    if kind not in CHECKS:
+    if not isinstance(kind, str) or kind not in CHECKS:
         problems.add(f"{path}.type", "must be one of " + ", ".join(f'"{k}"' for k in CHECKS))
         return {"type": "relu"}
     normalized = {"type": kind}

@@ -71,3 +71,9 @@ def test_caps_are_refused_by_name_before_anything_is_allocated(spec, cap):
 
 def test_tape_entry_cap_is_twenty_thousand():
     assert MAX_TAPE_ENTRIES == 20_000
+
+
+@pytest.mark.parametrize("layer", [{"type": ["linear"]}, {"type": {"a": 1}}, {"type": None}, "relu", 7])
+def test_malformed_layer_types_are_problems_not_crashes(layer):
+    found = problems_of({"input": {"kind": "features", "size": 1}, "layers": [layer]})
+    assert any(path.startswith("layers[0]") for path in found)
