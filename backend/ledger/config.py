@@ -144,8 +144,9 @@ def _plain(number):
 def parse_config(values):
     """A LedgerConfig from a mapping of field -> value (strings from a query, or JSON values); defaults fill gaps.
 
-    Raises LedgerConfigError listing every problem: unknown fields, unparsable or out-of-range values, and
-    combinations that make no model (heads not dividing hidden, mixed precision at fp32, too many tokens).
+    Raises LedgerConfigError listing every problem at once: unknown fields, unparsable or out-of-range values,
+    and combinations that make no model (heads not dividing hidden, mixed precision at fp32, too many tokens).
+    A combination is only judged when every field it involves parsed.
     """
     problems = []
     parsed = {}
@@ -158,27 +159,42 @@ def parse_config(values):
             parsed[name] = _parse_value(field, raw)
         except ValueError as error:
             problems.append({"path": name, "message": str(error)})
-    if problems:
-        raise LedgerConfigError(problems)
     config = LedgerConfig(**parsed)
-    problems = _combination_problems(config)
+    bad = {problem["path"] for problem in problems}
+    for involved, path, check in COMBINATIONS:
+        message = None if bad & set(involved) else check(config)
+        if message:
+            problems.append({"path": path, "message": message})
     if problems:
         raise LedgerConfigError(problems)
     return config
 
 
-def _combination_problems(config):
-    problems = []
+def _heads_divide_hidden(config):
     if config.hidden % config.heads:
-        problems.append({"path": "heads", "message": f"must divide hidden ({config.hidden:,}) evenly; "
-                                                     f"{config.heads} heads leave a remainder"})
-    if not math.isclose(config.mlp_ratio * config.hidden, config.mlp_hidden, abs_tol=1e-6) or config.mlp_hidden < 1:
-        problems.append({"path": "mlp_ratio", "message": f"times hidden must be a whole number; "
-                                                         f"{config.mlp_ratio:g} × {config.hidden:,} is not"})
+        return f"must divide hidden ({config.hidden:,}) evenly; {config.heads} heads leave a remainder"
+
+
+def _whole_mlp(config):
+    product = config.mlp_ratio * config.hidden
+    if config.mlp_hidden < 1 or not math.isclose(product, config.mlp_hidden, abs_tol=1e-6):
+        return f"times hidden must be a whole number; {config.mlp_ratio:g} × {config.hidden:,} is not"
+
+
+def _mixed_needs_16_bits(config):
     if config.mixed_precision and config.dtype == "fp32":
-        problems.append({"path": "mixed_precision", "message": "needs a 16-bit dtype (fp16 or bf16): "
-                                                               "at fp32 there is nothing to mix"})
+        return "needs a 16-bit dtype (fp16 or bf16): at fp32 there is nothing to mix"
+
+
+def _token_cap(config):
     if config.tokens > MAX_TOKENS:
-        problems.append({"path": "batch", "message": f"times seq must be at most {MAX_TOKENS:,} tokens; "
-                                                     f"{config.batch:,} × {config.seq:,} = {config.tokens:,}"})
-    return problems
+        return f"times seq must be at most {MAX_TOKENS:,} tokens; {config.batch:,} × {config.seq:,} = {config.tokens:,}"
+
+
+# (fields involved, the path a problem is reported at, check returning a message or None)
+COMBINATIONS = (
+    (("hidden", "heads"), "heads", _heads_divide_hidden),
+    (("hidden", "mlp_ratio"), "mlp_ratio", _whole_mlp),
+    (("dtype", "mixed_precision"), "mixed_precision", _mixed_needs_16_bits),
+    (("batch", "seq"), "batch", _token_cap),
+)

@@ -15,6 +15,7 @@ const KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
 
 const form = document.getElementById("ledger-form");
 const problemsBox = document.getElementById("ledger-problems");
+const results = document.querySelector(".ledger-results");
 
 // ---------- formatting ----------
 
@@ -24,6 +25,10 @@ function formatBytes(bytes) {
     if (bytes >= size) return `${formatNumber(bytes / size, 2)} ${name}`;
   }
   return `${formatNumber(bytes, 0)} B`;
+}
+
+function formatCount(count) {
+  return count >= 1e9 ? `${formatNumber(count / 1e9, 2)} B` : `${formatNumber(count / 1e6, 1)} M`;
 }
 
 function formatMiB(bytes) {
@@ -92,12 +97,14 @@ async function update() {
     response = await fetch(`/api/ledger?${query}`, { headers: { Accept: "application/json" } });
   } catch (error) {
     showProblems({ error: `The server could not be reached (${error.message}).` });
+    results.classList.add("stale");
     return;
   }
   const body = await response.json();
-  if (!response.ok) { showProblems(body); return; }
+  if (!response.ok) { showProblems(body); results.classList.add("stale"); return; }
   showProblems(null);
   render(body);
+  results.classList.remove("stale");
   document.body.dataset.ledgerReady = "true";
 }
 
@@ -115,7 +122,7 @@ function render(ledger) {
 function renderSummary(ledger) {
   const c = ledger.config;
   const items = [
-    ["Parameters", `${formatNumber(ledger.params / 1e6, 1)} M`],
+    ["Parameters", formatCount(ledger.params)],
     ["Resident state", `${formatBytes(ledger.resident_bytes)} (${formatNumber(ledger.resident.bytes_per_param, 2)} B/param)`],
     ["Per layer", formatBytes(ledger.per_layer_bytes)],
     ["Head (logits + probs)", formatBytes(ledger.head_bytes)],
@@ -168,10 +175,10 @@ function renderRowsChart(ledger) {
   };
   Plotly.react("chart-rows", [trace(naive, "naive"), trace(flash, "flash")], {
     barmode: "group", bargap: 0.25, height: 120 + 22 * names.length, font: FONT,
-    margin: { l: 170, r: 20, t: 10, b: 40 },
+    margin: { l: 170, r: 20, t: 30, b: 40 },
     xaxis: { title: { text: "MiB saved per layer" }, rangemode: "tozero" },
     yaxis: { autorange: "reversed", automargin: true },
-    legend: { orientation: "h", y: -0.08, yanchor: "top" },
+    legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
   }, PLOT_CONFIG);
 }
 
@@ -189,10 +196,13 @@ function renderCheckpoint(ledger) {
       marker: { color: COLORS.point, size: 10, symbol: "diamond" }, cliponaxis: false,
       hovertemplate: "k=%{x}: %{y:.2f} GiB<extra></extra>" },
   ];
-  const shapes = [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: budget, y1: budget,
-                    line: { color: COLORS.oom, dash: "dash", width: 2 } }];
-  const annotations = [{ xref: "paper", x: 0, y: budget, yanchor: "bottom", xanchor: "left", showarrow: false,
-                         text: `room for activations: ${formatNumber(budget, 1)} GiB`, font: { color: COLORS.oom } }];
+  const shapes = budget > 0 ? [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: budget, y1: budget,
+                                  line: { color: COLORS.oom, dash: "dash", width: 2 } }] : [];
+  const annotations = [budget > 0
+    ? { xref: "paper", x: 0, y: budget, yanchor: "bottom", xanchor: "left", showarrow: false,
+        text: `room for activations on the device: ${formatNumber(budget, 1)} GiB`, font: { color: COLORS.oom } }
+    : { xref: "paper", yref: "paper", x: 0, y: 1, xanchor: "left", yanchor: "top", showarrow: false,
+        text: "resident state alone is over the device", font: { color: COLORS.oom } }];
   Plotly.react("chart-checkpoint", traces, {
     height: 340, font: FONT, margin: { l: 60, r: 20, t: 10, b: 50 }, showlegend: false, shapes, annotations,
     xaxis: { title: { text: "k: layers per checkpointed segment" }, rangemode: "tozero" },
@@ -224,8 +234,8 @@ function renderBatch(ledger) {
   ];
   const shapes = [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: device, y1: device,
                     line: { color: COLORS.device, dash: "dash", width: 2 } }];
-  const annotations = [{ xref: "paper", x: 0, y: device, yanchor: "bottom", xanchor: "left", showarrow: false,
-                         text: `device: ${formatNumber(device, 2)} GiB` }];
+  const annotations = [{ xref: "paper", x: 1, y: device, yanchor: "bottom", xanchor: "right", showarrow: false,
+                         text: `device: ${formatNumber(device, 2)} GiB`, bgcolor: "rgba(255,255,255,0.85)" }];
   Plotly.react("chart-batch", traces, {
     barmode: "stack", height: 340, font: FONT, margin: { l: 60, r: 20, t: 10, b: 50 }, shapes, annotations,
     xaxis: { title: { text: "micro-batch (sequences)" } },

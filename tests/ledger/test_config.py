@@ -75,3 +75,13 @@ def test_unknown_fields_are_named():
 ])
 def test_combinations_that_make_no_model(values, path, words):
     assert words in problems_of(values)[path]
+
+
+def test_combinations_are_judged_alongside_field_problems():
+    problems = problems_of({"layers": "0", "heads": "3"})
+    assert set(problems) == {"layers", "heads"}
+
+
+def test_a_combination_with_a_bad_field_is_not_judged_against_a_default():
+    # hidden is unreadable, so "heads must divide hidden (2,048)" would be about a value nobody typed.
+    assert set(problems_of({"hidden": "x", "heads": "5"})) == {"hidden"}
