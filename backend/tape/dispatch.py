@@ -65,7 +65,7 @@ def _save(node, inputs, output, extras, before_write=None):
     """Pin each declared saved value whose consumers' gradients are needed."""
     needs = node.needs
     for saved_name, (source, where), needed_by in plan_of(node.op):
-        if needed_by and not any(needs[i] for i in needed_by):
+        if needed_by and not _any_needed(needs, needed_by):
             continue
         if source == "input":
             if before_write is False:
@@ -79,6 +79,13 @@ def _save(node, inputs, output, extras, before_write=None):
             node.save(saved_name, output.data, output.storage, output.uid, node.name())
         elif before_write is None:
             _save_extra(node, saved_name, extras[saved_name])
+
+
+def _any_needed(needs, indices):
+    for i in indices:
+        if needs[i]:
+            return True
+    return False
 
 
 def _save_extra(node, saved_name, array):

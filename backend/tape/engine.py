@@ -125,7 +125,9 @@ def _arrive(parent, pending, ready):
 
 def _adjoint_for(grad, incoming, produced, node):
     """Wrap a vjp output: a pass-through of the incoming adjoint shares its storage, anything else is new."""
-    if incoming is not None and np.may_share_memory(grad, incoming.array):
+    # Fresh ufunc results own their memory (base is None): only views need the overlap check.
+    if incoming is not None and (grad is incoming.array or (
+            grad.base is not None and np.may_share_memory(grad, incoming.array))):
         return Adjoint(grad, incoming.storage)
     key = id(grad)
     if key in produced:                         # one array handed to two parents: neither owns it

@@ -23,11 +23,9 @@ class Node:
         self.op = op
         self.attrs = attrs
         self.needs = needs
-        self.next = tuple(
-            (t.grad_fn if t.grad_fn is not None else t) if need else None
-            for t, need in zip(inputs, needs)
-        )
-        self.shapes = tuple(t.data.shape for t in inputs)
+        self.next = tuple([(t.grad_fn if t.grad_fn is not None else t) if need else None
+                           for t, need in zip(inputs, needs)])
+        self.shapes = tuple([t.data.shape for t in inputs])
         self.saved = {}
         self.seq = next(_sequence)
         self.output_uid = None

@@ -4,6 +4,7 @@ An `Op` saves only what the gradients of its inputs that require grad need: `sav
 value ("out", an input name, or an extra the forward computes) to the inputs whose vjp reads it.
 """
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -25,7 +26,7 @@ class Op:
     variadic: bool = False      # takes any number of inputs (concat)
     why: str = ""               # one sentence on why it saves what it saves, shown in the sweep
 
-    @property
+    @cached_property
     def backward_name(self):
         return "".join(part.capitalize() for part in self.name.split("_")) + "Backward"
 
