@@ -7,15 +7,14 @@ from backend.ledger.rows import head_rows, layer_rows, network_rows, residual_un
 ATTENTION_KINDS = ("naive", "flash")
 
 
-def activation_bytes(config):
-    """Every saved byte of one forward: L layers, the head and the once-per-network rows."""
-    return (config.layers * total_bytes(layer_rows(config)) + total_bytes(head_rows(config))
-            + total_bytes(network_rows(config)))
-
-
 def _fixed_bytes(config):
     """What no checkpoint schedule removes: the head and the once-per-network rows."""
     return total_bytes(head_rows(config)) + total_bytes(network_rows(config))
+
+
+def activation_bytes(config):
+    """Every saved byte of one forward: L layers, the head and the once-per-network rows."""
+    return config.layers * total_bytes(layer_rows(config)) + _fixed_bytes(config)
 
 
 def _peak_at(k):
