@@ -1,0 +1,158 @@
+// explorer.js — wires the explorer page: loads a trace (preset, session or snapshot) and drives every view from one step cursor.
+import { fetchPresets, fetchSession, fetchSnapshot, traceSpec } from "./api.js";
+import { describeStep } from "./describe.js";
+import { formatBytes } from "./format.js";
+import { createGraphView } from "./graph.js";
+import { createInspector } from "./inspector.js";
+import { createLifetimeChart } from "./lifetimes.js";
+import { createMemoryChart } from "./memory.js";
+import { describePeakDelta } from "./peak-delta.js";
+import { createPlayer } from "./player.js";
+import { bindMakeCopy, bindShare } from "./share.js";
+import { createSweepPanel } from "./sweep.js";
+import { indexTrace } from "./trace-index.js";
+
+const byTestId = (id) => document.querySelector(`[data-testid="${id}"]`);
+const root = document.querySelector(".explorer");
+const readOnly = root.dataset.readOnly === "true";
+const snapshotId = root.dataset.snapshotId || null;
+
+const state = { trace: null, index: null, spec: null, selected: null };
+const statusLine = document.getElementById("status");
+
+function setStatus(text, isError = false) {
+  statusLine.textContent = text;
+  statusLine.classList.toggle("error", isError);
+}
+
+function showBytes(element, bytes) {
+  element.dataset.bytes = String(bytes);
+  element.textContent = formatBytes(bytes);
+  element.title = `${bytes.toLocaleString("en")} bytes`;
+}
+
+const graph = createGraphView(byTestId("graph"), { onSelect: (id) => select(id) });
+const memory = createMemoryChart(byTestId("memory-chart"), { onPick: (step) => player.setStep(step) });
+const lifetimes = createLifetimeChart(byTestId("lifetime-chart"), { onPick: (id) => select(id) });
+const inspector = createInspector(document.getElementById("inspector"));
+const sweep = createSweepPanel(byTestId("sweep"));
+
+function renderStep(step) {
+  if (!state.index) return;
+  graph.update(step);
+  memory.update(step);
+  lifetimes.update(step);
+  byTestId("step-label").textContent = describeStep(state.index, step);
+  showBytes(byTestId("live-bytes"), state.trace.steps[step].live_bytes);
+  sweep.render(state.index, step);
+  inspector.render(state.selected, state.index, step);
+  root.dataset.step = String(step);
+}
+
+const player = createPlayer({
+  play: byTestId("play"), back: byTestId("step-back"), forward: byTestId("step-forward"),
+  start: document.getElementById("step-start"), end: document.getElementById("step-end"),
+  scrub: byTestId("scrub"), speed: document.getElementById("speed"),
+}, { onStep: renderStep });
+
+function select(id) {
+  state.selected = id;
+  root.dataset.selected = id || "";
+  graph.select(id, player.getStep());
+  inspector.render(id, state.index, player.getStep());
+}
+
+/** Show a trace: lay out and draw once, keep the step when it still exists, ghost the previous run. */
+async function showTrace(trace, spec, { keepStep, previous } = {}) {
+  root.dataset.ready = "false";
+  state.trace = trace;
+  state.index = indexTrace(trace);
+  state.spec = spec;
+  await graph.load(trace, state.index);
+  await Promise.all([memory.load(trace, previous), lifetimes.load(state.index)]);
+  showBytes(byTestId("peak-bytes"), trace.summary.peak_bytes);
+  byTestId("peak-bytes").dataset.step = String(trace.summary.peak_step);
+  byTestId("peak-delta").textContent = previous ? describePeakDelta(previous, trace) : "";
+  if (state.selected && !graph.hasNode(state.selected) && !state.index.tensor(Number(state.selected.slice(1)))) state.selected = null;
+  player.reset(state.index.lastStep, keepStep);
+  graph.select(state.selected, player.getStep());
+  root.dataset.ready = "true";
+  setStatus(`${trace.tape.length} tape entries · ${trace.steps.length} steps · peak ${formatBytes(trace.summary.peak_bytes)} at step ${trace.summary.peak_step}`);
+}
+
+let inFlight = null;
+async function traceAndShow(spec, source) {
+  if (inFlight) inFlight.abort();
+  inFlight = new AbortController();
+  setStatus("Tracing…");
+  try {
+    const trace = await traceSpec(spec, inFlight.signal);
+    await showTrace(trace, spec, { keepStep: player.getStep(), previous: state.trace });
+    document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec, source } }));
+  } catch (error) {
+    if (error.name !== "AbortError") setStatus(`Could not trace: ${error.message}`, true);
+  }
+}
+
+async function loadPresets() {
+  const chooser = byTestId("preset");
+  const presets = await fetchPresets();
+  for (const preset of presets) {
+    const option = document.createElement("option");
+    option.value = preset.id;
+    option.textContent = preset.name;
+    option.title = preset.description;
+    chooser.append(option);
+  }
+  chooser.addEventListener("change", () => {
+    const preset = presets.find((p) => p.id === chooser.value);
+    if (preset) traceAndShow(preset.spec, "preset");
+  });
+  return presets;
+}
+
+async function start() {
+  const presets = await loadPresets();
+  if (snapshotId) {
+    document.body.classList.add("read-only");
+    byTestId("preset").disabled = true;
+    const snapshot = await fetchSnapshot(snapshotId);
+    state.selected = snapshot.view.selected || null;
+    await showTrace(snapshot.trace, snapshot.spec, { keepStep: snapshot.view.step });
+    document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec: snapshot.spec, source: "snapshot", readOnly: true } }));
+    bindMakeCopy(byTestId("make-copy"), snapshotId);
+    return;
+  }
+  const session = await fetchSession().catch(() => null);
+  if (session && session.spec) {
+    state.selected = session.view?.selected || null;
+    const trace = await traceSpec(session.spec).catch((error) => { setStatus(`Could not trace the saved spec: ${error.message}`, true); return null; });
+    if (trace) {
+      await showTrace(trace, session.spec, { keepStep: session.view?.step ?? 0 });
+      document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec: session.spec, source: "session" } }));
+      return;
+    }
+  }
+  const first = presets.find((p) => p.id === "seed-tape") || presets[0];
+  byTestId("preset").value = first.id;
+  await traceAndShow(first.spec, "preset");
+}
+
+document.addEventListener("tapescope:trace", (event) => {
+  const { trace, spec } = event.detail;
+  showTrace(trace, spec, { keepStep: player.getStep(), previous: state.trace });
+});
+
+bindShare({ button: byTestId("share"), output: document.getElementById("share-output") },
+  () => ({ spec: state.spec, step: player.getStep(), selected: state.selected }));
+
+window.tapescope = {
+  getStep: () => player.getStep(),
+  setStep: (n) => player.setStep(n),
+  getTrace: () => state.trace,
+  getSelected: () => state.selected,
+  select,
+};
+
+if (readOnly) document.body.dataset.readOnly = "true";
+start().catch((error) => setStatus(`Could not load: ${error.message}`, true));

@@ -1,0 +1,24 @@
+// format.js — how numbers, shapes and tensors are written out for people (bytes as KiB/MiB, shapes as [a,b]).
+
+export function formatBytes(bytes) {
+  const sign = bytes < 0 ? "-" : "";
+  let value = Math.abs(bytes);
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit += 1; }
+  const digits = unit === 0 || value >= 100 ? 0 : 1;
+  return `${sign}${value.toFixed(digits)} ${units[unit]}`;
+}
+
+export const signedBytes = (bytes) => (bytes >= 0 ? "+" : "") + formatBytes(bytes);
+
+export const formatShape = (shape) => `[${shape.join(",")}]`;
+
+export const tensorLabel = (tensor) => `${tensor.name} ${formatShape(tensor.shape)}`;
+
+export function formatNumber(value) {
+  if (value === null || value === undefined) return "—";
+  if (value === 0) return "0";
+  const magnitude = Math.abs(value);
+  return magnitude >= 1e4 || magnitude < 1e-3 ? value.toExponential(3) : value.toPrecision(4);
+}

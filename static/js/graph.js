@@ -1,0 +1,165 @@
+// graph.js — the tape as a left-to-right DAG: laid out once, drawn with keyed D3 joins; stepping only restyles.
+/* global d3 */
+import { formatBytes } from "./format.js";
+import { layoutGraph } from "./layout.js";
+import { familyColor } from "./palette.js";
+
+const NODE_HEIGHT = 26;
+const LEAF_HEIGHT = 20;
+const LABEL_MAX = 24;
+const CHAR_WIDTH = 6.6;
+
+const shorten = (text) => (text.length > LABEL_MAX ? `…${text.slice(-(LABEL_MAX - 1))}` : text);
+
+function nodeModels(trace) {
+  const ops = trace.graph.nodes.map((n) => ({ ...n, isOp: true, label: n.op, height: NODE_HEIGHT }));
+  const leaves = trace.graph.leaves.map((l) => ({ ...l, isOp: false, label: shorten(l.name), height: LEAF_HEIGHT }));
+  const nodes = ops.concat(leaves);
+  for (const node of nodes) node.width = Math.round(18 + CHAR_WIDTH * node.label.length);
+  return nodes;
+}
+
+/** Which tensor each node shows a badge for: an op's output or a leaf's own tensor, when the tape saves it. */
+function badgeTensors(trace, index) {
+  const byNode = new Map();
+  for (const tensor of index.savedTensors) {
+    const nodeId = tensor.produced_by === null ? `t${tensor.id}` : `e${tensor.produced_by}`;
+    byNode.set(nodeId, tensor);
+  }
+  return byNode;
+}
+
+export function createGraphView(svgElement, { onSelect }) {
+  const svg = d3.select(svgElement);
+  const viewport = svg.append("g").attr("class", "viewport");
+  const edgeLayer = viewport.append("g").attr("class", "edges");
+  const nodeLayer = viewport.append("g").attr("class", "nodes");
+  const zoom = d3.zoom().scaleExtent([0.05, 4]).on("zoom", (event) => viewport.attr("transform", event.transform));
+  svg.call(zoom).on("dblclick.zoom", null);
+
+  let state = null; // {trace, index, nodes, edges, nodeElements, edgeElements, badges, lastClass}
+  let selected = null;
+
+  function fit(width, height) {
+    const box = svgElement.getBoundingClientRect();
+    const scale = Math.min(1.4, Math.max(0.05, Math.min(box.width / width, box.height / height)));
+    const x = (box.width - width * scale) / 2;
+    const y = (box.height - height * scale) / 2;
+    svg.call(zoom.transform, d3.zoomIdentity.translate(x, y).scale(scale));
+  }
+
+  function draw(index, nodes, edges, layout) {
+    const widthScale = d3.scaleLog()
+      .domain(d3.extent(edges, (e) => Math.max(1, e.nbytes)).map((v, i) => (i ? v + 1 : v)))
+      .range([1.2, 7]).clamp(true);
+    const line = d3.line().curve(d3.curveBasis);
+    const edgeSel = edgeLayer.selectAll("path.edge").data(edges, (e) => e.key)
+      .join("path")
+      .attr("class", "edge")
+      .attr("d", (e, i) => line(layout.routes[i].map((p) => [p.x, p.y])))
+      .attr("stroke-width", (e) => widthScale(Math.max(1, e.nbytes)))
+      .attr("data-tensor", (e) => e.tensor);
+    edgeSel.selectAll("title").data((e) => [e]).join("title")
+      .text((e) => `${index.tensor(e.tensor)?.name ?? `tensor ${e.tensor}`} · ${formatBytes(e.nbytes)}`);
+
+    const nodeSel = nodeLayer.selectAll("g.node").data(nodes, (n) => n.id)
+      .join((enter) => {
+        const g = enter.append("g");
+        g.append("rect");
+        g.append("text").attr("class", "label");
+        g.append("title");
+        const badge = g.append("g").attr("class", "badge");
+        badge.append("rect").attr("rx", 3);
+        badge.append("text");
+        return g;
+      })
+      .attr("transform", (n) => `translate(${layout.positions[n.id].x},${layout.positions[n.id].y})`)
+      .attr("data-node-id", (n) => (n.isOp ? n.entry : null))
+      .attr("data-tensor-id", (n) => (n.isOp ? null : n.tensor))
+      .attr("tabindex", 0)
+      .attr("role", "button")
+      .on("click", (event, n) => onSelect(n.id))
+      .on("keydown", (event, n) => { if (event.key === "Enter") onSelect(n.id); });
+    nodeSel.select("rect")
+      .attr("x", (n) => -n.width / 2).attr("y", (n) => -n.height / 2)
+      .attr("width", (n) => n.width).attr("height", (n) => n.height)
+      .attr("rx", (n) => (n.isOp ? 4 : n.height / 2))
+      .attr("fill", (n) => (n.isOp ? familyColor(n.family) : null));
+    nodeSel.select("text.label").attr("dy", "0.35em").text((n) => n.label);
+    nodeSel.select("title").text((n) => (n.isOp ? `entry ${n.entry} · ${n.op} (${n.family}) · ${n.scope ?? ""}` : `${n.name} (${n.kind})`));
+    return { nodeSel, edgeSel };
+  }
+
+  async function load(trace, index) {
+    const nodes = nodeModels(trace);
+    const edges = trace.graph.edges.map((e, i) => ({ ...e, key: `${e.source}>${e.target}#${e.tensor}#${i}` }));
+    const layout = await layoutGraph(nodes.map(({ id, width, height }) => ({ id, width, height })),
+      edges.map(({ source, target }) => ({ source, target })));
+    const { nodeSel, edgeSel } = draw(index, nodes, edges, layout);
+    const badges = badgeTensors(trace, index);
+    nodeSel.each(function setBadge(n) {
+      const tensor = badges.get(n.id);
+      const badge = d3.select(this).select("g.badge");
+      if (!tensor) { badge.remove(); return; }
+      const text = formatBytes(tensor.nbytes);
+      const width = 10 + text.length * 6;
+      badge.attr("transform", `translate(${n.width / 2 - width / 2 + 4},${-n.height / 2 - 9})`);
+      badge.select("rect").attr("x", -width / 2).attr("y", -7).attr("width", width).attr("height", 14);
+      badge.select("text").attr("dy", "0.35em").text(text);
+    });
+    state = {
+      trace, index, nodes, edges,
+      nodeElements: nodeSel.nodes(), edgeElements: edgeSel.nodes(),
+      badges, lastClass: new Map(),
+    };
+    fit(layout.width, layout.height);
+  }
+
+  function setClass(element, key, className) {
+    if (state.lastClass.get(key) !== className) {
+      state.lastClass.set(key, className);
+      element.setAttribute("class", className);
+    }
+  }
+
+  /** Restyle for `step`: which entries are recorded, current, ready, swept; which saved tensors are held. */
+  function update(stepIndex) {
+    if (!state) return;
+    const { trace, index, nodes, edges, nodeElements, edgeElements, badges } = state;
+    const step = trace.steps[stepIndex];
+    const sweep = index.sweepByStep.get(stepIndex);
+    const ready = new Set(sweep ? sweep.ready : []);
+    const afterBackward = index.backwardEnd !== null && stepIndex >= index.backwardEnd;
+    const recorded = (entry) => (index.recordedAt.get(entry) ?? Infinity) <= stepIndex;
+    nodes.forEach((n, i) => {
+      let cls = n.isOp ? `node op fam-${n.family}` : `node leaf kind-${n.kind}`;
+      if (n.isOp) {
+        const swept = index.sweptAt.get(n.entry);
+        if (!recorded(n.entry)) cls += " future";
+        else if (afterBackward || (swept !== undefined && swept < stepIndex)) cls += " freed";
+        if (step.entry === n.entry && step.phase !== "optimizer") cls += ` current ${step.phase}`;
+        if (ready.has(n.entry)) cls += " ready";
+      }
+      const tensor = badges.get(n.id);
+      if (tensor && index.held(tensor, stepIndex)) cls += " held";
+      if (n.id === selected) cls += " selected";
+      setClass(nodeElements[i], n.id, cls);
+    });
+    const flowing = sweep ? `e${sweep.entry}` : null;
+    edges.forEach((e, i) => {
+      const target = Number(e.target.slice(1));
+      let cls = "edge";
+      if (!recorded(target)) cls += " future";
+      else if (flowing && e.target === flowing) cls += " adjoint";
+      else if (step.phase === "forward" && step.entry === target) cls += " feeding";
+      setClass(edgeElements[i], e.key, cls);
+    });
+  }
+
+  function select(nodeId, stepIndex) {
+    selected = nodeId;
+    if (state) update(stepIndex);
+  }
+
+  return { load, update, select, hasNode: (id) => !!state && state.nodes.some((n) => n.id === id) };
+}

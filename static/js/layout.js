@@ -1,0 +1,19 @@
+// layout.js — lays a graph out once: on the page for small graphs, in a Web Worker above WORKER_THRESHOLD nodes.
+/* global tapescopeLayout */
+
+export const WORKER_THRESHOLD = 300;
+
+function inWorker(boxes, edges) {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker("/static/js/layout-worker.js");
+    worker.onmessage = (event) => { worker.terminate(); resolve(event.data); };
+    worker.onerror = (event) => { worker.terminate(); reject(new Error(event.message)); };
+    worker.postMessage({ boxes, edges });
+  });
+}
+
+/** boxes: [{id, width, height}], edges: [{source, target}] -> {positions, routes, width, height}. */
+export function layoutGraph(boxes, edges) {
+  if (boxes.length > WORKER_THRESHOLD) return inWorker(boxes, edges);
+  return Promise.resolve(tapescopeLayout(boxes, edges));
+}

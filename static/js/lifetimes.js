@@ -1,0 +1,57 @@
+// lifetimes.js — the Plotly lifetime chart: one horizontal bar per saved tensor from born to freed, with a step cursor.
+/* global Plotly */
+import { createChartCursor } from "./chart-cursor.js";
+import { formatBytes, formatShape } from "./format.js";
+import { KIND_COLORS } from "./palette.js";
+
+const MAX_TICK_LABELS = 40;
+
+function describe(tensor, index) {
+  const trace = index.trace;
+  const savers = tensor.saved_by.map((entry) => `${trace.tape[entry].op} (entry ${entry})`).join(", ");
+  const released = index.releasedAt.get(tensor.id);
+  const releaser = released !== undefined ? index.sweepByStep.get(released) : null;
+  const freed = tensor.freed === null ? "alive at the end" : `freed at step ${tensor.freed}`;
+  const release = releaser ? `released by ${releaser.backward} at step ${released}` : "never released by backward";
+  return `<b>${tensor.name}</b> ${formatShape(tensor.shape)} · ${formatBytes(tensor.nbytes)}<br>`
+    + `saved by ${savers}<br>${release}; ${freed}`;
+}
+
+export function createLifetimeChart(element, { onPick }) {
+  const cursor = createChartCursor(element);
+
+  async function load(index) {
+    const { trace, savedTensors, lastStep } = index;
+    const rows = savedTensors.map((tensor, row) => {
+      const end = tensor.freed === null ? lastStep : tensor.freed;
+      return { tensor, row, born: tensor.born, length: end - tensor.born + 1 };
+    });
+    const data = [{
+      type: "bar", orientation: "h", y: rows.map((r) => r.row), base: rows.map((r) => r.born - 0.5),
+      x: rows.map((r) => r.length), marker: { color: rows.map((r) => KIND_COLORS[r.tensor.kind]) },
+      customdata: rows.map((r) => r.tensor.id),
+      hovertext: rows.map((r) => describe(r.tensor, index)), hovertemplate: "%{hovertext}<extra></extra>",
+    }];
+    const labelled = rows.length <= MAX_TICK_LABELS;
+    const height = Math.max(160, Math.min(420, 34 + rows.length * 14));
+    element.style.height = `${height}px`;
+    const layout = {
+      height, margin: { l: labelled ? 130 : 40, r: 12, t: 6, b: 30 }, showlegend: false, bargap: 0.25,
+      hovermode: "closest",
+      xaxis: { range: [-0.5, trace.steps.length - 0.5], title: { text: "step", standoff: 2 }, zeroline: false },
+      yaxis: { autorange: "reversed", tickvals: labelled ? rows.map((r) => r.row) : undefined,
+        ticktext: labelled ? rows.map((r) => r.tensor.name) : undefined, showticklabels: labelled,
+        tickfont: { size: 10 } },
+    };
+    await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
+    if (!element.dataset.bound) {
+      element.dataset.bound = "1";
+      element.on("plotly_click", (event) => {
+        if (event.points.length) onPick(`t${event.points[0].customdata}`, event.points[0]);
+      });
+      element.on("plotly_afterplot", () => cursor.place());
+    }
+  }
+
+  return { load, update: (stepIndex) => cursor.move(stepIndex) };
+}

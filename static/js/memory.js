@@ -1,0 +1,67 @@
+// memory.js — the Plotly memory timeline: live bytes stacked by kind, the peak marked, a step cursor, a ghost of the previous run.
+/* global Plotly */
+import { createChartCursor } from "./chart-cursor.js";
+import { formatBytes } from "./format.js";
+import { KINDS, KIND_COLORS } from "./palette.js";
+
+export function createMemoryChart(element, { onPick }) {
+  const cursor = createChartCursor(element);
+  let trace = null;
+
+  function kindSeries(doc) {
+    const x = doc.steps.map((s) => s.index);
+    return KINDS.map((kind) => ({
+      type: "scatter", mode: "lines", stackgroup: "memory", name: kind, x,
+      y: doc.steps.map((s) => s.by_kind[kind] || 0),
+      line: { width: 0.5, color: KIND_COLORS[kind] }, fillcolor: `${KIND_COLORS[kind]}cc`,
+      hovertemplate: `${kind}: %{y:,} B<extra></extra>`,
+    }));
+  }
+
+  function ghostSeries(previous) {
+    return {
+      type: "scatter", mode: "lines", name: "previous run", x: previous.steps.map((s) => s.index),
+      y: previous.steps.map((s) => s.live_bytes), line: { dash: "dash", color: "#222", width: 1.5 },
+      hovertemplate: "previous run: %{y:,} B<extra></extra>",
+    };
+  }
+
+  function phaseBands(doc) {
+    const end = doc.summary.forward_end_step;
+    return [{ type: "rect", xref: "x", yref: "paper", x0: -0.5, x1: end + 0.5, y0: 0, y1: 1,
+      fillcolor: "#0072B2", opacity: 0.05, line: { width: 0 }, layer: "below" }];
+  }
+
+  async function load(doc, previous) {
+    trace = doc;
+    const { peak_bytes: peak, peak_step: peakStep } = doc.summary;
+    const data = kindSeries(doc);
+    if (previous) data.push(ghostSeries(previous));
+    const layout = {
+      margin: { l: 56, r: 8, t: 22, b: 34 }, height: element.clientHeight || 220,
+      showlegend: true, legend: { x: 1.01, y: 1, font: { size: 11 }, traceorder: "reversed" },
+      hovermode: "x unified",
+      xaxis: { title: { text: "step", standoff: 4 }, range: [-0.5, doc.steps.length - 0.5], zeroline: false },
+      yaxis: { title: { text: "live bytes" }, tickformat: "~s", ticksuffix: "B", rangemode: "tozero" },
+      shapes: phaseBands(doc),
+      annotations: [{ x: peakStep, y: peak, text: `peak ${formatBytes(peak)}`, showarrow: true, arrowhead: 2,
+        ax: 0, ay: -24, font: { size: 11 }, bgcolor: "#fff" }],
+    };
+    await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
+    if (!element.dataset.bound) {
+      element.dataset.bound = "1";
+      element.on("plotly_click", (event) => { if (event.points.length) onPick(Math.round(event.points[0].x)); });
+      element.on("plotly_afterplot", () => cursor.place());
+    }
+  }
+
+  function update(stepIndex) {
+    if (!trace) return;
+    const step = trace.steps[stepIndex];
+    cursor.element.dataset.step = String(stepIndex);
+    cursor.element.dataset.bytes = String(step.live_bytes);
+    cursor.move(stepIndex);
+  }
+
+  return { load, update, cursor: cursor.element };
+}

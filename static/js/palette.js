@@ -1,0 +1,20 @@
+// palette.js — the Okabe–Ito color-blind-safe colors for op families and memory kinds, in one place.
+
+const OKABE_ITO = {
+  orange: "#E69F00", sky: "#56B4E9", green: "#009E73", yellow: "#F0E442",
+  blue: "#0072B2", vermillion: "#D55E00", purple: "#CC79A7", grey: "#999999",
+};
+
+export const FAMILY_COLORS = {
+  matmul: OKABE_ITO.blue, binary: OKABE_ITO.sky, elementwise: OKABE_ITO.green, reduce: OKABE_ITO.orange,
+  normalization: OKABE_ITO.purple, loss: OKABE_ITO.vermillion, movement: OKABE_ITO.grey, random: OKABE_ITO.yellow,
+};
+
+export const familyColor = (family) => FAMILY_COLORS[family] || OKABE_ITO.grey;
+
+export const KINDS = ["input", "param", "activation", "grad", "optimizer"];
+
+export const KIND_COLORS = {
+  input: OKABE_ITO.grey, param: OKABE_ITO.blue, activation: OKABE_ITO.orange,
+  grad: OKABE_ITO.vermillion, optimizer: OKABE_ITO.purple,
+};

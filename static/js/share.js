@@ -1,0 +1,37 @@
+// share.js — the Share button (a snapshot of the current step and selection, link copied) and a snapshot's "Make a copy".
+import { copySnapshot, createSnapshot } from "./api.js";
+
+export function bindShare({ button, output }, getState) {
+  button.addEventListener("click", async () => {
+    const { spec, step, selected } = getState();
+    button.disabled = true;
+    output.textContent = "Making a link…";
+    try {
+      const { url } = await createSnapshot(spec, { step, selected: selected || null });
+      const link = new URL(url, window.location.origin).href;
+      output.replaceChildren();
+      const anchor = document.createElement("a");
+      anchor.href = link;
+      anchor.textContent = link;
+      anchor.dataset.testid = "share-link";
+      output.append(anchor);
+      try {
+        await navigator.clipboard.writeText(link);
+        output.append(" (copied)");
+      } catch { /* clipboard not permitted: the link is on screen to copy by hand */ }
+    } catch (error) {
+      output.textContent = `Could not share: ${error.message}`;
+    } finally {
+      button.disabled = false;
+    }
+  });
+}
+
+export function bindMakeCopy(button, snapshotId) {
+  button.hidden = false;
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    await copySnapshot(snapshotId);
+    window.location.assign("/");
+  });
+}
