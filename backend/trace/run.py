@@ -1,4 +1,5 @@
 """One traced run of a spec: forward, backward and an optimizer step, recorded; then the same run measured."""
+import threading
 import tracemalloc
 
 from backend.models import Model, validate_spec
@@ -9,15 +10,21 @@ from backend.trace.document import build_document
 from backend.trace.recorder import Recorder
 
 
+# The engine's event bus, address space and generator are process-wide: one traced run at a time per process
+# (threaded servers and test clients in threads); gunicorn's sync workers are separate processes.
+_ENGINE_LOCK = threading.Lock()
+
+
 def trace_spec(spec, checkpoint=None, measure=True):
     """Validate `spec`, run it under the recorder and return the trace document.
 
     Raises SpecError / CapError (from backend.models) for a bad or oversized spec, before allocating.
     """
     normalized = validate_spec(spec)
-    document = record(normalized)
-    if measure:
-        document["summary"]["measured_peak_bytes"] = measure_peak(normalized)
+    with _ENGINE_LOCK:
+        document = record(normalized)
+        if measure:
+            document["summary"]["measured_peak_bytes"] = measure_peak(normalized)
     return document
 
 
