@@ -4,6 +4,7 @@
 """
 from backend.tape import ops  # noqa: F401  (fills the registry)
 from backend.tape import methods  # noqa: F401  (attaches Tensor's operators)
+from backend.tape.checkpoint import checkpoint
 from backend.tape.engine import backward
 from backend.tape.functional import (
     cat, cross_entropy, dropout, embedding, gelu, layer_norm, log_softmax, masked_fill, matmul, mse_loss,
@@ -22,7 +23,7 @@ ENGINE_VERSION = "0.1.0"
 
 __all__ = [
     "Tensor", "tensor", "parameter", "no_grad", "enable_grad", "layer_scope", "gradcheck", "GradcheckError", "backward",
-    "SGD", "Adam", "OPS", "ENGINE_VERSION", "manual_seed", "get_rng_state", "set_rng_state",
+    "SGD", "Adam", "checkpoint", "OPS", "ENGINE_VERSION", "manual_seed", "get_rng_state", "set_rng_state",
     "cat", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "log_softmax", "masked_fill",
     "matmul", "mse_loss", "permute", "relu", "reshape", "rms_norm", "scaled_dot_product_attention",
     "sigmoid", "softmax", "tanh", "transpose", "layernorm", "rmsnorm",

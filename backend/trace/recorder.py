@@ -19,6 +19,8 @@ class Recorder:
         self.sweep = []            # one item per backward step
         self.dependencies = {}       # tape index -> consumers counted when backward began
         self._waiting = {}           # nodes that hold part of their adjoint, not yet run
+        self._running = []           # sweep items of the nodes running now (a checkpoint's backward nests)
+        self._phases = []            # the phase to return to when a recompute ends
 
     # ----- phases and steps ---------------------------------------------------------------------
     def begin(self, phase):
@@ -113,7 +115,7 @@ class Recorder:
 
     # ----- the adjoint sweep --------------------------------------------------------------------
     def on_backward_begin(self, root, dependencies):
-        self.dependencies = {self.entry_of[n.seq]: c for n, c in dependencies.items() if n.seq in self.entry_of}
+        self.dependencies.update({self.entry_of[n.seq]: c for n, c in dependencies.items() if n.seq in self.entry_of})
 
     def on_node_begin(self, node, adjoint):
         index = self.entry_of[node.seq]
@@ -125,6 +127,7 @@ class Recorder:
             "adjoint": self._adjoint(adjoint), "reads": list(entry["saved"]), "why": entry["why"],
             "contributions": [], "accumulations": [], "freed": [], "ready": [], "pending": {},
         })
+        self._running.append(self.sweep[-1])
 
     def _adjoint(self, adjoint):
         """The incoming adjoint: its values live once in its tensor record, or here when that has only statistics."""
@@ -144,33 +147,41 @@ class Recorder:
             self._waiting[parent.seq] = parent
         else:
             target = parent.uid
-        self.sweep[-1]["contributions"].append({"to": target, "grad": adjoint.storage.uid,
+        self._running[-1]["contributions"].append({"to": target, "grad": adjoint.storage.uid,
                                                 "shape": list(adjoint.array.shape)})
 
     def on_accumulate(self, target, parts, total):
-        self.sweep[-1]["accumulations"].append({
+        self._running[-1]["accumulations"].append({
             "tensor": target, "parts": [p.storage.uid for p in parts], "total": total.storage.uid,
             "into": "buffer"})
 
     def on_accumulate_leaf(self, leaf, parts, first):
-        self.sweep[-1]["accumulations"].append({
+        self._running[-1]["accumulations"].append({
             "tensor": leaf.uid, "parts": [p.storage.uid for p in parts], "total": leaf._grad_storage.uid,
             "into": "grad", "first": first})
 
     def on_release(self, node, uids):
-        self.sweep[-1]["freed"] = list(uids)
+        self._running[-1]["freed"] = list(uids)
 
     def on_node_end(self, node, ready, pending):
-        item = self.sweep[-1]
+        item = self._running.pop()
         item["ready"] = [self.entry_of[n.seq] for n in ready]
         # Only nodes part-way there: some consumers have delivered, some not (the += in progress).
         item["pending"] = {}
         for waiting in self._waiting.values():
-            if pending[waiting] > 0:
+            if pending.get(waiting, 0) > 0:     # a nested (recompute) sweep counts only its own nodes
                 item["pending"][str(self.entry_of[waiting.seq])] = pending[waiting]
 
     def on_backward_end(self, root):
         pass
+
+    # ----- recompute (a checkpoint's backward re-runs its region) -------------------------------------
+    def on_recompute_begin(self, node):
+        self._phases.append(self.phase)
+        self.phase = "recompute"
+
+    def on_recompute_end(self, node):
+        self.phase = self._phases.pop()
 
     # ----- optimizer ----------------------------------------------------------------------------
     def on_optimizer_step(self, param, index):

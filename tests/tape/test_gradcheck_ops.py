@@ -61,6 +61,8 @@ CASES = {
     "permute": [(lambda a: a.permute(2, 0, 1), (p(2, 3, 4),)), (lambda a: a.T, (p(3, 4),))],
     "getitem": [(lambda a: a[1:, ::2], (p(3, 4),)), (lambda a: a[np.array([0, 2, 0])], (p(3, 4),))],
     "concat": [(lambda a, b: T.cat([a, b], dim=1), (p(2, 3), p(2, 2)))],
+    "checkpoint": [(lambda a, b: T.checkpoint(lambda x, w: (x @ w).tanh() * x.sum(), a, b), (p(3, 4), p(4, 4))),
+                   (lambda a: _seeded(lambda: T.checkpoint(lambda x: T.dropout(x.exp(), 0.3), a)), (p(4, 5),))],
 }
 
 

@@ -1,0 +1,78 @@
+"""Activation checkpointing: a region whose forward keeps only its inputs and whose backward re-runs it.
+
+`checkpoint(fn, *inputs)` follows torch.utils.checkpoint (non-reentrant semantics): the forward runs `fn`
+under no_grad and appends one "checkpoint" entry to the tape that saves only the region's inputs (and the
+RNG state). Its vjp re-runs `fn` with recording (the "recompute" phase), backs through the recomputed
+sub-graph with the engine, hands back the inputs' gradients and lets the recomputed activations go.
+"""
+from backend.tape import events, modes
+from backend.tape import random as tape_random
+from backend.tape.engine import backward
+from backend.tape.node import Node
+from backend.tape.registry import Op, register
+from backend.tape.tensor import Tensor
+
+
+def _recompute_vjp(g, saved, node):
+    """Re-run the region with recording, back through it from `g`, and return each input's gradient."""
+    attrs = node.attrs
+    leaves = [_leaf_over(node.saved[f"inputs[{i}]"], need) for i, need in enumerate(node.needs)]
+    del saved
+    if events.active:
+        events.emit("recompute_begin", node=node)
+    outer_state = tape_random.get_rng_state()
+    if attrs["rng_state"] is not None:
+        tape_random.set_rng_state(attrs["rng_state"])      # the dropout masks replay bit for bit
+    with modes.enable_grad():
+        out = attrs["fn"](*leaves)
+    if attrs["rng_state"] is not None:
+        tape_random.set_rng_state(outer_state)
+    if events.active:
+        events.emit("recompute_end", node=node)
+    if out.requires_grad:
+        backward(out, g)
+    del out
+    return tuple(leaf.grad if need else None for leaf, need in zip(leaves, node.needs))
+
+
+def _leaf_over(saved_entry, requires_grad):
+    """A fresh leaf over a saved input's storage: the recomputed sub-graph ends here, so its grad is ours."""
+    array, storage = saved_entry[0], saved_entry[1]
+    return Tensor.view_of(array, _Held(storage), requires_grad=requires_grad)
+
+
+class _Held:
+    """The one attribute Tensor.view_of reads from its base."""
+    __slots__ = ("storage",)
+
+    def __init__(self, storage):
+        self.storage = storage
+
+
+CHECKPOINT = register(Op(
+    "checkpoint", "checkpoint", ("inputs",), saves={"inputs": ()}, variadic=True,
+    forward=lambda attrs, *arrays: None,      # never dispatched: checkpoint() runs the region itself
+    vjp=_recompute_vjp,
+    flops=lambda shapes, out_shape, attrs: 0,  # the region's FLOPs are counted on its recompute entries
+    why="checkpoint saves only the region's inputs: its backward re-runs the region to get the rest back.",
+))
+
+
+def checkpoint(fn, *inputs, preserve_rng_state=True):
+    """Run `fn(*inputs)` keeping only `inputs` for backward; returns fn's output (one Tensor)."""
+    if not modes.enabled:
+        return fn(*inputs)
+    needs = tuple(t.requires_grad for t in inputs)
+    state = tape_random.get_rng_state() if preserve_rng_state else None
+    node = Node(CHECKPOINT, {"fn": fn, "rng_state": state, "preserve_rng_state": preserve_rng_state},
+                inputs, needs)
+    if events.active:
+        events.emit("record", node=node, inputs=inputs, out_shape=())
+    for i, t in enumerate(inputs):
+        origin = t.grad_fn.name() if t.grad_fn is not None else None
+        node.save(f"inputs[{i}]", t.data, t.storage, t.uid, origin)
+    with modes.no_grad():
+        out = fn(*inputs)
+    output = Tensor.view_of(out.data, out, requires_grad=True, grad_fn=node)
+    node.output_uid = output.uid
+    return output
