@@ -1,0 +1,66 @@
+// Small form controls bound to a spec path: number, range (with its value shown), checkbox, select and text.
+// Each is a <label class="field" data-field=path> holding an input with data-path=path; `onValue(path, value)`
+// receives the parsed value. syncControls writes a spec's values back into every bound control.
+import { el } from "./dom.js";
+import { getAt } from "./editor-spec.js";
+
+
+const parseNumber = (raw) => (raw.trim() === "" ? raw : Number.isFinite(Number(raw)) ? Number(raw) : raw);
+
+function wrap(label, path, input, extra, className = "field") {
+  return el("label", { class: className, "data-field": path }, el("span", { class: "label", text: label }), input, extra);
+}
+
+export function numberControl(label, path, value, onValue, { min, max, step = 1 } = {}) {
+  const input = el("input", { type: "number", inputmode: "numeric", min, max, step, "data-path": path });
+  input.value = value ?? "";
+  input.addEventListener("input", () => onValue(path, parseNumber(input.value)));
+  return wrap(label, path, input);
+}
+
+export function rangeControl(label, path, value, onValue, { min = 0, max = 1, step = 0.05, field = true, mode } = {}) {
+  const input = el("input", { type: "range", min, max, step, "data-path": path, "data-mode": mode });
+  input.value = value ?? min;
+  const shown = el("output", { class: "range-value", text: String(value ?? "") });
+  input.addEventListener("input", () => {
+    shown.textContent = input.value;
+    onValue(path, Number(input.value), "throttle");
+  });
+  const control = wrap(label, path, input, shown, "field range");
+  if (!field) delete control.dataset.field;      // a dial: errors go to the form field with the same path
+  return control;
+}
+
+export function checkControl(label, path, value, onValue) {
+  const input = el("input", { type: "checkbox", "data-path": path });
+  input.checked = Boolean(value);
+  input.addEventListener("change", () => onValue(path, input.checked));
+  return wrap(label, path, input, null, "field check");
+}
+
+export function selectControl(label, path, value, options, onChange, { disabled } = {}) {
+  const input = el("select", { "data-path": path, disabled });
+  for (const option of options) input.append(el("option", { value: option, text: option }));
+  input.value = value ?? options[0];
+  input.addEventListener("change", () => onChange(path, input.value));
+  return wrap(label, path, input);
+}
+
+export function textControl(label, path, value, onValue, { maxlength = 80, placeholder } = {}) {
+  const input = el("input", { type: "text", maxlength, placeholder, spellcheck: "false", "data-path": path });
+  input.value = value ?? "";
+  input.addEventListener("input", () => onValue(path, input.value));
+  return wrap(label, path, input);
+}
+
+/** Write the spec's values into every bound control except the one being typed in. */
+export function syncControls(root, spec) {
+  for (const input of root.querySelectorAll("[data-path]")) {
+    if (input === document.activeElement && input.type !== "range") continue;
+    const value = getAt(spec, input.dataset.path);
+    if (input.type === "checkbox") input.checked = Boolean(value);
+    else if (value !== undefined && String(input.value) !== String(value)) input.value = value;
+    const shown = input.parentElement?.querySelector("output.range-value");
+    if (shown && value !== undefined) shown.textContent = String(value);
+  }
+}

@@ -1,0 +1,72 @@
+// The saved-bytes table: bytes the tape holds for backward per top-level layer ("layers[i]"), now and before,
+// read from two trace documents. Each storage counts once; names are written as text, never HTML.
+import { formatBytes, signedBytes } from "./format.js";
+
+/** Map "layers[i]" (or "loss") -> saved bytes, from tensors with a non-empty saved_by and a scope. */
+export function savedByLayer(trace) {
+  const totals = new Map();
+  const seen = new Set();
+  for (const tensor of trace?.tensors ?? []) {
+    if (!tensor.saved_by?.length || !tensor.scope) continue;
+    const storage = tensor.storage ?? `t${tensor.id}`;
+    if (seen.has(storage)) continue;
+    seen.add(storage);
+    const key = /^layers\[\d+\]/.exec(tensor.scope)?.[0] ?? tensor.scope.split(".")[0];
+    totals.set(key, (totals.get(key) ?? 0) + tensor.nbytes);
+  }
+  return totals;
+}
+
+const sum = (map) => [...map.values()].reduce((a, b) => a + b, 0);
+const layerOrder = (key) => Number(/^layers\[(\d+)\]$/.exec(key)?.[1] ?? Infinity);
+
+function cell(row, text, className, bytes) {
+  const td = row.insertCell();
+  td.textContent = text;
+  if (className) td.className = className;
+  if (bytes !== undefined) td.dataset.bytes = String(bytes);
+  return td;
+}
+
+/** Render (or re-render) the table into `table` for the traces `now` and `before` (either may be null). */
+export function renderSavedTable(table, now, before) {
+  const current = savedByLayer(now);
+  const previous = before ? savedByLayer(before) : null;
+  const names = new Map((now?.layers ?? []).map((l) => [l.path, `${l.type}${l.name && l.name !== l.type ? ` “${l.name}”` : ""}`]));
+  const keys = [...new Set([...current.keys(), ...(previous?.keys() ?? [])])]
+    .sort((a, b) => layerOrder(a) - layerOrder(b) || a.localeCompare(b));
+  table.replaceChildren();
+  const head = table.createTHead().insertRow();
+  for (const title of ["Layer", "Saved now", "Before", "Change"]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = title;
+    head.append(th);
+  }
+  const body = table.createTBody();
+  const addRow = (label, title, a, b, extraClass) => {
+    const row = body.insertRow();
+    if (extraClass) row.className = extraClass;
+    const head = cell(row, label, "layer");
+    if (title) head.title = title;
+    cell(row, formatBytes(a), "num now", a);
+    cell(row, b === undefined ? "—" : formatBytes(b), "num before", b);
+    const delta = b === undefined ? 0 : a - b;
+    cell(row, b === undefined || delta === 0 ? "" : signedBytes(delta), `num delta ${delta < 0 ? "down" : delta > 0 ? "up" : ""}`, delta);
+    return row;
+  };
+  for (const key of keys) {
+    const row = addRow(key, names.get(key), current.get(key) ?? 0, previous ? previous.get(key) ?? 0 : undefined,
+      previous && (current.get(key) ?? 0) !== (previous.get(key) ?? 0) ? "changed" : "");
+    row.dataset.layer = key;
+    const label = names.get(key);
+    if (label) {
+      const small = document.createElement("span");
+      small.className = "layer-name";
+      small.textContent = label;
+      row.cells[0].append(" ", small);
+    }
+  }
+  const total = addRow("total", "", sum(current), previous ? sum(previous) : undefined, "total");
+  total.dataset.testid = "saved-bytes-total";
+}

@@ -1,0 +1,57 @@
+// Re-tracing a spec on the server: debounced for typing, throttled for sliders, the in-flight request aborted
+// when a newer one starts, and only the newest answer delivered.
+
+export function createTracer({ endpoint = "/api/trace", delay = 150, onPending, onResult }) {
+  let timer = null;
+  let pending = null;          // {spec, meta} waiting for the timer
+  let controller = null;       // the in-flight request
+  let generation = 0;
+  let lastFire = -Infinity;
+
+  async function fire() {
+    timer = null;
+    const { spec, meta } = pending;
+    pending = null;
+    lastFire = performance.now();
+    controller?.abort();
+    const mine = (controller = new AbortController());
+    const id = ++generation;
+    const started = performance.now();
+    let result;
+    try {
+      const response = await fetch(endpoint, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "application/json" },
+        body: JSON.stringify({ spec }),
+        signal: mine.signal,
+      });
+      const body = await response.json().catch(() => ({ error: `the server answered ${response.status}` }));
+      result = { ok: response.ok, status: response.status, body };
+    } catch (error) {
+      if (error.name === "AbortError") return;
+      result = { ok: false, status: 0, body: { error: `could not reach the server: ${error.message}` } };
+    }
+    if (controller === mine) controller = null;
+    if (id !== generation || pending) return;      // a newer request owns the screen
+    onResult({ ...result, spec, meta, ms: performance.now() - started });
+  }
+
+  return {
+    /** mode "debounce" waits for a pause; "throttle" fires at once when idle, then at most every `delay` ms. */
+    request(spec, meta = {}, mode = "debounce") {
+      pending = { spec, meta };
+      generation++;                                  // answers to older specs are stale from now on
+      onPending?.();
+      if (mode === "now") {
+        clearTimeout(timer);
+        fire();
+      } else if (mode === "throttle") {
+        if (!timer) timer = setTimeout(fire, Math.max(0, lastFire + delay - performance.now()));
+      } else {
+        clearTimeout(timer);
+        timer = setTimeout(fire, delay);
+      }
+    },
+    busy: () => Boolean(timer || controller),
+  };
+}

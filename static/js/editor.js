@@ -1,0 +1,212 @@
+// editor.js — the model editor in <aside id="editor-panel">: form and JSON tabs over one draft spec, re-tracing
+// on every change, problems at their fields, undo/redo over specs that traced, and the saved-bytes table.
+// Talks to the explorer only through events: listens to "tapescope:spec", dispatches "tapescope:trace".
+import { el } from "./dom.js";
+import { formatBytes } from "./format.js";
+import { syncControls } from "./editor-controls.js";
+import { renderForm } from "./editor-form.js";
+import { createHistory } from "./editor-history.js";
+import { clearProblems, problemsOf, showProblems } from "./editor-problems.js";
+import { renderSavedTable } from "./editor-saved.js";
+import { clone, getAt, same, setAt } from "./editor-spec.js";
+import { createTracer } from "./editor-tracer.js";
+
+const panel = document.getElementById("editor-panel");
+
+function button(text, props, onClick) {
+  const node = el("button", { type: "button", ...props, text });
+  node.addEventListener("click", onClick);
+  return node;
+}
+
+// ------------------------------ the panel's skeleton ------------------------------
+
+const ui = {};
+function build() {
+  ui.undo = button("↶ Undo", { "data-testid": "undo", title: "Undo (Ctrl+Z)", disabled: true }, () => undo());
+  ui.redo = button("↷ Redo", { "data-testid": "redo", title: "Redo (Ctrl+Shift+Z)", disabled: true }, () => redo());
+  ui.status = el("span", { class: "editor-status", "data-testid": "trace-status", role: "status", "aria-live": "polite", text: "waiting for a model…" });
+  ui.general = el("div", { class: "editor-general", "data-field": "spec" });
+  ui.tabForm = el("button", { type: "button", role: "tab", id: "editor-tab-form", "aria-controls": "editor-form", "aria-selected": "true", text: "Form" });
+  ui.tabJson = el("button", { type: "button", role: "tab", id: "editor-tab-json", "aria-controls": "editor-json", "aria-selected": "false", "data-testid": "json-tab", text: "JSON" });
+  ui.form = el("div", { class: "editor-form", id: "editor-form", role: "tabpanel", "aria-labelledby": "editor-tab-form" });
+  ui.json = el("textarea", { "data-testid": "spec-json", "aria-label": "The spec as JSON", spellcheck: "false", rows: 18 });
+  ui.apply = button("Apply JSON", { "data-testid": "apply", class: "primary" }, () => applyJson());
+  ui.jsonProblems = el("div", { class: "json-problems" });
+  ui.jsonPane = el("div", { class: "editor-json", id: "editor-json", role: "tabpanel", "aria-labelledby": "editor-tab-json", hidden: true },
+    ui.json, el("div", { class: "json-actions" }, ui.apply, el("span", { class: "hint", text: "JSON.parse only — nothing is evaluated" })), ui.jsonProblems);
+  ui.table = el("table", { class: "saved-bytes", "data-testid": "saved-bytes-table" });
+  panel.replaceChildren(
+    el("header", { class: "editor-head" }, el("h2", { text: "Edit the model" }), ui.undo, ui.redo),
+    ui.status, ui.general,
+    el("div", { class: "editor-tabs", role: "tablist", "aria-label": "Editor views" }, ui.tabForm, ui.tabJson),
+    ui.form, ui.jsonPane,
+    el("section", { class: "editor-saved", "aria-label": "Saved bytes per layer" },
+      el("h3", { text: "Saved for backward, per layer" }), ui.table),
+  );
+  ui.tabForm.addEventListener("click", () => showTab("form"));
+  ui.tabJson.addEventListener("click", () => showTab("json"));
+  ui.json.addEventListener("input", () => { ui.jsonDirty = true; });
+}
+
+function showTab(which) {
+  const json = which === "json";
+  ui.tabForm.setAttribute("aria-selected", String(!json));
+  ui.tabJson.setAttribute("aria-selected", String(json));
+  ui.form.hidden = json;
+  ui.jsonPane.hidden = !json;
+  if (json) writeJson(true);
+}
+
+// ------------------------------ state ------------------------------
+
+const state = { draft: null, now: null, before: null, readOnly: false, selection: new Set(), lastAdded: "linear" };
+const history = createHistory();
+const tracer = createTracer({ onPending: () => setStatus("tracing…", "busy"), onResult: traced });
+
+function setStatus(text, kind = "") {
+  ui.status.textContent = text;
+  ui.status.dataset.state = kind;
+  panel.dataset.tracing = String(kind === "busy");
+}
+
+function writeJson(force = false) {
+  if (!force && ui.jsonDirty && document.activeElement === ui.json) return;
+  ui.json.value = state.draft ? JSON.stringify(state.draft, null, 2) : "";
+  ui.jsonDirty = false;
+}
+
+function updateButtons() {
+  const off = state.readOnly;
+  ui.undo.disabled = off || !(history.canUndo() || (history.current() && !history.isCurrent(state.draft)));
+  ui.redo.disabled = off || !history.canRedo();
+}
+
+const ctx = {
+  selection: state.selection,
+  value(path, value, mode = "debounce") {
+    const next = clone(state.draft);
+    setAt(next, path, value);
+    if (value === "" && /\.name$/.test(path)) delete getAt(next, path.slice(0, -".name".length)).name;
+    commit(next, { structural: false, mode });
+  },
+  structural(mutate) {
+    const next = clone(state.draft);
+    try {
+      mutate(next);
+    } catch (error) {
+      clearProblems(panel);
+      showProblems(ui.form, ui.general, [{ path: "layers", message: error.message }]);
+      return;
+    }
+    state.selection.clear();
+    commit(next, { structural: true, mode: "debounce" });
+  },
+  selectionChanged: () => renderFormNow(),
+};
+
+function renderFormNow() {
+  renderForm(ui.form, state.draft, ctx);
+  panel.classList.toggle("read-only", state.readOnly);
+  ui.form.querySelectorAll("input, select, button").forEach((n) => { if (state.readOnly) n.disabled = true; });
+}
+
+/** A new draft from the form or the JSON: show it and re-trace it. */
+function commit(next, { structural, mode }) {
+  state.draft = next;
+  writeJson();
+  if (structural) renderFormNow(); else syncControls(ui.form, next);
+  tracer.request(clone(next), {}, mode);
+  updateButtons();
+}
+
+/** Go to a spec (undo, redo, applied JSON, a preset): redraw everything from it. */
+function load(spec, mode = "now") {
+  state.draft = clone(spec);
+  state.selection.clear();
+  writeJson(true);
+  renderFormNow();
+  if (mode) tracer.request(clone(spec), {}, mode);
+  updateButtons();
+}
+
+function traced({ ok, status, body, spec, ms }) {
+  clearProblems(panel);
+  ui.jsonProblems.replaceChildren();
+  if (!ok) {
+    const problems = problemsOf({ status, body });
+    showProblems(ui.form, ui.general, problems);
+    for (const p of problems) ui.jsonProblems.append(el("p", {}, el("code", { text: p.path }), ` ${p.message}`));
+    setStatus(status === 413 ? "over a size cap — the last good trace stays" : "not traced: see the marked fields — the last good trace stays", "error");
+    updateButtons();
+    return;
+  }
+  history.push(spec);
+  state.before = state.now ?? window.tapescope?.getTrace?.() ?? null;
+  state.now = body;
+  renderSavedTable(ui.table, state.now, state.before);
+  setStatus(`traced in ${Math.round(ms)} ms · peak ${formatBytes(body.summary.peak_bytes)}`, "ok");
+  updateButtons();
+  document.dispatchEvent(new CustomEvent("tapescope:trace", { detail: { trace: body, spec } }));
+}
+
+// ------------------------------ undo, redo, JSON ------------------------------
+
+function undo() {
+  if (state.readOnly) return;
+  const target = history.isCurrent(state.draft) ? history.undo() : history.current();
+  if (target) load(target);
+}
+
+function redo() {
+  if (state.readOnly) return;
+  const target = history.redo();
+  if (target) load(target);
+}
+
+function applyJson() {
+  clearProblems(panel);
+  ui.jsonProblems.replaceChildren();
+  let spec;
+  try {
+    spec = JSON.parse(ui.json.value);
+  } catch (error) {
+    ui.jsonProblems.append(el("p", { class: "field-error", "data-testid": "field-error", role: "alert" }, el("code", { text: "JSON" }), ` ${error.message}`));
+    return;
+  }
+  if (spec === null || typeof spec !== "object" || Array.isArray(spec)) {
+    ui.jsonProblems.append(el("p", { class: "field-error", "data-testid": "field-error", role: "alert" }, el("code", { text: "spec" }), " must be a JSON object {…}"));
+    return;
+  }
+  if (same(spec, state.draft)) { tracer.request(clone(spec), {}, "now"); return; }
+  load(spec);
+}
+
+function editableTarget(target) {
+  return target instanceof HTMLElement && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+}
+
+document.addEventListener("keydown", (event) => {
+  if (!(event.ctrlKey || event.metaKey) || event.altKey || editableTarget(event.target)) return;
+  const key = event.key.toLowerCase();
+  if (key === "z" && !event.shiftKey) { event.preventDefault(); undo(); }
+  else if ((key === "z" && event.shiftKey) || key === "y") { event.preventDefault(); redo(); }
+});
+
+// ------------------------------ the explorer's side ------------------------------
+
+document.addEventListener("tapescope:spec", (event) => {
+  const { spec, readOnly } = event.detail ?? {};
+  if (!spec) return;
+  state.readOnly = Boolean(readOnly);
+  state.now = window.tapescope?.getTrace?.() ?? null;
+  state.before = null;
+  history.push(spec);
+  load(spec, null);
+  clearProblems(panel);
+  if (state.now) renderSavedTable(ui.table, state.now, null);
+  setStatus(readOnly ? "a shared snapshot: make a copy to edit" : "edit anything: the trace follows", "ok");
+});
+
+build();
+window.tapescope = Object.assign(window.tapescope ?? {}, { editor: { getSpec: () => clone(state.draft), undo, redo } });
