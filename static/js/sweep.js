@@ -3,6 +3,8 @@ import { el, facts } from "./dom.js";
 import { formatBytes, formatShape } from "./format.js";
 
 const name = (index, id) => index.tensor(id)?.name ?? `tensor ${id}`;
+/** Gradients often share a name (x*x makes two "dx"), so the sweep writes each with its tensor id. */
+const gradName = (index, id) => `${name(index, id)}#${id}`;
 
 function tensorChips(index, ids) {
   if (!ids.length) return el("span", { class: "none", text: "none" });
@@ -13,10 +15,10 @@ function tensorChips(index, ids) {
 }
 
 function accumulation(index, item) {
-  const parts = item.parts.map((id) => name(index, id));
+  const parts = item.parts.map((id) => gradName(index, id));
   const target = item.into === "buffer" ? `${name(index, item.tensor)}'s grad buffer` : `${name(index, item.tensor)}.grad`;
   const text = item.parts.length > 1
-    ? `${target} += ${parts.join(" + ")} = ${name(index, item.total)}`
+    ? `${target} += ${parts.join(" + ")} = ${gradName(index, item.total)}`
     : `${target} ${item.first ? "=" : "+="} ${parts[0]}${item.first ? " (first arrival)" : ""}`;
   return el("li", { "data-testid": "accumulation", "data-into": item.into, "data-tensor": item.tensor,
     "data-parts": item.parts.length }, text);
@@ -57,7 +59,7 @@ export function createSweepPanel(element) {
       el("h3", { text: "Contributions" }),
       el("ul", { class: "contributions" }, item.contributions.map((c) =>
         el("li", { "data-testid": "contribution", "data-to": c.to },
-          `→ ${name(index, c.to)}: ${name(index, c.grad)} ${formatShape(c.shape)}`))),
+          `→ ${name(index, c.to)}: ${gradName(index, c.grad)} ${formatShape(c.shape)}`))),
       el("h3", { text: "Accumulation" }),
       item.accumulations.length ? el("ul", { class: "accumulations" }, item.accumulations.map((a) => accumulation(index, a)))
         : el("p", { class: "none", text: "nothing accumulates here" }),

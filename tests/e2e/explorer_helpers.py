@@ -1,0 +1,39 @@
+"""Helpers for the explorer's browser tests: open a preset, read a trace the way the page got it, step."""
+ARTIFACTS = "test-artifacts"
+
+
+def presets(page, base_url):
+    return {preset["id"]: preset for preset in page.request.get(f"{base_url}/api/presets").json()}
+
+
+def trace_for(page, base_url, preset_id):
+    spec = presets(page, base_url)[preset_id]["spec"]
+    response = page.request.post(f"{base_url}/api/trace", data={"spec": spec})
+    assert response.ok, response.text()
+    return response.json()
+
+
+def open_explorer(page, base_url, preset_id="seed-tape"):
+    """The explorer at 1280x800, showing `preset_id`, drawn and interactive."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{base_url}/")
+    page.wait_for_selector(".explorer[data-ready=true]")
+    if page.evaluate("window.tapescope.getTrace().spec.name") != preset_id:
+        page.select_option("[data-testid=preset]", preset_id)
+        page.wait_for_function(
+            "id => window.tapescope.getTrace().spec.name === id"
+            " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preset_id)
+
+
+def go_to_step(page, step):
+    """Step with the slider, as a person dragging it would."""
+    page.locator("[data-testid=scrub]").fill(str(step))
+    page.wait_for_function("s => window.tapescope.getStep() === s", arg=step)
+
+
+def live_bytes(page):
+    return int(page.get_attribute("[data-testid=live-bytes]", "data-bytes"))
+
+
+def current_node_ids(page):
+    return page.eval_on_selector_all("[data-testid=graph] .node.current", "nodes => nodes.map(n => n.dataset.nodeId)")

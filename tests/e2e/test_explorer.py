@@ -1,0 +1,160 @@
+"""The explorer page in a real browser: the graph, the step player, memory and lifetime charts, the sweep panel."""
+import pytest
+
+from tests.e2e.explorer_helpers import current_node_ids, go_to_step, live_bytes, open_explorer, trace_for
+
+
+@pytest.mark.parametrize("preset_id", ["seed-tape", "transformer-tiny"])
+def test_one_op_node_per_tape_entry_and_one_leaf_per_leaf_tensor(page, live_server, preset_id):
+    trace = trace_for(page, live_server, preset_id)
+    open_explorer(page, live_server, preset_id)
+    graph = page.locator("[data-testid=graph]")
+    assert graph.locator("[data-node-id]").count() == len(trace["tape"])
+    assert graph.locator("[data-tensor-id]").count() == len(trace["graph"]["leaves"])
+    node_ids = sorted(int(i) for i in graph.locator("[data-node-id]").evaluate_all("ns => ns.map(n => n.dataset.nodeId)"))
+    assert node_ids == [entry["index"] for entry in trace["tape"]]
+
+
+def test_stepping_moves_the_highlight_and_the_memory_cursor_to_the_live_bytes(page, live_server):
+    trace = trace_for(page, live_server, "seed-tape")
+    open_explorer(page, live_server, "seed-tape")
+    cursor = page.locator("[data-testid=memory-chart] ~ .chart-cursor, .chart-wrap .chart-cursor").first
+    seen_nodes, cursor_x = [], []
+    for step in trace["steps"][:7]:
+        if step["index"] > 0:
+            page.click("[data-testid=step-forward]")
+        page.wait_for_function("s => window.tapescope.getStep() === s", arg=step["index"])
+        assert current_node_ids(page) == [str(step["entry"])]
+        assert live_bytes(page) == step["live_bytes"]
+        assert int(cursor.get_attribute("data-bytes")) == step["live_bytes"]
+        seen_nodes.append(step["entry"])
+        cursor_x.append(cursor.bounding_box()["x"])
+    assert len(set(seen_nodes)) > 1
+    assert cursor_x == sorted(cursor_x) and cursor_x[-1] > cursor_x[0]
+    page.click("[data-testid=step-back]")
+    assert page.evaluate("window.tapescope.getStep()") == 5
+    assert current_node_ids(page) == [str(trace["steps"][5]["entry"])]
+
+
+def test_the_peak_step_shows_the_traces_peak_bytes(page, live_server):
+    trace = trace_for(page, live_server, "seed-tape")
+    peak, peak_step = trace["summary"]["peak_bytes"], trace["summary"]["peak_step"]
+    open_explorer(page, live_server, "seed-tape")
+    assert int(page.get_attribute("[data-testid=peak-bytes]", "data-bytes")) == peak
+    go_to_step(page, peak_step)
+    assert live_bytes(page) == peak
+    assert page.inner_text("[data-testid=live-bytes]") == page.inner_text("[data-testid=peak-bytes]")
+
+
+def test_a_tensor_used_twice_shows_two_contributions_and_their_sum(page, live_server):
+    trace = trace_for(page, live_server, "residual-unit")
+    names = {t["id"]: t["name"] for t in trace["tensors"]}
+    item = next(s for s in trace["sweep"] for a in s["accumulations"] if a["into"] == "buffer" and len(a["parts"]) == 2)
+    merge = next(a for a in item["accumulations"] if a["into"] == "buffer")
+    open_explorer(page, live_server, "residual-unit")
+    go_to_step(page, item["step"])
+    panel = page.locator("[data-testid=sweep]")
+    assert item["backward"] in panel.inner_text()
+    shown = panel.locator("[data-testid=accumulation][data-into=buffer]")
+    assert shown.count() >= 1
+    text = shown.first.inner_text()
+    assert shown.first.get_attribute("data-parts") == "2"
+    for part in merge["parts"]:
+        assert f"{names[part]}#{part}" in text
+    assert f"= {names[merge['total']]}#{merge['total']}" in text
+    assert "+=" in text
+    to_merged = [c for c in item["contributions"] if c["to"] == merge["tensor"]]
+    assert panel.locator(f"[data-testid=contribution][data-to='{merge['tensor']}']").count() == len(to_merged)
+    assert page.locator("[data-testid=graph] .node.current.backward").get_attribute("data-node-id") == str(item["entry"])
+
+
+def test_the_lifetime_chart_has_one_bar_per_saved_tensor(page, live_server):
+    trace = trace_for(page, live_server, "residual-unit")
+    saved = [t for t in trace["tensors"] if t["saved_by"]]
+    open_explorer(page, live_server, "residual-unit")
+    bars = page.locator("[data-testid=lifetime-chart] .bars .point")
+    assert bars.count() == len(saved) > 0
+
+
+def test_keyboard_steps_plays_and_jumps(page, live_server):
+    trace = trace_for(page, live_server, "seed-tape")
+    open_explorer(page, live_server, "seed-tape")
+    page.locator("body").click(position={"x": 5, "y": 790})
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("window.tapescope.getStep()") == 2
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate("window.tapescope.getStep()") == 1
+    page.keyboard.press("End")
+    assert page.evaluate("window.tapescope.getStep()") == len(trace["steps"]) - 1
+    page.keyboard.press("Home")
+    assert page.evaluate("window.tapescope.getStep()") == 0
+    page.keyboard.press(" ")
+    page.wait_for_function("() => window.tapescope.getStep() >= 2")
+    page.keyboard.press(" ")
+    paused_at = page.evaluate("window.tapescope.getStep()")
+    page.wait_for_timeout(600)
+    assert page.evaluate("window.tapescope.getStep()") == paused_at
+    assert "forward" in page.inner_text("[data-testid=step-label]") or "backward" in page.inner_text("[data-testid=step-label]")
+
+
+def test_the_step_label_writes_the_entry_out_in_words(page, live_server):
+    open_explorer(page, live_server, "seed-tape")
+    go_to_step(page, 3)
+    label = page.inner_text("[data-testid=step-label]")
+    assert label.startswith("forward · entry 3 · matmul ")
+    assert " @ " in label and "→" in label and "saves" in label
+    go_to_step(page, 6)
+    assert page.inner_text("[data-testid=step-label]").startswith("backward · entry 3 · MatmulBackward reads")
+
+
+def test_after_backward_the_graph_shows_as_freed(page, live_server):
+    trace = trace_for(page, live_server, "seed-tape")
+    last_backward = max(s["index"] for s in trace["steps"] if s["phase"] == "backward")
+    open_explorer(page, live_server, "seed-tape")
+    go_to_step(page, 0)
+    assert page.locator("[data-testid=graph] .node.held").count() >= 1
+    go_to_step(page, last_backward)
+    assert page.locator("[data-testid=graph] .op.freed").count() == len(trace["tape"])
+    assert page.locator("[data-testid=graph] .node.held").count() == 0
+    assert "second time" in page.inner_text("[data-testid=sweep]")
+
+
+def test_clicking_a_node_inspects_it_with_values(page, live_server):
+    trace = trace_for(page, live_server, "seed-tape")
+    x = next(t for t in trace["tensors"] if t["name"] == "x")
+    open_explorer(page, live_server, "seed-tape")
+    page.click(f"[data-testid=graph] [data-tensor-id='{x['id']}']")
+    inspector = page.locator("#inspector")
+    text = inspector.inner_text()
+    assert x["address"] in text and "[64,1]" in text and "float32" in text
+    assert page.locator("#inspector .inspector-heatmap .main-svg").count() >= 1
+    assert page.locator(f"[data-testid=graph] [data-tensor-id='{x['id']}'].selected").count() == 1
+
+
+def test_an_editor_trace_replaces_the_graph_keeps_the_step_and_ghosts_the_previous_run(page, live_server):
+    before = trace_for(page, live_server, "seed-tape")
+    after = trace_for(page, live_server, "lab1-mlp")
+    open_explorer(page, live_server, "seed-tape")
+    go_to_step(page, 3)
+    page.evaluate("d => document.dispatchEvent(new CustomEvent('tapescope:trace', {detail: d}))",
+                  {"trace": after, "spec": after["spec"]})
+    page.wait_for_function("n => document.querySelectorAll('[data-testid=graph] [data-node-id]').length === n",
+                           arg=len(after["tape"]))
+    assert page.evaluate("window.tapescope.getStep()") == 3
+    delta = page.inner_text("[data-testid=peak-delta]")
+    assert delta.startswith("peak ") and "→" in delta
+    assert before["summary"]["peak_bytes"] != after["summary"]["peak_bytes"]
+    names = page.evaluate("Array.from(document.querySelector('[data-testid=memory-chart]').data, d => d.name)")
+    assert "previous run" in names
+
+
+def test_the_page_runs_under_the_csp_without_errors(page, live_server):
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" and "favicon" not in message.text else None)
+    response = page.goto(f"{live_server}/")
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    page.wait_for_selector(".explorer[data-ready=true]")
+    page.click("[data-testid=step-forward]")
+    assert [e for e in errors if "404" not in e] == []
