@@ -50,6 +50,24 @@ def engine(x, y, params):
     return loss
 
 
+def torch_eager(width, weights, x_array, y_array):
+    """The same MLP in PyTorch eager, when torch is installed (never a dependency of the app)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    params = [torch.tensor(w, requires_grad=True) for w in weights]
+    x, y = torch.tensor(x_array), torch.tensor(y_array)
+
+    def step():
+        for p in params:
+            p.grad = None
+        w1, b1, w2, b2, w3, b3 = params
+        out = ((x @ w1 + b1).relu() @ w2 + b2).relu() @ w3 + b3
+        ((out - y) ** 2).mean().backward()
+    return step
+
+
 def best_of(fn, repeats, rounds=7):
     times = []
     for _ in range(rounds):
@@ -63,7 +81,7 @@ def best_of(fn, repeats, rounds=7):
 def main():
     rng = np.random.default_rng(0)
     print("MLP batch 64, input 64, two hidden layers of width w, output 1, float32; best of 7 rounds")
-    print(f"{'width':>6} {'hand numpy µs':>14} {'engine µs':>10} {'ratio':>6}")
+    print(f"{'width':>6} {'hand numpy µs':>14} {'engine µs':>10} {'ratio':>6} {'torch µs':>9} {'torch ratio':>11}")
     for width in (64, 256, 1024):
         weights = make_weights(width, rng)
         x_array = rng.standard_normal((64, 64)).astype(np.float32)
@@ -75,7 +93,10 @@ def main():
         repeats = {64: 400, 256: 100, 1024: 10}[width]
         hand = best_of(lambda: hand_numpy(x_array, y_array, weights), repeats)
         ours = best_of(lambda: engine(x, y, params), repeats)
-        print(f"{width:>6} {hand * 1e6:>14.1f} {ours * 1e6:>10.1f} {ours / hand:>5.2f}x")
+        torch_step = torch_eager(width, weights, x_array, y_array)
+        theirs = best_of(torch_step, repeats) if torch_step else None
+        torch_cells = f"{theirs * 1e6:>9.1f} {theirs / hand:>10.2f}x" if theirs else f"{'-':>9} {'(no torch)':>11}"
+        print(f"{width:>6} {hand * 1e6:>14.1f} {ours * 1e6:>10.1f} {ours / hand:>5.2f}x {torch_cells}")
 
     # Recording overhead: a chain of tiny ops, recorded vs the same ops under no_grad.
     w = parameter(np.ones(4, dtype=np.float32))
