@@ -33,7 +33,8 @@ export function renderSavedTable(table, now, before) {
   const current = savedByLayer(now);
   const previous = before ? savedByLayer(before) : null;
   const names = new Map((now?.layers ?? []).map((l) => [l.path, `${l.type}${l.name && l.name !== l.type ? ` “${l.name}”` : ""}`]));
-  const keys = [...new Set([...current.keys(), ...(previous?.keys() ?? [])])]
+  const topLevel = [...(now?.layers ?? []), ...(before?.layers ?? [])].map((l) => l.path).filter((p) => /^layers\[\d+\]$/.test(p));
+  const keys = [...new Set([...topLevel, ...current.keys(), ...(previous?.keys() ?? [])])]
     .sort((a, b) => layerOrder(a) - layerOrder(b) || a.localeCompare(b));
   table.replaceChildren();
   const head = table.createTHead().insertRow();
