@@ -56,8 +56,9 @@ function dials(spec, ctx) {
   }
   const width = widthPath(spec);
   if (width) {
-    const control = rangeControl(`width (${width})`, width, getAt(spec, width), ctx.value,
+    const control = rangeControl("width", width, getAt(spec, width), ctx.value,
       { min: 1, max: Math.max(LIMITS.width / 2, Number(getAt(spec, width)) || 1), step: 1, field: false, mode: "width" });
+    control.title = `width: ${width}, the first embedding's dim or linear's out`;
     box.append(control);
   }
   return box;
@@ -102,8 +103,8 @@ function layerItem(layer, path, index, count, ctx) {
     button("↓", `move ${path} down`, () => ctx.structural((s) => moveLayer(s, path, +1)), { disabled: index === count - 1 }),
     button("✕", `remove ${path}`, () => ctx.structural((s) => removeLayer(s, path)), { class: "remove" }));
   item.append(
-    el("div", { class: "layer-head" }, select, el("span", { class: "index", text: String(index) }), type, name, tools),
-    el("div", { class: "layer-fields" }, ...layerFields(layer ?? {}, path, ctx)),
+    el("div", { class: "layer-head" }, select, el("span", { class: "index", text: String(index) }), type, tools),
+    el("div", { class: "layer-fields" }, name, ...layerFields(layer ?? {}, path, ctx)),
   );
   if (WRAPPERS.includes(layer?.type)) item.append(layerList(layer.layers, `${path}.layers`, ctx));
   return item;

@@ -75,8 +75,10 @@ def editor(page, live_server):
         def bytes_of(self, testid):
             return int(page.get_by_test_id(testid).get_attribute("data-bytes"))
 
-        def shot(self, name):
+        def shot(self, name, show=None):
             ARTIFACTS.mkdir(exist_ok=True)
+            if show is not None:
+                show.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / f"editor-{name}.png"))
 
     yield Editor()
@@ -108,7 +110,7 @@ def test_doubling_batch_doubles_saved_activation_bytes(editor, live_server):
         expect(row.locator("td.before")).to_have_attribute("data-bytes", str(before[layer]))
     expect(editor.page.get_by_test_id("peak-bytes")).to_have_attribute("data-bytes", str(trace["summary"]["peak_bytes"]))
     expect(editor.page.get_by_test_id("peak-delta")).to_contain_text("→")
-    editor.shot("lab1-batch")
+    editor.shot("lab1-batch", total)
 
 
 def test_efficient_attention_lowers_peak_and_table_shows_where(editor):
@@ -129,7 +131,7 @@ def test_efficient_attention_lowers_peak_and_table_shows_where(editor):
         expect(table.locator(f'tr[data-layer="{layer}"]')).to_have_class("changed")
     for layer in ("layers[0]", "layers[3]", "layers[4]"):
         expect(table.locator(f'tr[data-layer="{layer}"] td.delta')).to_have_attribute("data-bytes", "0")
-    editor.shot("efficient")
+    editor.shot("efficient", table)
 
 
 def test_adding_a_layer_adds_graph_nodes(editor):
