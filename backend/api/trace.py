@@ -2,6 +2,7 @@
 from flask import Blueprint, jsonify, request
 
 from backend.models import CapError, SpecError, presets
+from backend.planner import PolicyError
 from backend.trace import trace_spec
 
 trace_api = Blueprint("trace_api", __name__)
@@ -40,4 +41,6 @@ def trace():
                         "problems": cap.problems}), 413
     except SpecError as bad:
         return problem_response("the spec has problems", bad.problems, 400)
+    except PolicyError as bad:
+        return problem_response("the checkpoint request has problems", bad.problems, 400)
     return jsonify(document)

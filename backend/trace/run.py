@@ -23,6 +23,9 @@ def trace_spec(spec, checkpoint=None, measure=True):
     normalized = validate_spec(spec)
     with _ENGINE_LOCK:
         document = record(normalized)
+        if checkpoint is not None:
+            from backend.planner import plan_document     # the planner sits after the trace in the flow
+            document.update(plan_document(normalized, checkpoint))
         if measure:
             document["summary"]["measured_peak_bytes"] = measure_peak(normalized)
     return document

@@ -1,0 +1,60 @@
+"""The planner: every policy runs with matching gradients; the chain DP lands where the seed's arithmetic says."""
+import math
+
+import pytest
+
+from backend.models import presets, validate_spec
+from backend.planner import Planner, PolicyError, validate
+from backend.planner.chain import min_peak_segments
+
+PRESETS = ["seed-tape", "lab1-mlp", "residual-unit", "deep-mlp", "transformer-tiny"]
+REQUESTS = [{"policy": "none"}, {"policy": "every_k", "k": 1}, {"policy": "sqrt"}, {"policy": "selective"},
+            {"policy": "optimal", "budget_bytes": 1}, {"policy": "manual", "recompute": []}]
+
+
+@pytest.fixture(scope="module", params=PRESETS)
+def planner(request):
+    return Planner(validate_spec(presets.get(request.param)))
+
+
+@pytest.mark.parametrize("raw", REQUESTS, ids=[r["policy"] for r in REQUESTS])
+def test_every_policy_runs_with_matching_grads(planner, raw):
+    schedule = planner.schedule(validate(raw, planner.base.n_blocks, set(planner.entry_activations)))
+    assert schedule["grads_match"] is True
+    assert schedule["executed_peak_bytes"] > 0 and schedule["predicted_peak_bytes"] > 0
+    assert set(schedule["stored"]).isdisjoint(schedule["recomputed"])
+
+
+def test_none_is_predicted_byte_for_byte(planner):
+    schedule = planner.schedule(validate({"policy": "none"}, planner.base.n_blocks, set()))
+    assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"]
+
+
+def test_optimal_at_a_heuristics_predicted_peak_needs_no_more_recompute(planner):
+    for regions in (planner.regions({"policy": "sqrt", "params": {}}), planner.regions({"policy": "selective", "params": {}})):
+        budget = planner.predicted_peak(regions)
+        chosen, feasible = planner.optimal(budget)
+        assert feasible
+        assert planner.recompute_flops(chosen) <= planner.recompute_flops(regions)
+
+
+def test_uniform_chain_lands_at_sqrt_L():
+    for n in (16, 49, 100):
+        _peak, segments = min_peak_segments([1.0] * n, [1.0] * n)
+        lengths = {end - start for start, end in segments}
+        assert max(lengths) == round(math.sqrt(n))
+
+
+def test_small_boundaries_against_layer_bytes_land_at_k_1():
+    _peak, segments = min_peak_segments([38.5] * 12, [1.0] * 12)       # the seed's b = 64 MB, a = 2,464 MB
+    assert all(end - start == 1 for start, end in segments)
+
+
+def test_bad_requests_name_the_field():
+    with pytest.raises(PolicyError) as bad:
+        validate({"policy": "every_k", "k": 0}, 16, set())
+    assert bad.value.problems[0]["path"] == "checkpoint.k" and "≤ L (16)" in bad.value.problems[0]["message"]
+    with pytest.raises(PolicyError):
+        validate({"policy": "teleport"}, 16, set())
+    with pytest.raises(PolicyError):
+        validate({"policy": "manual", "recompute": [10 ** 9]}, 16, {1, 2})
