@@ -42,7 +42,9 @@ function build() {
     el("div", { class: "editor-tabs", role: "tablist", "aria-label": "Editor views" }, ui.tabForm, ui.tabJson),
     ui.form, ui.jsonPane,
     el("section", { class: "editor-saved", "aria-label": "Saved bytes per layer" },
-      el("h3", { text: "Saved for backward, per layer" }), ui.table),
+      el("h3", { text: "Saved for backward, per layer" }),
+      el("p", { class: "hint", text: "Tensors the tape holds, counted by the layer that made them (inputs and weights are not counted)." }),
+      ui.table),
   );
   ui.tabForm.addEventListener("click", () => showTab("form"));
   ui.tabJson.addEventListener("click", () => showTab("json"));
