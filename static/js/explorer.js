@@ -69,6 +69,7 @@ async function showTrace(trace, spec, { keepStep, previous } = {}) {
   state.index = indexTrace(trace);
   state.spec = spec;
   await graph.load(trace, state.index);
+  performance.mark("tapescope:graph-drawn");
   await Promise.all([memory.load(trace, previous), lifetimes.load(state.index)]);
   showBytes(byTestId("peak-bytes"), trace.summary.peak_bytes);
   byTestId("peak-bytes").dataset.step = String(trace.summary.peak_step);
@@ -77,6 +78,7 @@ async function showTrace(trace, spec, { keepStep, previous } = {}) {
   player.reset(state.index.lastStep, keepStep);
   graph.select(state.selected, player.getStep());
   root.dataset.ready = "true";
+  performance.mark("tapescope:ready");
   setStatus(`${trace.tape.length} tape entries · ${trace.steps.length} steps · peak ${formatBytes(trace.summary.peak_bytes)} at step ${trace.summary.peak_step}`);
 }
 
@@ -112,6 +114,7 @@ async function loadPresets() {
 }
 
 async function start() {
+  const sessionRequest = snapshotId ? null : fetchSession().catch(() => null);
   const presets = await loadPresets();
   if (snapshotId) {
     document.body.classList.add("read-only");
@@ -123,7 +126,7 @@ async function start() {
     bindMakeCopy(byTestId("make-copy"), snapshotId);
     return;
   }
-  const session = await fetchSession().catch(() => null);
+  const session = await sessionRequest;
   if (session && session.spec) {
     state.selected = session.view?.selected || null;
     const trace = await traceSpec(session.spec).catch((error) => { setStatus(`Could not trace the saved spec: ${error.message}`, true); return null; });

@@ -8,6 +8,8 @@ const NODE_HEIGHT = 26;
 const LEAF_HEIGHT = 20;
 const LABEL_MAX = 24;
 const CHAR_WIDTH = 6.6;
+const MIN_READABLE_SCALE = 0.8;
+const FAR_SCALE = 0.35;
 
 const shorten = (text) => (text.length > LABEL_MAX ? `…${text.slice(-(LABEL_MAX - 1))}` : text);
 
@@ -34,7 +36,11 @@ export function createGraphView(svgElement, { onSelect }) {
   const viewport = svg.append("g").attr("class", "viewport");
   const edgeLayer = viewport.append("g").attr("class", "edges");
   const nodeLayer = viewport.append("g").attr("class", "nodes");
-  const zoom = d3.zoom().scaleExtent([0.05, 4]).on("zoom", (event) => viewport.attr("transform", event.transform));
+  // Zoomed far out, labels are unreadable and most of the paint cost: the "far" class hides them.
+  const zoom = d3.zoom().scaleExtent([0.05, 4]).on("zoom", (event) => {
+    viewport.attr("transform", event.transform);
+    svgElement.classList.toggle("far", event.transform.k < FAR_SCALE);
+  });
   svg.call(zoom).on("dblclick.zoom", null);
 
   let state = null; // {trace, index, nodes, edges, nodeElements, edgeElements, badges, lastClass}
@@ -42,8 +48,10 @@ export function createGraphView(svgElement, { onSelect }) {
 
   function fit(width, height) {
     const box = svgElement.getBoundingClientRect();
-    const scale = Math.min(1.4, Math.max(0.05, Math.min(box.width / width, box.height / height)));
-    const x = (box.width - width * scale) / 2;
+    // Labels stay readable: below MIN_READABLE_SCALE the graph overflows and follows the cursor instead.
+    const fitted = Math.min(box.width / width, box.height / height);
+    const scale = Math.min(1.4, fitted < MIN_READABLE_SCALE && width < 4000 ? MIN_READABLE_SCALE : Math.max(0.05, fitted));
+    const x = width * scale > box.width ? 10 : (box.width - width * scale) / 2;
     const y = (box.height - height * scale) / 2;
     svg.call(zoom.transform, d3.zoomIdentity.translate(x, y).scale(scale));
   }
@@ -93,8 +101,10 @@ export function createGraphView(svgElement, { onSelect }) {
   async function load(trace, index) {
     const nodes = nodeModels(trace);
     const edges = trace.graph.edges.map((e, i) => ({ ...e, key: `${e.source}>${e.target}#${e.tensor}#${i}` }));
+    performance.mark("tapescope:layout-start");
     const layout = await layoutGraph(nodes.map(({ id, width, height }) => ({ id, width, height })),
       edges.map(({ source, target }) => ({ source, target })));
+    performance.mark("tapescope:layout-done");
     const { nodeSel, edgeSel } = draw(index, nodes, edges, layout);
     const badges = badgeTensors(trace, index);
     nodeSel.each(function setBadge(n) {
@@ -110,9 +120,22 @@ export function createGraphView(svgElement, { onSelect }) {
     state = {
       trace, index, nodes, edges,
       nodeElements: nodeSel.nodes(), edgeElements: edgeSel.nodes(),
-      badges, lastClass: new Map(),
+      badges, lastClass: new Map(), positions: layout.positions,
     };
     fit(layout.width, layout.height);
+  }
+
+  /** Pan (never re-layout) so the current node stays on screen when the graph is bigger than the view. */
+  function follow(nodeId) {
+    const position = state.positions[nodeId];
+    if (!position) return;
+    const transform = d3.zoomTransform(svgElement);
+    const [x, y] = transform.apply([position.x, position.y]);
+    const box = svgElement.getBoundingClientRect();
+    const margin = 60;
+    if (x > margin && x < box.width - margin && y > margin && y < box.height - margin) return;
+    // A jump, not a transition: on thousands of nodes every panned frame repaints the whole drawing.
+    svg.call(zoom.translateTo, position.x, position.y);
   }
 
   function setClass(element, key, className) {
@@ -145,6 +168,7 @@ export function createGraphView(svgElement, { onSelect }) {
       if (n.id === selected) cls += " selected";
       setClass(nodeElements[i], n.id, cls);
     });
+    if (step.entry !== null && step.entry !== undefined) follow(`e${step.entry}`);
     const flowing = sweep ? `e${sweep.entry}` : null;
     edges.forEach((e, i) => {
       const target = Number(e.target.slice(1));

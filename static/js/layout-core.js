@@ -1,18 +1,93 @@
-// layout-core.js — the one dagre layout of a trace graph, shared by the page and layout-worker.js (classic script: defines self.tapescopeLayout).
+// layout-core.js — the one layered left-to-right layout of a trace graph, shared by the page and layout-worker.js.
+// Classic script (no modules in importScripts): defines self.tapescopeLayout. dagre for graphs up to
+// DAGRE_MAX_NODES; above that dagre takes seconds and overflows its recursion on long chains, so a linear-time
+// longest-path layering with one barycenter ordering pass takes over.
 /* global dagre */
-self.tapescopeLayout = function tapescopeLayout(boxes, edges) {
-  const graph = new dagre.graphlib.Graph({ multigraph: true });
-  graph.setGraph({ rankdir: "LR", nodesep: 14, ranksep: 46, edgesep: 6, marginx: 20, marginy: 20 });
-  graph.setDefaultEdgeLabel(() => ({}));
-  for (const box of boxes) graph.setNode(box.id, { width: box.width, height: box.height });
-  edges.forEach((edge, i) => graph.setEdge(edge.source, edge.target, {}, String(i)));
-  dagre.layout(graph);
-  const positions = {};
-  for (const box of boxes) {
-    const node = graph.node(box.id);
-    positions[box.id] = { x: node.x, y: node.y };
+(function defineLayout(scope) {
+  const DAGRE_MAX_NODES = 500;
+  const SPACING = { nodesep: 14, ranksep: 46, margin: 20 };
+
+  function withDagre(boxes, edges) {
+    const graph = new dagre.graphlib.Graph({ multigraph: true });
+    graph.setGraph({ rankdir: "LR", nodesep: SPACING.nodesep, ranksep: SPACING.ranksep, edgesep: 6,
+      marginx: SPACING.margin, marginy: SPACING.margin });
+    graph.setDefaultEdgeLabel(() => ({}));
+    for (const box of boxes) graph.setNode(box.id, { width: box.width, height: box.height });
+    edges.forEach((edge, i) => graph.setEdge(edge.source, edge.target, {}, String(i)));
+    dagre.layout(graph);
+    const positions = {};
+    for (const box of boxes) {
+      const node = graph.node(box.id);
+      positions[box.id] = { x: node.x, y: node.y };
+    }
+    const routes = edges.map((edge, i) => graph.edge(edge.source, edge.target, String(i)).points);
+    const size = graph.graph();
+    return { positions, routes, width: size.width, height: size.height };
   }
-  const routes = edges.map((edge, i) => graph.edge(edge.source, edge.target, String(i)).points);
-  const size = graph.graph();
-  return { positions, routes, width: size.width, height: size.height };
-};
+
+  /** Ranks by longest path from the sources; a source sits one rank before its first consumer. */
+  function ranks(boxes, edges) {
+    const outgoing = new Map(boxes.map((b) => [b.id, []]));
+    const indegree = new Map(boxes.map((b) => [b.id, 0]));
+    for (const edge of edges) { outgoing.get(edge.source).push(edge.target); indegree.set(edge.target, indegree.get(edge.target) + 1); }
+    const rank = new Map(boxes.map((b) => [b.id, 0]));
+    const queue = boxes.filter((b) => indegree.get(b.id) === 0).map((b) => b.id);
+    const sources = new Set(queue);
+    for (let head = 0; head < queue.length; head += 1) {
+      const id = queue[head];
+      for (const next of outgoing.get(id)) {
+        if (!sources.has(id)) rank.set(next, Math.max(rank.get(next), rank.get(id) + 1));
+        else rank.set(next, Math.max(rank.get(next), 1));
+        indegree.set(next, indegree.get(next) - 1);
+        if (indegree.get(next) === 0) queue.push(next);
+      }
+    }
+    for (const id of sources) {
+      const consumers = outgoing.get(id).map((next) => rank.get(next));
+      if (consumers.length) rank.set(id, Math.min(...consumers) - 1);
+    }
+    return rank;
+  }
+
+  function layered(boxes, edges) {
+    const rank = ranks(boxes, edges);
+    const byRank = [];
+    for (const box of boxes) (byRank[rank.get(box.id)] ||= []).push(box);
+    const incoming = new Map(boxes.map((b) => [b.id, []]));
+    for (const edge of edges) incoming.get(edge.target).push(edge.source);
+    const order = new Map();
+    const positions = {};
+    let x = SPACING.margin;
+    let height = 0;
+    for (const column of byRank) {
+      if (!column) continue;
+      const barycenter = (box) => {
+        const from = incoming.get(box.id).filter((id) => order.has(id));
+        return from.length ? from.reduce((sum, id) => sum + order.get(id), 0) / from.length : 0;
+      };
+      column.sort((a, b) => barycenter(a) - barycenter(b));
+      const width = Math.max(...column.map((b) => b.width));
+      let y = SPACING.margin;
+      column.forEach((box, i) => {
+        order.set(box.id, i);
+        positions[box.id] = { x: x + width / 2, y: y + box.height / 2 };
+        y += box.height + SPACING.nodesep;
+      });
+      height = Math.max(height, y);
+      x += width + SPACING.ranksep;
+    }
+    const half = new Map(boxes.map((b) => [b.id, b.width / 2]));
+    const routes = edges.map((edge) => {
+      const from = positions[edge.source];
+      const to = positions[edge.target];
+      const start = { x: from.x + half.get(edge.source), y: from.y };
+      const end = { x: to.x - half.get(edge.target), y: to.y };
+      return [start, { x: (start.x + end.x) / 2, y: (start.y + end.y) / 2 }, end];
+    });
+    return { positions, routes, width: x + SPACING.margin, height: height + SPACING.margin };
+  }
+
+  scope.tapescopeLayout = function tapescopeLayout(boxes, edges) {
+    return boxes.length <= DAGRE_MAX_NODES ? withDagre(boxes, edges) : layered(boxes, edges);
+  };
+}(self));

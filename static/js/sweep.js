@@ -6,11 +6,11 @@ const name = (index, id) => index.tensor(id)?.name ?? `tensor ${id}`;
 /** Gradients often share a name (x*x makes two "dx"), so the sweep writes each with its tensor id. */
 const gradName = (index, id) => `${name(index, id)}#${id}`;
 
-function tensorChips(index, ids) {
+function tensorChips(index, ids, chipClass = "chip") {
   if (!ids.length) return el("span", { class: "none", text: "none" });
   return el("span", {}, ids.map((id) => {
     const tensor = index.tensor(id);
-    return el("span", { class: "chip", text: `${tensor.name} ${formatShape(tensor.shape)} · ${formatBytes(tensor.nbytes)}` });
+    return el("span", { class: chipClass, text: `${tensor.name} ${formatShape(tensor.shape)} · ${formatBytes(tensor.nbytes)}` });
   }));
 }
 
@@ -66,7 +66,7 @@ export function createSweepPanel(element) {
       facts([
         ["ready queue", item.ready.length ? item.ready.map((e) => `${index.trace.tape[e].op} (entry ${e})`).join(", ") : "empty"],
         ["pending", pending.length ? pending.map(([e, n]) => `entry ${e} waits for ${n}`).join("; ") : "none"],
-        ["freed", tensorChips(index, item.freed)],
+        ["freed", tensorChips(index, item.freed, "chip freed-chip")],
       ]),
     );
     if (stepIndex === index.backwardEnd) {

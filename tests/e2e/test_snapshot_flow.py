@@ -1,0 +1,41 @@
+"""Sharing by link in a real browser: a snapshot opens read-only at the same step and selection; a copy is editable."""
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, trace_for
+
+
+def test_a_shared_backward_step_opens_the_same_in_a_fresh_browser_and_copies_into_a_session(page, browser, live_server):
+    trace = trace_for(page, live_server, "residual-unit")
+    backward_step = next(s for s in trace["steps"] if s["phase"] == "backward" and s["index"] > trace["summary"]["forward_end_step"] + 2)
+    open_explorer(page, live_server, "residual-unit")
+    go_to_step(page, backward_step["index"])
+    selected = str(backward_step["entry"])  # the node the view follows, so it is on screen to click
+    page.click(f"[data-testid=graph] [data-node-id='{selected}']")
+    page.click("[data-testid=share]")
+    link = page.locator("[data-testid=share-link]")
+    link.wait_for()
+    url = link.get_attribute("href")
+    assert "/s/" in url
+
+    stranger = browser.new_context(viewport={"width": 1280, "height": 800})  # no cookies of the sharer
+    try:
+        other = stranger.new_page()
+        other.goto(url)
+        other.wait_for_selector(".explorer[data-ready=true]")
+        assert other.evaluate("window.tapescope.getStep()") == backward_step["index"]
+        assert other.locator("[data-testid=graph] .node.selected").get_attribute("data-node-id") == selected
+        assert int(other.get_attribute("[data-testid=peak-bytes]", "data-bytes")) == trace["summary"]["peak_bytes"]
+        assert other.inner_text("[data-testid=step-label]") == page.inner_text("[data-testid=step-label]")
+        assert other.locator("body.read-only").count() == 1
+        assert other.locator("[data-testid=preset]").is_disabled()
+
+        other.click("[data-testid=make-copy]")
+        other.wait_for_url(f"{live_server}/")
+        other.wait_for_selector(".explorer[data-ready=true]")
+        assert other.locator("body.read-only").count() == 0
+        assert other.locator("[data-testid=make-copy]").is_hidden()
+        assert other.evaluate("window.tapescope.getTrace().spec.name") == "residual-unit"
+        assert other.evaluate("window.tapescope.getStep()") == backward_step["index"]
+        session = other.request.get(f"{live_server}/api/session").json()
+        assert session["spec"]["name"] == "residual-unit"
+        assert not other.locator("[data-testid=preset]").is_disabled()
+    finally:
+        stranger.close()
