@@ -28,8 +28,8 @@ PRESETS = {
                  "loss": {"type": "mse", "target": "random"}, "optimizer": {"type": "none"}},
     },
     "deep-mlp": {
-        "description": "16 linear+tanh layers of width 64: a long chain to checkpoint.",
-        "spec": {"name": "deep-mlp", "seed": 0, "dtype": "float32", "batch": 32,
+        "description": "16 linear+tanh layers of width 64 at batch 256: a long chain whose activations outweigh its weights, to checkpoint.",
+        "spec": {"name": "deep-mlp", "seed": 0, "dtype": "float32", "batch": 256,
                  "input": {"kind": "features", "size": 16},
                  "layers": [{"type": "repeat", "times": 16,
                              "layers": [{"type": "linear", "out": 64}, {"type": "tanh"}]},

@@ -20,6 +20,8 @@ def run_regions(spec, regions, preserve_rng_state=True, recorder=None):
     first_of = {region[0]: region for region in regions}
     h, index = model.input, 0
     while index < len(model.blocks):
+        if recorder is not None:
+            recorder.note_block_input(model.blocks[index][0], h)
         region = first_of.get(index)
         if region is None:
             h = model.blocks[index][1](h)

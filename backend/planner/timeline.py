@@ -1,18 +1,22 @@
-"""The predictor: replay the base run's storage intervals over a checkpoint schedule, with the trace's accounting.
+"""The predictor: the checkpointed run's memory, derived from the un-checkpointed (base) run's trace.
 
-A schedule is a list of regions (consecutive blocks). Replaying it re-times every storage of the un-checkpointed
-run (the base document) onto the step sequence the checkpointed run will have:
+A schedule is a list of regions (runs of consecutive blocks), each run under checkpoint(). The checkpointed
+run's steps are the base run's, re-timed: each region's forward gains one step (the checkpoint entry) and runs
+unrecorded; in backward its checkpoint node's step is followed by the region's forward again (recompute) and
+then its own backward steps (the nested sweep). Every base storage is then placed on that timeline by what
+holds it, with the engine's rules:
 
-- forward: a region's entries collapse into its one "checkpoint" step, where its activations are born and die
-  (no_grad), except the block output that leaves the region;
-- backward: when the sweep reaches a region, its checkpoint step is followed by the region's forward entries
-  again (recompute) and then the region's own backward steps (the nested sweep);
-- the nested sweep's seed and the gradients handed back to the region's inputs are new buffers, as the
-  engine makes them.
+- born in a region's forward: a first copy that lives until its last Tensor is dropped (nothing is saved),
+  or until a holder outside the region releases it; and a recompute copy, released in the nested sweep the
+  way the base run released it (the region's output is held by the checkpoint until its sweep ends);
+- a region's input is held by its checkpoint entry until that region's nested sweep ends;
+- the adjoint that enters a region is held until the region's nested sweep ends;
+- everything else keeps its base interval, re-timed.
 
-Live bytes at a step are then the storages with born ≤ step ≤ freed, exactly as document.py counts them.
+Live bytes at a step are the storages with born ≤ step ≤ freed, exactly as the trace document counts them,
+so the predicted peak is checked byte for byte against the executed run.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,166 +25,165 @@ from backend.planner.blocks import block_of_scope, block_paths
 
 @dataclass
 class BaseRun:
-    """What the replay reads from the un-checkpointed document: per step its entry and phase, per storage its life."""
-    steps: list                 # (phase, entry)
-    storages: list              # dicts: id, nbytes, kind, born, freed
-    entry_block: list           # tape index -> block index or None
-    holders: dict               # storage id -> tape indices whose entries saved a tensor on it
-    output_storage: dict        # tape index -> storage id of its output
-    flops: list                 # tape index -> forward FLOPs
+    """What the prediction reads from the base document."""
+    steps: list                 # (phase, entry) per base step
+    storages: list              # storage records: id, nbytes, kind, born, freed, dropped, setup, extra?
+    entry_block: list           # forward tape index -> block index or None
+    holders: dict               # storage id -> forward tape indices that saved a tensor on it
+    output_storage: dict        # forward tape index -> storage id of its output
+    block_inputs: list          # block index -> storage id entering it
+    flops: list                 # forward tape index -> FLOPs
     n_blocks: int
-    tensors_on: dict = field(default_factory=dict)
 
     @classmethod
     def from_document(cls, document):
         paths = block_paths(document["spec"])
         tape = [e for e in document["tape"] if e["phase"] == "forward"]
-        entry_block = [block_of_scope(e["scope"], paths) for e in tape]
         storage_of = {t["id"]: t["storage"] for t in document["tensors"]}
         holders = {}
         for t in document["tensors"]:
             for index in t["saved_by"]:
                 holders.setdefault(t["storage"], set()).add(index)
-        output_storage = {e["index"]: storage_of.get(e["output"]) for e in tape}
-        steps = [(s["phase"], s["entry"]) for s in document["steps"]]
-        return cls(steps, document["storages"], entry_block, holders, output_storage,
-                   [e["flops"] for e in tape], len(paths))
+        inputs = {b["path"]: b["input_storage"] for b in document.get("blocks", [])}
+        return cls(
+            steps=[(s["phase"], s["entry"]) for s in document["steps"]],
+            storages=document["storages"],
+            entry_block=[block_of_scope(e["scope"], paths) for e in tape],
+            holders=holders,
+            output_storage={e["index"]: storage_of.get(e["output"]) for e in tape},
+            block_inputs=[inputs.get(path) for path in paths],
+            flops=[e["flops"] for e in tape],
+            n_blocks=len(paths),
+        )
+
+
+class Timeline:
+    """The checkpointed run's step numbering, built from the base steps and the regions."""
+
+    def __init__(self, base, regions):
+        region_of_block = {block: r for r, region in enumerate(regions) for block in region}
+        self.region_of_entry = [region_of_block.get(b) if b is not None else None for b in base.entry_block]
+        self.new = {}                    # base step -> checkpointed step (first forward / backward / optimizer)
+        self.recompute = {}              # base forward step in a region -> its recompute step
+        self.region_forward = {}         # region -> base forward steps
+        self.region_backward = {}        # region -> base backward steps
+        self.backward_step_of = {}       # forward tape index -> base backward step
+        self.sweep_end = {}              # region -> checkpointed step of its nested sweep's last node
+        n = 0
+        for s, (phase, entry) in enumerate(base.steps):
+            region = self.region_at(base, s)
+            if phase == "forward":
+                if region is not None and region not in self.region_forward:
+                    self.region_forward[region] = []
+                    n += 1                                  # the checkpoint entry's own step
+                if region is not None:
+                    self.region_forward[region].append(s)
+                self.new[s], n = n, n + 1
+                continue
+            if phase == "backward":
+                self.backward_step_of[entry] = s
+            if region is None:
+                self.new[s], n = n, n + 1
+                continue
+            if region not in self.region_backward:
+                self.region_backward[region] = []
+                n += 1                                      # the checkpoint node's step
+                for f in self.region_forward[region]:
+                    self.recompute[f], n = n, n + 1
+            elif self.region_backward[region][-1] != s - 1:
+                raise ValueError("a region's backward is not contiguous: the chain model does not fit this graph")
+            self.region_backward[region].append(s)
+            self.new[s], n = n, n + 1
+            self.sweep_end[region] = self.new[s]
+        self.n_steps = n
+
+    def region_at(self, base, step):
+        phase, entry = base.steps[step]
+        if phase not in ("forward", "backward") or entry is None or entry >= len(self.region_of_entry):
+            return None
+        return self.region_of_entry[entry]
+
+    def released_by(self, entry, storage_is_input_of):
+        """Where the checkpointed run releases what forward entry `entry` saved."""
+        region = self.region_of_entry[entry]
+        if region is not None and storage_is_input_of == region:
+            return self.sweep_end[region]
+        return self.new[self.backward_step_of[entry]]
 
 
 def predict_live_bytes(base, regions):
     """Live bytes per step of the checkpointed run, predicted from `base` (a BaseRun)."""
-    region_of = {}
-    for r, region in enumerate(regions):
-        for block in region:
-            region_of[block] = r
-    entry_region = [region_of.get(b) if b is not None else None for b in base.entry_block]
-    plan = _retime(base, entry_region, len(regions))
-    intervals = _intervals(base, plan, entry_region)
-    n_steps = plan.n_steps
-    delta = np.zeros(n_steps + 1, dtype=np.int64)
-    for born, freed, nbytes in intervals:
+    timeline = Timeline(base, regions)
+    delta = np.zeros(timeline.n_steps + 1, dtype=np.int64)
+    for born, freed, nbytes in _intervals(base, regions, timeline):
         delta[born] += nbytes
-        delta[n_steps if freed is None else freed + 1] -= nbytes
-    return np.cumsum(delta)[:n_steps]
+        delta[timeline.n_steps if freed is None else freed + 1] -= nbytes
+    return np.cumsum(delta)[:timeline.n_steps]
 
 
-@dataclass
-class _Plan:
-    fwd: dict = field(default_factory=dict)        # base forward step -> new step (first forward)
-    rec: dict = field(default_factory=dict)        # base forward step of a region entry -> recompute step
-    bwd: dict = field(default_factory=dict)        # base backward/optimizer step -> new step
-    region_fwd_steps: dict = field(default_factory=dict)   # region -> base forward steps
-    region_bwd_steps: dict = field(default_factory=dict)   # region -> base backward steps
-    last_inner: dict = field(default_factory=dict)  # region -> new step of its nested sweep's last node
-    last_recompute: dict = field(default_factory=dict)
-    n_steps: int = 0
+def _latest(steps):
+    """The last of several release steps; None (alive at the end) wins."""
+    return None if any(s is None for s in steps) else max(steps)
 
 
-def _step_region(base, entry_region, step):
-    phase, entry = base.steps[step]
-    if entry is None or phase not in ("forward", "backward") or entry >= len(entry_region):
-        return None
-    return entry_region[entry]
-
-
-def _retime(base, entry_region, n_regions):
-    plan = _Plan()
-    for s, (phase, _entry) in enumerate(base.steps):
-        r = _step_region(base, entry_region, s)
-        if r is not None:
-            (plan.region_fwd_steps if phase == "forward" else plan.region_bwd_steps).setdefault(r, []).append(s)
-    n = 0
-    seen_fwd, seen_bwd = set(), set()
-    for s, (phase, _entry) in enumerate(base.steps):
-        r = _step_region(base, entry_region, s)
-        if phase == "forward" or phase == "setup":
-            if r is None:
-                plan.fwd[s], n = n, n + 1
-            elif r not in seen_fwd:
-                seen_fwd.add(r)
-                for inner in plan.region_fwd_steps[r]:
-                    plan.fwd[inner] = n
-                n += 1
-            continue
-        if r is None:
-            plan.bwd[s], n = n, n + 1
-            continue
-        if r in seen_bwd:
-            continue
-        seen_bwd.add(r)
-        n += 1                                            # the checkpoint node's own step
-        for inner in plan.region_fwd_steps[r]:
-            plan.rec[inner], n = n, n + 1
-        plan.last_recompute[r] = n - 1
-        for inner in plan.region_bwd_steps.get(r, []):
-            plan.bwd[inner], n = n, n + 1
-        plan.last_inner[r] = n - 1
-    plan.n_steps = n
-    return plan
-
-
-def _intervals(base, plan, entry_region):
-    """(born, freed, nbytes) for every storage the checkpointed run will hold."""
-    out = []
-    step_region = [_step_region(base, entry_region, s) for s in range(len(base.steps))]
+def _intervals(base, regions, t):
+    input_of = {}                       # storage id -> region whose checkpoint entry saves it
+    for r, region in enumerate(regions):
+        storage = base.block_inputs[region[0]]
+        if storage is None:
+            raise ValueError("the base run did not report block inputs; record it with the block driver")
+        input_of[storage] = r
     for st in base.storages:
         born, freed, nbytes = st["born"], st["freed"], st["nbytes"]
-        r_born = step_region[born]
-        born_phase = base.steps[born][0]
-        r_freed = step_region[freed] if freed is not None else None
-        freed_phase = base.steps[freed][0] if freed is not None else None
-        if r_born is None or born_phase != "forward":
-            new_born = _map(plan, born)
-            if r_freed is not None and freed_phase == "backward" and (r_born != r_freed or born_phase == "forward"):
-                new_freed = plan.last_inner[r_freed]
-            else:
-                new_freed = _map(plan, freed)
-            if born_phase == "backward" and r_born is not None and r_born != r_freed:
-                # a gradient handed back out of the region: the leaf's buffer, then the engine's copy
-                out.append((new_born, plan.last_inner[r_born], nbytes))
-                out.append((plan.last_inner[r_born], _map(plan, freed), nbytes))
-                continue
-            out.append((new_born, new_freed, nbytes))
-            if r_freed is not None and freed_phase == "backward" and born_phase == "backward" and r_born is None:
-                # the region output's adjoint: the nested sweep's seed is a second buffer over it
-                out.append((plan.last_recompute[r_freed], plan.bwd[freed], nbytes))
+        phase = base.steps[born][0]
+        region = t.region_at(base, born)
+        tensor_held = not st.get("extra") and st["kind"] != "grad"
+        if phase == "forward" and region is not None and not st["setup"]:
+            yield from _region_forward_copies(base, st, region, t, input_of, tensor_held)
             continue
-        # born inside region r_born during the forward
-        r = r_born
-        escapes = freed is None or r_freed != r
-        if st["kind"] == "input":                 # a cached constant (a causal mask): made once, kept
-            out.append((plan.fwd[born], _map(plan, freed), nbytes))
-            continue
-        first = plan.fwd[born]
-        if escapes or _is_region_output(base, st["id"], plan, r):
-            outside = [plan.bwd[s] for s in _release_steps(base, st["id"], entry_region, r)]
-            last = None if freed is None else max([first, *outside, _map(plan, freed) if escapes else first])
-            out.append((first, last, nbytes))
-        elif not _is_extra(base, st, born):
-            out.append((first, first, nbytes))
-        if freed is not None and step_region[freed] == r:
-            rec_freed = plan.rec[freed] if freed_phase == "forward" else plan.bwd[freed]
+        new_born = 0 if st["setup"] else t.new[born]
+        if phase == "backward" and region is not None:
+            inside = freed is not None and t.region_at(base, freed) == region and base.steps[freed][0] == "backward"
+            yield new_born, (t.new[freed] if inside else _outside_release(base, freed, t)), nbytes
+        elif tensor_held:
+            yield new_born, _first_copy_freed(base, st, None, t, input_of), nbytes
         else:
-            rec_freed = plan.last_inner[r]
-        out.append((plan.rec[born], rec_freed, nbytes))
-    return out
+            yield new_born, _outside_release(base, freed, t), nbytes
 
 
-def _map(plan, step):
-    if step is None:
+def _outside_release(base, freed, t):
+    """A base release step re-timed; one inside a region's sweep (that region's seed) waits for its end."""
+    if freed is None:
         return None
-    return plan.fwd[step] if step in plan.fwd else plan.bwd[step]
+    region = t.region_at(base, freed)
+    if region is not None and base.steps[freed][0] == "backward":
+        return t.sweep_end[region]
+    return t.new[freed]
 
 
-def _is_region_output(base, storage_id, plan, r):
-    return False
+def _first_copy_freed(base, st, own_region, t, input_of):
+    """A tensor-held storage without recording inside `own_region`: its last Tensor, or an outside holder."""
+    dropped = st["dropped"]
+    steps = [None if dropped is None else t.new[dropped]]
+    for entry in base.holders.get(st["id"], ()):
+        if t.region_of_entry[entry] != own_region or own_region is None:
+            steps.append(t.released_by(entry, input_of.get(st["id"])))
+    if st["id"] in input_of and input_of[st["id"]] != own_region:
+        steps.append(t.sweep_end[input_of[st["id"]]])
+    return _latest(steps)
 
 
-def _is_extra(base, storage, born):
-    return False
-
-
-def _release_steps(base, storage_id, entry_region, r):
-    """Base backward steps of the entries outside region r that saved this storage."""
-    holders = [i for i in base.holders.get(storage_id, ()) if entry_region[i] != r]
-    return [s for s, (phase, entry) in enumerate(base.steps) if phase == "backward" and entry in holders]
+def _region_forward_copies(base, st, region, t, input_of, tensor_held):
+    born, nbytes, dropped = st["born"], st["nbytes"], st["dropped"]
+    if tensor_held:
+        yield t.new[born], _first_copy_freed(base, st, region, t, input_of), nbytes
+        if dropped is None:
+            return                          # kept by the model (a cached mask): not made again
+    steps = []
+    if tensor_held:
+        inside = t.region_at(base, dropped) == region and base.steps[dropped][0] == "forward"
+        steps.append(t.recompute[dropped] if inside else t.sweep_end[region])
+    for entry in base.holders.get(st["id"], ()):
+        if t.region_of_entry[entry] == region:
+            steps.append(t.new[t.backward_step_of[entry]])
+    yield t.recompute[born], (max(steps) if steps else t.recompute[born]), nbytes

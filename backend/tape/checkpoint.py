@@ -13,8 +13,12 @@ from backend.tape.registry import Op, register
 from backend.tape.tensor import Tensor
 
 
-def _recompute_vjp(g, saved, node):
-    """Re-run the region with recording, back through it from `g`, and return each input's gradient."""
+def _recompute_vjp(adjoint, saved, node):
+    """Re-run the region with recording, back through it from `adjoint`, and hand back each input's gradient.
+
+    The nested sweep seeds from the incoming Adjoint itself and captures the inputs' gradients in buffers, so
+    every gradient keeps one storage, as it would have without the checkpoint.
+    """
     attrs = node.attrs
     leaves = [_leaf_over(node.saved[f"inputs[{i}]"], need) for i, need in enumerate(node.needs)]
     del saved
@@ -29,10 +33,10 @@ def _recompute_vjp(g, saved, node):
         tape_random.set_rng_state(outer_state)
     if events.active:
         events.emit("recompute_end", node=node)
-    if out.requires_grad:
-        backward(out, g)
+    wanted = [leaf for leaf, need in zip(leaves, node.needs) if need]
+    captured = iter(backward(out, adjoint, capture=wanted) if out.requires_grad else [None] * len(wanted))
     del out
-    return tuple(leaf.grad if need else None for leaf, need in zip(leaves, node.needs))
+    return tuple(next(captured) if need else None for need in node.needs)
 
 
 def _leaf_over(saved_entry, requires_grad):
@@ -52,7 +56,7 @@ class _Held:
 CHECKPOINT = register(Op(
     "checkpoint", "checkpoint", ("inputs",), saves={"inputs": ()}, variadic=True,
     forward=lambda attrs, *arrays: None,      # never dispatched: checkpoint() runs the region itself
-    vjp=_recompute_vjp,
+    vjp=_recompute_vjp, takes_adjoint=True,
     flops=lambda shapes, out_shape, attrs: 0,  # the region's FLOPs are counted on its recompute entries
     why="checkpoint saves only the region's inputs: its backward re-runs the region to get the rest back.",
 ))
@@ -71,8 +75,12 @@ def checkpoint(fn, *inputs, preserve_rng_state=True):
     for i, t in enumerate(inputs):
         origin = t.grad_fn.name() if t.grad_fn is not None else None
         node.save(f"inputs[{i}]", t.data, t.storage, t.uid, origin)
+    if events.active:
+        events.emit("checkpoint_begin", node=node)
     with modes.no_grad():
         out = fn(*inputs)
+    if events.active:
+        events.emit("checkpoint_end", node=node)
     output = Tensor.view_of(out.data, out, requires_grad=True, grad_fn=node)
     node.output_uid = output.uid
     return output

@@ -21,6 +21,8 @@ def apply(op, inputs, attrs=NO_ATTRS):
     else:
         recording = False
     if not recording:
+        if events.active:
+            events.emit("op", op=op)       # an unrecorded op: a step only inside a checkpoint's forward
         return _output(op, out, inputs, None)
     node = Node(op, attrs, inputs, needs)
     if events.active:

@@ -25,6 +25,7 @@ class Op:
     view: bool = False          # output may share the storage of input 0
     variadic: bool = False      # takes any number of inputs (concat)
     why: str = ""               # one sentence on why it saves what it saves, shown in the sweep
+    takes_adjoint: bool = False  # vjp takes and returns engine Adjoints (a checkpoint's nested sweep)
 
     @cached_property
     def backward_name(self):

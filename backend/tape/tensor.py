@@ -43,6 +43,11 @@ class Tensor:
             events.emit("view", tensor=tensor, storage=base.storage, node=grad_fn)
         return tensor
 
+    def __del__(self):
+        # The last Python reference to this tensor is gone; its storage may live on in the tape's saved values.
+        if events.active:
+            events.emit("drop", tensor=self)
+
     # ----- autograd surface ---------------------------------------------------------------------
     @property
     def is_leaf(self):

@@ -31,6 +31,7 @@ def build_document(recorder, spec, engine_version, loss):
         "sweep": recorder.sweep,
         "dependencies": {str(k): v for k, v in recorder.dependencies.items()},
         "graph": _graph(recorder.tape, tensors),
+        "blocks": recorder.blocks,
         "summary": {
             "peak_bytes": int(live[peak_step]),
             "peak_step": peak_step,

@@ -19,6 +19,10 @@ class Recorder:
         self.sweep = []            # one item per backward step
         self.dependencies = {}       # tape index -> consumers counted when backward began
         self._waiting = {}           # nodes that hold part of their adjoint, not yet run
+        self.blocks = []             # {path, input_storage} per block, when the driver reports them
+        self._checkpoints = []       # tape indices of the checkpoints whose forward is running
+        self._in_checkpoint = 0      # > 0 while a checkpoint's forward runs its region without recording
+        self._holders = {}           # storage address -> live Tensor objects over it
         self._running = []           # sweep items of the nodes running now (a checkpoint's backward nests)
         self._phases = []            # the phase to return to when a recompute ends
 
@@ -38,7 +42,8 @@ class Recorder:
         record = self.storages.get(storage.address)
         if record is None:
             record = {"id": len(self.storages), "address": f"0x{storage.address:x}", "nbytes": storage.nbytes,
-                      "kind": storage.kind, "born": self.step, "freed": None}
+                      "kind": storage.kind, "born": self.step, "freed": None, "dropped": None,
+                      "setup": not self.steps}
             self.storages[storage.address] = record
         return record
 
@@ -58,11 +63,42 @@ class Recorder:
         self.tensors[uid] = record
         return record
 
+    def _held(self, storage):
+        """One more Tensor over `storage`; `dropped` becomes the step its last one goes (see on_drop)."""
+        self._holders[storage.address] = self._holders.get(storage.address, 0) + 1
+
+    def on_drop(self, tensor):
+        address = tensor.storage.address
+        count = self._holders.get(address, 0) - 1
+        if count > 0:
+            self._holders[address] = count
+        elif address in self.storages:
+            self._holders.pop(address, None)
+            self.storages[address]["dropped"] = self.step
+
+    def note_block_input(self, path, tensor):
+        """The model's driver tells which storage enters each block (what a checkpoint of it must keep)."""
+        self.blocks.append({"path": path, "input_storage": self._storage(tensor.storage)["id"]})
+
+    def on_op(self, op):
+        if self._in_checkpoint:       # the region's forward, unrecorded: a step per op keeps its transients apart
+            self._new_step(self._checkpoints[-1], op=op.name, recorded=False)
+
+    def on_checkpoint_begin(self, node):
+        self._in_checkpoint += 1
+        self._checkpoints.append(self.entry_of[node.seq])
+
+    def on_checkpoint_end(self, node):
+        self._in_checkpoint -= 1
+        self._checkpoints.pop()
+
     def on_alloc(self, tensor, storage, node):
+        self._held(storage)
         self._output(self._tensor(tensor.uid, storage, tensor.data.shape, tensor.data.dtype, tensor.name,
                                   storage.kind, node, tensor.data))
 
     def on_view(self, tensor, storage, node):
+        self._held(storage)
         self._output(self._tensor(tensor.uid, storage, tensor.data.shape, tensor.data.dtype, tensor.name,
                                   self._storage(storage)["kind"], node, tensor.data, view=True))
 
@@ -74,6 +110,7 @@ class Recorder:
         index = self.entry_of[node.seq]
         self._tensor(uid, storage, array.shape, array.dtype, f"{node.op.name}{index}.{name}", "activation",
                      node, array)
+        self.storages[storage.address]["extra"] = True      # held by the tape only, never by a Tensor
 
     def on_alloc_grad(self, storage, array, owner):
         owner_name = self.tensors[owner]["name"] if owner in self.tensors else f"t{owner}"

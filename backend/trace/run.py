@@ -36,13 +36,21 @@ def run_once(spec, recorder=None):
     begin = recorder.begin if recorder is not None else (lambda phase: None)
     begin("forward")
     model = Model(spec)
-    loss = model.forward()
+    loss = model.forward(run_block=_noting(recorder) if recorder is not None else None)
     begin("backward")
     loss.backward()
     if model.optimizer is not None:
         begin("optimizer")
         model.optimizer.step()
     return model, loss
+
+
+def _noting(recorder):
+    """A block runner that tells the recorder which storage enters each block."""
+    def run_block(path, fn, h):
+        recorder.note_block_input(path, h)
+        return fn(h)
+    return run_block
 
 
 def record(spec):
