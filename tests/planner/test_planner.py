@@ -17,17 +17,42 @@ def planner(request):
     return Planner(validate_spec(presets.get(request.param)))
 
 
-@pytest.mark.parametrize("raw", REQUESTS, ids=[r["policy"] for r in REQUESTS])
-def test_every_policy_runs_with_matching_grads(planner, raw):
-    schedule = planner.schedule(validate(raw, planner.base.n_blocks, set(planner.entry_activations)))
-    assert schedule["grads_match"] is True
-    assert schedule["executed_peak_bytes"] > 0 and schedule["predicted_peak_bytes"] > 0
-    assert set(schedule["stored"]).isdisjoint(schedule["recomputed"])
+def requests_for(planner):
+    """Every policy, with every k for every_k and a manual pick of one activation from each block."""
+    n = planner.base.n_blocks
+    some_ids = sorted(planner.entry_activations)[::7]
+    budgets = {planner.predicted_peak([]), planner.predicted_peak([[b] for b in range(n)])}
+    return ([*REQUESTS, *({"policy": "every_k", "k": k} for k in range(2, n + 1)),
+             {"policy": "manual", "recompute": some_ids},
+             *({"policy": "optimal", "budget_bytes": b} for b in budgets)])
 
 
-def test_none_is_predicted_byte_for_byte(planner):
-    schedule = planner.schedule(validate({"policy": "none"}, planner.base.n_blocks, set()))
-    assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"]
+def test_every_policy_is_predicted_byte_for_byte_with_bitwise_equal_grads(planner):
+    for raw in requests_for(planner):
+        schedule = planner.schedule(validate(raw, planner.base.n_blocks, set(planner.entry_activations)))
+        assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"], raw
+        assert schedule["grads_match"] is True, raw
+        assert set(schedule["stored"]).isdisjoint(schedule["recomputed"])
+
+
+def test_every_k_lowers_deep_mlps_peak():
+    planner = Planner(validate_spec(presets.get("deep-mlp")))
+    none = planner.schedule(validate({"policy": "none"}, planner.base.n_blocks, set()))
+    sqrt = planner.schedule(validate({"policy": "sqrt"}, planner.base.n_blocks, set()))
+    every_4 = planner.schedule(validate({"policy": "every_k", "k": 4}, planner.base.n_blocks, set()))
+    assert sqrt["executed_peak_bytes"] < none["executed_peak_bytes"]
+    assert every_4["executed_peak_bytes"] < 0.7 * none["executed_peak_bytes"]
+    assert 0 < every_4["overhead"] < 1.0
+
+
+def test_without_rng_replay_dropout_gradients_are_silently_wrong():
+    planner = Planner(validate_spec(presets.get("transformer-tiny")))
+    schedule = planner.schedule(validate({"policy": "every_k", "k": 1, "preserve_rng_state": False},
+                                         planner.base.n_blocks, set()))
+    assert schedule["grads_match"] is False
+    assert max(schedule["grad_mismatch"].values()) > 0
+    replayed = planner.schedule(validate({"policy": "every_k", "k": 1}, planner.base.n_blocks, set()))
+    assert replayed["grads_match"] is True and max(replayed["grad_mismatch"].values()) == 0.0
 
 
 def test_optimal_at_a_heuristics_predicted_peak_needs_no_more_recompute(planner):
