@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from backend.models import presets, validate_spec  # noqa: E402
 from backend.trace import trace_spec  # noqa: E402
-from backend.trace.run import record, run_once  # noqa: E402
+from backend.trace.run import record, run_model  # noqa: E402
 
 
 def best_of(fn, rounds=15):
@@ -26,7 +26,7 @@ def best_of(fn, rounds=15):
 
 def main(preset="transformer-tiny"):
     spec = validate_spec(presets.get(preset))
-    plain_best, plain_median = best_of(lambda: run_once(spec))
+    plain_best, plain_median = best_of(lambda: run_model(spec))
     traced_best, traced_median = best_of(lambda: record(spec))
     full_best, full_median = best_of(lambda: trace_spec(spec))
     size = len(json.dumps(trace_spec(spec), separators=(",", ":")))

@@ -4,19 +4,27 @@ from backend.planner.schedules import Planner
 
 __all__ = ["Planner", "PolicyError", "POLICIES", "validate", "plan_document"]
 
-HEURISTICS = ({"policy": "none", "params": {}}, {"policy": "sqrt", "params": {}},
-              {"policy": "selective", "params": {}})
+HEURISTICS = ({"policy": "none"}, {"policy": "every_k", "k": 1}, {"policy": "every_k", "k": 2},
+              {"policy": "sqrt"}, {"policy": "selective"})
 
 
 def plan_document(spec, checkpoint):
-    """{schedule, schedules, pareto} for a normalized spec and a raw checkpoint request.
+    """The checkpointed run's trace document for a normalized spec and a raw checkpoint request, with
+    `schedule` (that run), `schedules` (every heuristic, each executed too) and `pareto` (the budget sweep).
 
-    `schedules` lists every heuristic's point predicted only (not executed) to keep a trace fast; the one
-    requested `schedule` is executed. Raises PolicyError for a bad request.
+    Raises PolicyError for a bad request.
     """
     planner = Planner(spec)
-    request = validate(checkpoint, planner.base.n_blocks, set(planner.entry_activations))
+    n_blocks, activations = planner.base.n_blocks, set(planner.entry_activations)
+    request = validate(checkpoint, n_blocks, activations)
     schedule = planner.schedule(request)
-    schedule.pop("document", None)
-    schedules = [planner.schedule({**h, "preserve_rng_state": True}, execute=False) for h in HEURISTICS]
-    return {"schedule": schedule, "schedules": schedules, "pareto": planner.pareto()}
+    document = schedule.pop("document")
+    schedules = []
+    for heuristic in HEURISTICS:
+        if heuristic.get("k", 1) > n_blocks:
+            continue
+        point = planner.schedule(validate({**heuristic, "preserve_rng_state": True}, n_blocks, activations))
+        point.pop("document")
+        schedules.append(point)
+    document.update({"schedule": schedule, "schedules": schedules, "pareto": planner.pareto()})
+    return document

@@ -97,6 +97,7 @@ class Planner:
             "policy": request["policy"], "params": request["params"],
             "preserve_rng_state": request["preserve_rng_state"],
             "regions": [[f"block {b}" for b in region] for region in regions],
+            "block_regions": [list(region) for region in regions],
             "stored": stored, "recomputed": recomputed,
             "predicted_peak_bytes": self.predicted_peak(regions),
             "executed_peak_bytes": None, "recompute_flops": recompute_flops,
@@ -105,7 +106,10 @@ class Planner:
         if request["policy"] == "optimal":
             schedule["feasible"] = self.predicted_peak(regions) <= request["params"]["budget_bytes"]
         if execute:
-            document, grads = record_regions(self.spec, regions, request["preserve_rng_state"])
+            if regions:
+                document, grads = record_regions(self.spec, regions, request["preserve_rng_state"])
+            else:                       # nothing checkpointed: the base run is this run
+                document, grads = self.base_document, self.base_grads
             mismatch = grad_mismatch(grads, self.base_grads)
             schedule["executed_peak_bytes"] = document["summary"]["peak_bytes"]
             schedule["grad_mismatch"] = mismatch

@@ -1,14 +1,16 @@
-"""One traced run of a spec: forward, backward and an optimizer step, recorded; then the same run measured."""
+"""One traced run of a spec: forward (with optional checkpoint regions), backward and an optimizer step,
+recorded; then the same run measured with tracemalloc."""
 import threading
 import tracemalloc
 
+import numpy as np
+
 from backend.models import Model, validate_spec
-from backend.tape import ENGINE_VERSION
+from backend.tape import ENGINE_VERSION, checkpoint
 from backend.tape.events import listening
 from backend.tape.storage import reset_addresses
 from backend.trace.document import build_document
 from backend.trace.recorder import Recorder
-
 
 # The engine's event bus, address space and generator are process-wide: one traced run at a time per process
 # (threaded servers and test clients in threads); gunicorn's sync workers are separate processes.
@@ -18,52 +20,74 @@ _ENGINE_LOCK = threading.Lock()
 def trace_spec(spec, checkpoint=None, measure=True):
     """Validate `spec`, run it under the recorder and return the trace document.
 
-    Raises SpecError / CapError (from backend.models) for a bad or oversized spec, before allocating.
+    With `checkpoint` ({"policy", ...}), the planner picks the regions, the document is the checkpointed run
+    (recompute steps included) and gains `schedule`, `schedules` and `pareto`. Raises SpecError / CapError
+    (from backend.models) for a bad or oversized spec before allocating, PolicyError for a bad checkpoint.
     """
     normalized = validate_spec(spec)
     with _ENGINE_LOCK:
-        document = record(normalized)
-        if checkpoint is not None:
+        regions, preserve = (), True
+        if checkpoint is None:
+            document, _ = record(normalized)
+        else:
             from backend.planner import plan_document     # the planner sits after the trace in the flow
-            document.update(plan_document(normalized, checkpoint))
+            document = plan_document(normalized, checkpoint)
+            regions, preserve = document["schedule"]["block_regions"], document["schedule"]["preserve_rng_state"]
         if measure:
-            document["summary"]["measured_peak_bytes"] = measure_peak(normalized)
+            document["summary"]["measured_peak_bytes"] = measure_peak(normalized, regions, preserve)
     return document
 
 
-def run_once(spec, recorder=None):
-    """Build the model and run forward, backward and the optimizer step; returns (model, loss)."""
+def run_model(spec, regions=(), preserve_rng_state=True, recorder=None):
+    """Build the model; forward with each region (consecutive block indices) under checkpoint(); backward;
+    the optimizer step. Returns (model, loss, grads): copies of every parameter's .grad before the step."""
     begin = recorder.begin if recorder is not None else (lambda phase: None)
     begin("forward")
     model = Model(spec)
-    loss = model.forward(run_block=_noting(recorder) if recorder is not None else None)
+    first_of = {region[0]: region for region in regions}
+    h, index = model.input, 0
+    while index < len(model.blocks):
+        path, fn = model.blocks[index]
+        if recorder is not None:
+            recorder.note_block_input(path, h)
+        region = first_of.get(index)
+        if region is None:
+            h = fn(h)
+            index += 1
+            continue
+        h = checkpoint(_chained([model.blocks[i][1] for i in region]), h, preserve_rng_state=preserve_rng_state)
+        index = region[-1] + 1
+    loss = model.loss(h)
+    del h
     begin("backward")
     loss.backward()
+    grads = {name: (None if p.grad is None else np.array(p.grad)) for name, p in model.params.items()}
     if model.optimizer is not None:
         begin("optimizer")
         model.optimizer.step()
-    return model, loss
+    return model, loss, grads
 
 
-def _noting(recorder):
-    """A block runner that tells the recorder which storage enters each block."""
-    def run_block(path, fn, h):
-        recorder.note_block_input(path, h)
-        return fn(h)
-    return run_block
+def _chained(fns):
+    def region(h):
+        for fn in fns:
+            h = fn(h)
+        return h
+    return region
 
 
-def record(spec):
+def record(spec, regions=(), preserve_rng_state=True):
+    """(trace document, parameter gradients) of one run of a normalized spec."""
     reset_addresses()
     recorder = Recorder()
     with listening(recorder):
-        model, loss = run_once(spec, recorder)
+        model, loss, grads = run_model(spec, regions, preserve_rng_state, recorder)
     document = build_document(recorder, spec, ENGINE_VERSION, float(loss.data))
     del model, loss       # after the listener is gone: end-of-run teardown is not part of the trace
-    return document
+    return document, grads
 
 
-def measure_peak(spec):
+def measure_peak(spec, regions=(), preserve_rng_state=True):
     """Peak bytes traced by tracemalloc (numpy reports its buffers there) over the same run, no listener."""
     already = tracemalloc.is_tracing()
     if not already:
@@ -71,9 +95,9 @@ def measure_peak(spec):
     try:
         tracemalloc.reset_peak()
         baseline = tracemalloc.get_traced_memory()[0]
-        model, loss = run_once(spec)
+        model, loss, grads = run_model(spec, regions, preserve_rng_state)
         peak = tracemalloc.get_traced_memory()[1] - baseline
-        del model, loss
+        del model, loss, grads
         return int(peak)
     finally:
         if not already:

@@ -65,3 +65,28 @@ def test_command_line_prints_the_document():
     bad = subprocess.run([sys.executable, "-m", "backend.trace", "no-such-preset"], cwd=ROOT,
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "neither a preset nor a file" in bad.stderr
+
+
+@pytest.mark.parametrize("preset,checkpoint", [("deep-mlp", {"policy": "sqrt"}),
+                                               ("transformer-tiny", {"policy": "every_k", "k": 2})])
+def test_a_checkpointed_trace_is_the_checkpointed_run(client, preset, checkpoint):
+    response = client.post("/api/trace", json={"spec": presets.get(preset), "checkpoint": checkpoint})
+    assert response.status_code == 200
+    document = response.get_json()
+    jsonschema.validate(document, SCHEMA)
+    schedule = document["schedule"]
+    assert schedule["policy"] == checkpoint["policy"]
+    assert document["summary"]["peak_bytes"] == schedule["executed_peak_bytes"] == schedule["predicted_peak_bytes"]
+    phases = {step["phase"] for step in document["steps"]}
+    assert {"forward", "backward", "recompute"} <= phases
+    assert [e["op"] for e in document["tape"]].count("checkpoint") == len(schedule["block_regions"])
+    assert {s["policy"] for s in document["schedules"]} >= {"none", "sqrt", "selective"}
+    assert all(s["grads_match"] and s["executed_peak_bytes"] == s["predicted_peak_bytes"] for s in document["schedules"])
+    assert document["pareto"] and all(p["predicted_peak_bytes"] > 0 for p in document["pareto"])
+
+
+def test_a_bad_checkpoint_request_names_the_field(client):
+    response = client.post("/api/trace", json={"spec": presets.get("deep-mlp"),
+                                               "checkpoint": {"policy": "every_k", "k": 99}})
+    assert response.status_code == 400
+    assert response.get_json()["problems"][0]["path"] == "checkpoint.k"
