@@ -45,7 +45,7 @@ export function createMemoryChart(element, { onPick }) {
       yaxis: { title: { text: "live bytes" }, tickformat: "~s", ticksuffix: "B", rangemode: "tozero" },
       shapes: phaseBands(doc),
       annotations: [{ x: peakStep, y: peak, text: `peak ${formatBytes(peak)}`, showarrow: true, arrowhead: 2,
-        ax: 0, ay: -24, font: { size: 11 }, bgcolor: "#fff" }],
+        ax: -56, ay: -14, font: { size: 11 }, bgcolor: "#fff" }],
     };
     await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
     if (!element.dataset.bound) {
