@@ -1,7 +1,7 @@
 """Applying an op: run its forward, and when an input requires grad, append a tape entry and save what its vjp needs."""
 import numpy as np
 
-from backend.tape import events, modes
+from backend.tape import events, modes, remat
 from backend.tape.node import Node
 from backend.tape.registry import plan_of
 from backend.tape.storage import Storage, next_uid
@@ -29,6 +29,8 @@ def apply(op, inputs, attrs=NO_ATTRS):
         events.emit("record", node=node, inputs=inputs, out_shape=out.shape)
     output = _output(op, out, inputs, node)
     node.output_uid = output.uid
+    if remat.active():
+        remat.on_record(node, inputs, output)       # before saving: an op saving its own output keeps a recipe
     _save(node, inputs, output, extras)
     return output
 
@@ -73,10 +75,16 @@ def _save(node, inputs, output, extras, before_write=None):
             if before_write is False:
                 continue
             tensor = inputs[where]
+            if tensor.recipe is not None:
+                node.save_recipe(saved_name, tensor.recipe, tensor.uid)
+                continue
             origin = tensor.grad_fn.name() if tensor.grad_fn is not None else None
             node.save(saved_name, tensor.data, tensor.storage, tensor.uid, origin)
         elif source == "out":
             if output is None:
+                continue
+            if output.recipe is not None:
+                node.save_recipe(saved_name, output.recipe, output.uid)
                 continue
             node.save(saved_name, output.data, output.storage, output.uid, node.name())
         elif before_write is None:

@@ -17,7 +17,7 @@ class Node:
     """One entry of the Wengert list. `next` holds, per input, the producing Node, the leaf Tensor, or None."""
 
     __slots__ = ("op", "attrs", "next", "needs", "shapes", "saved", "seq", "output_uid",
-                 "retained", "released", "had_saved", "scope", "__weakref__")
+                 "retained", "released", "had_saved", "scope", "recipes", "__weakref__")
 
     def __init__(self, op, attrs, inputs, needs):
         self.op = op
@@ -33,6 +33,7 @@ class Node:
         self.released = False
         self.had_saved = False
         self.scope = modes.scope
+        self.recipes = None       # saved name -> (Recipe, tensor uid) for outputs recomputed, not pinned
 
     def name(self):
         return self.op.backward_name
@@ -44,28 +45,47 @@ class Node:
         if events.active:
             events.emit("save", node=self, name=saved_name, uid=uid, storage=storage)
 
+    def save_recipe(self, saved_name, recipe, uid):
+        """Keep a way to recompute a value instead of the value (selective recomputation)."""
+        if self.recipes is None:
+            self.recipes = {}
+        self.recipes[saved_name] = (recipe, uid)
+        self.had_saved = True
+        if events.active:
+            events.emit("save_recipe", node=self, name=saved_name, uid=uid)
+
     def unpack(self):
         """The saved arrays, after checking each is still the version the forward saw."""
         if self.released and self.had_saved:
             raise RuntimeError(SECOND_BACKWARD)
         values = {}
         for saved_name, (array, storage, version, origin, _uid) in self.saved.items():
-            if storage.version != version:
-                shape = ", ".join(str(d) for d in array.shape)
-                source = f", which is output 0 of {origin}," if origin else ""
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: [{array.dtype.name} [{shape}]]{source} is at version "
-                    f"{storage.version}; expected version {version} instead. Hint: the tensor was saved "
-                    f"by {self.name()}; move the in-place change after backward or make it out-of-place."
-                )
-            values[saved_name] = array
+            values[saved_name] = self._checked(array, storage, version, origin)
+        if self.recipes:
+            cache = {}
+            check = lambda array, storage, version: self._checked(array, storage, version, None)  # noqa: E731
+            for saved_name, (recipe, _uid) in self.recipes.items():
+                values[saved_name] = recipe.evaluate(cache, check)
+            values["__recomputed__"] = cache      # keeps the recomputed storages alive through the vjp
         return values
+
+    def _checked(self, array, storage, version, origin):
+        if storage.version != version:
+            shape = ", ".join(str(d) for d in array.shape)
+            source = f", which is output 0 of {origin}," if origin else ""
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{array.dtype.name} [{shape}]]{source} is at version "
+                f"{storage.version}; expected version {version} instead. Hint: the tensor was saved "
+                f"by {self.name()}; move the in-place change after backward or make it out-of-place."
+            )
+        return array
 
     def release(self):
         """Drop the saved tensors: backward's free. Their storages die here unless something else holds them."""
         self.released = True
-        if self.saved:
+        if self.saved or self.recipes:
             if events.active:
                 events.emit("release", node=self, uids=[entry[4] for entry in self.saved.values()])
             self.saved = {}
+            self.recipes = None

@@ -11,7 +11,7 @@ class Tensor:
     """A node's value. Leaves (no grad_fn) that require grad collect `.grad`; everything else is on the tape."""
 
     __slots__ = ("data", "storage", "requires_grad", "grad_fn", "name", "uid",
-                 "_grad", "_grad_storage", "__weakref__")
+                 "_grad", "_grad_storage", "recipe", "__weakref__")
     __array_ufunc__ = None          # numpy defers `ndarray op Tensor` to our reflected operators
 
     def __init__(self, data, storage, requires_grad=False, grad_fn=None, name=None):
@@ -23,6 +23,7 @@ class Tensor:
         self.uid = next_uid()
         self._grad = None
         self._grad_storage = None
+        self.recipe = None          # set when selective recomputation re-derives this value in backward
 
     # ----- construction -------------------------------------------------------------------------
     @classmethod

@@ -145,6 +145,18 @@ class Recorder:
         })
         self._new_step(index)
 
+    def on_save_recipe(self, node, name, uid):
+        """A saved value kept as a recipe (selective recomputation): not pinned, re-derived in backward."""
+        index = self.entry_of[node.seq]
+        self.tape[index].setdefault("recomputes", []).append(uid)
+        self.tensors[uid].setdefault("recomputed_by", []).append(index)
+
+    def on_alloc_recompute(self, storage, array, entry):
+        original = self.tape[entry]["output"] if entry < len(self.tape) else None
+        name = self.tensors[original]["name"] if original in self.tensors else f"entry {entry}"
+        self._tensor(storage.uid, storage, array.shape, array.dtype, f"{name} (recomputed)", "activation",
+                     None, array, recompute_of=original)
+
     def on_save(self, node, name, uid, storage):
         index = self.entry_of[node.seq]
         self.tape[index]["saved"].append(uid)

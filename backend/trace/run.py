@@ -8,6 +8,7 @@ import numpy as np
 from backend.models import Model, validate_spec
 from backend.tape import ENGINE_VERSION, checkpoint
 from backend.tape.events import listening
+from backend.tape.remat import recomputing
 from backend.tape.storage import reset_addresses
 from backend.trace.document import build_document
 from backend.trace.recorder import Recorder
@@ -38,9 +39,13 @@ def trace_spec(spec, checkpoint=None, measure=True):
     return document
 
 
-def run_model(spec, regions=(), preserve_rng_state=True, recorder=None):
-    """Build the model; forward with each region (consecutive block indices) under checkpoint(); backward;
-    the optimizer step. Returns (model, loss, grads): copies of every parameter's .grad before the step."""
+def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recompute=None):
+    """Build the model; forward with each region (consecutive block indices) under checkpoint(), or with the
+    outputs of the `recompute` tape entries recomputed in backward instead of saved; backward; the optimizer
+    step. Returns (model, loss, grads): copies of every parameter's .grad before the step."""
+    if recompute is not None:
+        with recomputing(recompute):
+            return run_model(spec, regions, preserve_rng_state, recorder)
     begin = recorder.begin if recorder is not None else (lambda phase: None)
     begin("forward")
     model = Model(spec)
@@ -76,18 +81,18 @@ def _chained(fns):
     return region
 
 
-def record(spec, regions=(), preserve_rng_state=True):
+def record(spec, regions=(), preserve_rng_state=True, recompute=None):
     """(trace document, parameter gradients) of one run of a normalized spec."""
     reset_addresses()
     recorder = Recorder()
     with listening(recorder):
-        model, loss, grads = run_model(spec, regions, preserve_rng_state, recorder)
+        model, loss, grads = run_model(spec, regions, preserve_rng_state, recorder, recompute)
     document = build_document(recorder, spec, ENGINE_VERSION, float(loss.data))
     del model, loss       # after the listener is gone: end-of-run teardown is not part of the trace
     return document, grads
 
 
-def measure_peak(spec, regions=(), preserve_rng_state=True):
+def measure_peak(spec, regions=(), preserve_rng_state=True, recompute=None):
     """Peak bytes traced by tracemalloc (numpy reports its buffers there) over the same run, no listener."""
     already = tracemalloc.is_tracing()
     if not already:
@@ -95,7 +100,7 @@ def measure_peak(spec, regions=(), preserve_rng_state=True):
     try:
         tracemalloc.reset_peak()
         baseline = tracemalloc.get_traced_memory()[0]
-        model, loss, grads = run_model(spec, regions, preserve_rng_state)
+        model, loss, grads = run_model(spec, regions, preserve_rng_state, recompute=recompute)
         peak = tracemalloc.get_traced_memory()[1] - baseline
         del model, loss, grads
         return int(peak)
