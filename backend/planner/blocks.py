@@ -20,18 +20,3 @@ def block_of_scope(scope, paths):
         if scope == path or scope.startswith(path + "[") or scope.startswith(path + "."):
             return index
     return None
-
-
-def segments_from_blocks(checkpointed, n_blocks, k=1):
-    """Group the checkpointed block indices into consecutive runs of at most `k` blocks (one region each)."""
-    regions, current = [], []
-    for index in range(n_blocks):
-        if index in checkpointed and (not current or (current[-1] == index - 1 and len(current) < k)):
-            current.append(index)
-            continue
-        if current:
-            regions.append(current)
-        current = [index] if index in checkpointed else []
-    if current:
-        regions.append(current)
-    return regions

@@ -1,7 +1,7 @@
-"""Checkpoint policies: each turns the base run into regions (runs of consecutive blocks to recompute)."""
+"""Checkpoint policies: regions of blocks to re-run (every_k, sqrt, the chain DP) or outputs to recompute
+(selective, manual), and the validation of a checkpoint request."""
 import math
 
-from backend.planner.blocks import segments_from_blocks
 from backend.planner.chain import min_peak_segments
 
 POLICIES = ("none", "every_k", "sqrt", "selective", "optimal", "manual")
@@ -50,10 +50,39 @@ def block_bytes(base):
     return layer_bytes, boundary_bytes
 
 
-def manual_regions(base, tensor_blocks, recompute):
-    """The blocks holding the tensors a user asked to recompute, checkpointed as consecutive runs."""
-    blocks = {tensor_blocks[t] for t in recompute if tensor_blocks.get(t) is not None}
-    return segments_from_blocks(blocks, base.n_blocks, k=base.n_blocks)
+def selective_entries(selective_base, units):
+    """Korthikanti et al.'s selective recomputation: store what matmuls against weights produce; recompute the
+    cheap-per-byte rest (elementwise, softmax, dropout, the attention scores), a closed unit at a time."""
+    chosen, taken = [], set()
+    for unit in units:
+        if any(_weight_matmul(selective_base, e) for e in unit) or unit & taken:
+            continue
+        chosen.append(unit)
+        taken |= unit
+    return sorted(e for unit in chosen for e in unit)
+
+
+def _weight_matmul(selective_base, entry):
+    e = selective_base.tape[entry]
+    return e["family"] == "matmul" and any(selective_base.tensors[uid]["kind"] == "param" for uid in e["inputs"])
+
+
+def manual_entries(selective_base, tensor_ids):
+    """The entries producing the tensors a user clicked; PolicyError naming any that cannot be recomputed."""
+    entries, problems = [], []
+    for uid in tensor_ids:
+        producer = selective_base.tensors[uid]["produced_by"]
+        if (producer is None or selective_base.tape[producer]["output"] != uid
+                or not selective_base.recomputable(producer, saved=False)):
+            name = selective_base.tensors[uid]["name"]
+            problems.append({"path": "checkpoint.recompute",
+                             "message": f"tensor {uid} ({name}) cannot be recomputed: it is a view, a leaf, "
+                                        "or the output of a fused op; pick the op output it came from"})
+        else:
+            entries.append(producer)
+    if problems:
+        raise PolicyError(problems)
+    return sorted(set(entries))
 
 
 def validate(checkpoint, n_blocks, tensor_ids):

@@ -1,9 +1,27 @@
-"""Schedules: a policy's regions, predicted from the base run and executed under the recorder, side by side."""
-import math
+"""Schedules: a policy's plan, predicted from the base run and executed under the recorder, side by side.
 
-from backend.planner import policies
+A plan either checkpoints regions of blocks (re-run in backward) or recomputes chosen outputs (selective
+recomputation); each has its own exact predictor over the same base run.
+"""
+import math
+from dataclasses import dataclass, field
+
+from backend.planner import ilp, policies
 from backend.planner.execute import grad_mismatch, record_regions
-from backend.planner.timeline import BaseRun, predict_live_bytes
+from backend.planner.selective import SelectiveBase
+from backend.planner.selective import predict_live_bytes as predict_selective
+from backend.planner.timeline import BaseRun
+from backend.planner.timeline import predict_live_bytes as predict_regions
+from backend.trace.run import record
+
+PARETO_BUDGETS = 8
+
+
+@dataclass(frozen=True)
+class Plan:
+    regions: tuple = ()                 # tuples of consecutive block indices, each under checkpoint()
+    recompute: tuple = ()               # forward tape indices whose outputs are recomputed, not saved
+    solver: dict = field(default=None, compare=False)
 
 
 class Planner:
@@ -13,122 +31,122 @@ class Planner:
         self.spec = spec
         self.base_document, self.base_grads = record_regions(spec, [])
         self.base = BaseRun.from_document(self.base_document)
+        self.selective_base = SelectiveBase(self.base_document)
+        self.units = ilp.units(self.selective_base)
         self.forward_flops = sum(self.base.flops) or 1
         self.entry_activations = self._entry_activations()
 
     def _entry_activations(self):
         """tensor id -> forward tape index for the activations the forward produced (outputs and extras)."""
-        out = {}
-        for t in self.base_document["tensors"]:
-            if t["kind"] == "activation" and t["produced_by"] is not None and t["produced_by"] < len(self.base.flops):
-                out[t["id"]] = t["produced_by"]
-        return out
+        return {t["id"]: t["produced_by"] for t in self.base_document["tensors"]
+                if t["kind"] == "activation" and t["produced_by"] is not None
+                and t["produced_by"] < len(self.base.flops)}
 
-    # ----- policies -> regions ------------------------------------------------------------------------
-    def regions(self, request):
+    # ----- policies -> plans --------------------------------------------------------------------------
+    def plan(self, request):
         policy, params, n = request["policy"], request["params"], self.base.n_blocks
         if policy == "none":
-            return []
+            return Plan()
         if policy == "every_k":
-            return policies.every_k(n, params["k"])
+            return Plan(regions=_tuples(policies.every_k(n, params["k"])))
         if policy == "sqrt":
-            return policies.every_k(n, policies.sqrt_k(n))
+            return Plan(regions=_tuples(policies.every_k(n, policies.sqrt_k(n))))
         if policy == "selective":
-            return self._selective()
+            return Plan(recompute=tuple(policies.selective_entries(self.selective_base, self.units)))
         if policy == "manual":
-            blocks = {t: self.base.entry_block[e] for t, e in self.entry_activations.items()}
-            return policies.manual_regions(self.base, blocks, params["recompute"])
+            return Plan(recompute=tuple(policies.manual_entries(self.selective_base, params["recompute"])))
         if policy == "optimal":
-            return self.optimal(params["budget_bytes"])[0]
+            return self.optimal(params["budget_bytes"])
         raise AssertionError(policy)
 
-    def _selective(self):
-        """Blocks whose activations are mostly cheap per byte (not matmul outputs), each its own region."""
-        matmul_bytes = [0] * self.base.n_blocks
-        all_bytes = [0] * self.base.n_blocks
-        nbytes = {t["id"]: t["nbytes"] for t in self.base_document["tensors"]}
-        tape = self.base_document["tape"]
-        for t, entry in self.entry_activations.items():
-            block = self.base.entry_block[entry]
-            if block is None:
-                continue
-            all_bytes[block] += nbytes[t]
-            if tape[entry]["family"] == "matmul":
-                matmul_bytes[block] += nbytes[t]
-        return [[b] for b in range(self.base.n_blocks) if all_bytes[b] and matmul_bytes[b] * 2 < all_bytes[b]]
-
-    def candidates(self):
-        """Every region set the heuristics and the chain DP propose, with its predicted peak and recompute."""
+    def heuristic_plans(self):
         n = self.base.n_blocks
-        seen, out = set(), []
-        for regions in [[], *[policies.every_k(n, k) for k in range(1, n + 1)], policies.chain_optimum(self.base),
-                        self._selective()]:
-            key = tuple(map(tuple, regions))
-            if key not in seen:
-                seen.add(key)
-                out.append((self.predicted_peak(regions), self.recompute_flops(regions), regions))
-        return out
+        plans = [Plan(), *(Plan(regions=_tuples(policies.every_k(n, k))) for k in range(1, n + 1)),
+                 Plan(regions=_tuples(policies.chain_optimum(self.base))),
+                 Plan(recompute=tuple(policies.selective_entries(self.selective_base, self.units)))]
+        return list(dict.fromkeys(plans))
 
     def optimal(self, budget_bytes):
-        """(regions, feasible): the least recompute whose predicted peak fits the budget."""
-        candidates = self.candidates()
-        fitting = [c for c in candidates if c[0] <= budget_bytes]
+        """The least recompute whose predicted peak fits: the integer program over recompute units, against
+        every region schedule (the chain DP's included). Infeasible budgets get the lowest peak found."""
+        solved = ilp.solve(self.selective_base, budget_bytes)
+        ilp_plan = Plan(recompute=tuple(solved["entries"]), solver={k: solved[k] for k in ("status", "gap", "solve_s")})
+        scored = [(self.predicted_peak(p), self.recompute_flops(p), p) for p in [*self.heuristic_plans(), ilp_plan]]
+        fitting = [s for s in scored if s[0] <= budget_bytes]
         if not fitting:
-            return min(candidates, key=lambda c: (c[0], c[1]))[2], False
-        return min(fitting, key=lambda c: (c[1], c[0]))[2], True
+            return min(scored, key=lambda s: (s[0], s[1]))[2]
+        return min(fitting, key=lambda s: (s[1], s[0]))[2]
 
     # ----- measures ---------------------------------------------------------------------------------------
-    def predicted_peak(self, regions):
-        return int(predict_live_bytes(self.base, regions).max())
+    def predicted_peak(self, plan):
+        if plan.recompute:
+            return int(predict_selective(self.selective_base, plan.recompute).max())
+        return int(predict_regions(self.base, [list(r) for r in plan.regions]).max())
 
-    def recompute_flops(self, regions):
-        blocks = {b for region in regions for b in region}
+    def recompute_flops(self, plan):
+        if plan.recompute:
+            return int(sum(self.selective_base.flops_of(e) for e in plan.recompute))
+        blocks = {b for region in plan.regions for b in region}
         return int(sum(f for f, b in zip(self.base.flops, self.base.entry_block) if b in blocks))
 
+    def recomputed_tensors(self, plan):
+        if plan.recompute:
+            return sorted(self.selective_base.tape[e]["output"] for e in plan.recompute)
+        blocks = {b for region in plan.regions for b in region}
+        return sorted(t for t, e in self.entry_activations.items() if self.base.entry_block[e] in blocks)
+
     def schedule(self, request, execute=True):
-        """The schedule document for a normalized request; `execute` runs it for executed peak and grads."""
-        regions = self.regions(request)
-        blocks = {b for region in regions for b in region}
-        recomputed = sorted(t for t, e in self.entry_activations.items() if self.base.entry_block[e] in blocks)
-        recomputed_set = set(recomputed)
-        stored = sorted(t for t in self.entry_activations if t not in recomputed_set and t in self._saved_ids())
-        recompute_flops = self.recompute_flops(regions)
+        """The schedule for a normalized request; `execute` runs it for the executed peak and gradients."""
+        plan = self.plan(request)
+        recomputed = self.recomputed_tensors(plan)
+        saved = {t["id"] for t in self.base_document["tensors"] if t["saved_by"]}
+        stored = sorted(t for t in self.entry_activations if t in saved and t not in set(recomputed))
+        recompute_flops = self.recompute_flops(plan)
+        predicted = self.predicted_peak(plan)
         schedule = {
             "policy": request["policy"], "params": request["params"],
             "preserve_rng_state": request["preserve_rng_state"],
-            "regions": [[f"block {b}" for b in region] for region in regions],
-            "block_regions": [list(region) for region in regions],
+            "regions": [[f"block {b}" for b in region] for region in plan.regions],
+            "block_regions": [list(region) for region in plan.regions],
+            "recompute_entries": list(plan.recompute),
             "stored": stored, "recomputed": recomputed,
-            "predicted_peak_bytes": self.predicted_peak(regions),
-            "executed_peak_bytes": None, "recompute_flops": recompute_flops,
-            "overhead": recompute_flops / self.forward_flops, "grads_match": None, "grad_mismatch": None,
+            "predicted_peak_bytes": predicted, "executed_peak_bytes": None,
+            "recompute_flops": recompute_flops, "overhead": recompute_flops / self.forward_flops,
+            "grads_match": None, "grad_mismatch": None,
         }
         if request["policy"] == "optimal":
-            schedule["feasible"] = self.predicted_peak(regions) <= request["params"]["budget_bytes"]
+            schedule["feasible"] = predicted <= request["params"]["budget_bytes"]
+            schedule["solver"] = plan.solver
         if execute:
-            if regions:
-                document, grads = record_regions(self.spec, regions, request["preserve_rng_state"])
-            else:                       # nothing checkpointed: the base run is this run
-                document, grads = self.base_document, self.base_grads
+            document, grads = self.execute(plan, request["preserve_rng_state"])
             mismatch = grad_mismatch(grads, self.base_grads)
-            schedule["executed_peak_bytes"] = document["summary"]["peak_bytes"]
-            schedule["grad_mismatch"] = mismatch
-            schedule["grads_match"] = all(v == 0.0 for v in mismatch.values())
-            schedule["document"] = document
+            schedule.update(executed_peak_bytes=document["summary"]["peak_bytes"], grad_mismatch=mismatch,
+                            grads_match=all(v == 0.0 for v in mismatch.values()), document=document)
         return schedule
 
-    def _saved_ids(self):
-        if not hasattr(self, "_saved"):
-            self._saved = {t["id"] for t in self.base_document["tensors"] if t["saved_by"]}
-        return self._saved
+    def execute(self, plan, preserve_rng_state=True):
+        if plan.recompute:
+            return record(self.spec, (), preserve_rng_state, recompute=plan.recompute)
+        if plan.regions:
+            return record_regions(self.spec, plan.regions, preserve_rng_state)
+        return self.base_document, self.base_grads       # nothing checkpointed: the base run is this run
 
     def pareto(self):
-        """Budget sweep from the smallest feasible peak to no checkpointing: the non-dominated (peak, recompute)."""
-        points = sorted((peak, flops) for peak, flops, _ in self.candidates())
+        """Budget sweep from the smallest feasible peak to no checkpointing: the non-dominated points."""
+        scored = {(self.predicted_peak(p), self.recompute_flops(p)) for p in self.heuristic_plans()}
+        top = max(peak for peak, _ in scored)
+        low = min(peak for peak, _ in scored)
+        for budget in {int(low + (top - low) * i / PARETO_BUDGETS) for i in range(PARETO_BUDGETS + 1)}:
+            plan = self.optimal(budget)
+            scored.add((self.predicted_peak(plan), self.recompute_flops(plan)))
         frontier, best_flops = [], math.inf
-        for peak, flops in points:
+        for peak, flops in sorted(scored):
             if flops < best_flops:
                 frontier.append({"budget_bytes": peak, "predicted_peak_bytes": peak, "recompute_flops": flops,
                                  "overhead": flops / self.forward_flops})
                 best_flops = flops
         return frontier
+
+
+def _tuples(regions):
+    return tuple(tuple(region) for region in regions)

@@ -68,6 +68,9 @@ class Recorder:
         self._holders[storage.address] = self._holders.get(storage.address, 0) + 1
 
     def on_drop(self, tensor):
+        record = self.tensors.get(tensor.uid)
+        if record is not None:
+            record["dropped"] = self.step
         address = tensor.storage.address
         count = self._holders.get(address, 0) - 1
         if count > 0:

@@ -27,15 +27,17 @@ def trace_spec(spec, checkpoint=None, measure=True):
     """
     normalized = validate_spec(spec)
     with _ENGINE_LOCK:
-        regions, preserve = (), True
+        regions, preserve, recompute = (), True, None
         if checkpoint is None:
             document, _ = record(normalized)
         else:
             from backend.planner import plan_document     # the planner sits after the trace in the flow
             document = plan_document(normalized, checkpoint)
-            regions, preserve = document["schedule"]["block_regions"], document["schedule"]["preserve_rng_state"]
+            schedule = document["schedule"]
+            regions, preserve = schedule["block_regions"], schedule["preserve_rng_state"]
+            recompute = schedule["recompute_entries"] or None
         if measure:
-            document["summary"]["measured_peak_bytes"] = measure_peak(normalized, regions, preserve)
+            document["summary"]["measured_peak_bytes"] = measure_peak(normalized, regions, preserve, recompute)
     return document
 
 

@@ -20,8 +20,9 @@ def planner(request):
 def requests_for(planner):
     """Every policy, with every k for every_k and a manual pick of one activation from each block."""
     n = planner.base.n_blocks
-    some_ids = sorted(planner.entry_activations)[::7]
-    budgets = {planner.predicted_peak([]), planner.predicted_peak([[b] for b in range(n)])}
+    base = planner.selective_base
+    some_ids = [base.tape[e]["output"] for e in range(len(base.tape)) if base.recomputable(e)][::3]
+    budgets = {point["budget_bytes"] for point in planner.pareto()}
     return ([*REQUESTS, *({"policy": "every_k", "k": k} for k in range(2, n + 1)),
              {"policy": "manual", "recompute": some_ids},
              *({"policy": "optimal", "budget_bytes": b} for b in budgets)])
@@ -56,11 +57,12 @@ def test_without_rng_replay_dropout_gradients_are_silently_wrong():
 
 
 def test_optimal_at_a_heuristics_predicted_peak_needs_no_more_recompute(planner):
-    for regions in (planner.regions({"policy": "sqrt", "params": {}}), planner.regions({"policy": "selective", "params": {}})):
-        budget = planner.predicted_peak(regions)
-        chosen, feasible = planner.optimal(budget)
-        assert feasible
-        assert planner.recompute_flops(chosen) <= planner.recompute_flops(regions)
+    for policy in ("sqrt", "selective", "every_k"):
+        heuristic = planner.plan({"policy": policy, "params": {"k": 1}})
+        budget = planner.predicted_peak(heuristic)
+        chosen = planner.optimal(budget)
+        assert planner.predicted_peak(chosen) <= budget
+        assert planner.recompute_flops(chosen) <= planner.recompute_flops(heuristic)
 
 
 def test_uniform_chain_lands_at_sqrt_L():
@@ -73,6 +75,28 @@ def test_uniform_chain_lands_at_sqrt_L():
 def test_small_boundaries_against_layer_bytes_land_at_k_1():
     _peak, segments = min_peak_segments([38.5] * 12, [1.0] * 12)       # the seed's b = 64 MB, a = 2,464 MB
     assert all(end - start == 1 for start, end in segments)
+
+
+def test_manual_picks_that_cannot_be_recomputed_are_named():
+    planner = Planner(validate_spec(presets.get("transformer-tiny")))
+    mask = next(t for t in planner.base_document["tensors"] if t["name"].endswith(".mask"))
+    with pytest.raises(PolicyError) as bad:
+        planner.plan({"policy": "manual", "params": {"recompute": [mask["id"]]}})
+    assert f"tensor {mask['id']} ({mask['name']}) cannot be recomputed" in bad.value.problems[0]["message"]
+
+
+def test_the_integer_program_is_exact_where_selective_recomputation_matters():
+    spec = presets.get("transformer-tiny")
+    spec["optimizer"] = {"type": "sgd", "lr": 0.1}        # activations, not Adam's state, set the peak
+    planner = Planner(validate_spec(spec))
+    none_peak = planner.predicted_peak(planner.plan({"policy": "none", "params": {}}))
+    schedule = planner.schedule(validate({"policy": "optimal", "budget_bytes": int(none_peak * 0.9)},
+                                         planner.base.n_blocks, set()))
+    assert schedule["solver"]["status"] == "optimal" and schedule["feasible"]
+    assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"] <= none_peak * 0.9
+    assert schedule["grads_match"] and schedule["recompute_entries"]
+    selective = planner.schedule(validate({"policy": "selective"}, planner.base.n_blocks, set()))
+    assert selective["executed_peak_bytes"] == selective["predicted_peak_bytes"] < none_peak
 
 
 def test_bad_requests_name_the_field():

@@ -1,0 +1,129 @@
+"""Selective recomputation, predicted: which forward outputs can be recomputed, and the memory if they are.
+
+With a recompute set, no step moves: the base run's storages keep their births, but
+- a recomputed output is no longer pinned by its savers: it lives until its last Tensor is dropped;
+- each saver instead holds a recipe, which holds the recipe's sources (stored arrays, or further recipes)
+  until that saver's backward step; a recipe is also held by its output Tensor while that lives;
+- at each saver's backward step the recipes it holds are evaluated once each: transient copies, born and
+  freed at that step.
+Live bytes at a step are then the storages with born ≤ step ≤ freed, as the trace document counts them.
+"""
+import numpy as np
+
+RECOMPUTABLE_FAMILIES = ("elementwise", "binary", "reduce", "random", "matmul", "movement", "normalization")
+
+
+class SelectiveBase:
+    """What the prediction reads from the base (un-checkpointed) document."""
+
+    def __init__(self, document):
+        self.document = document
+        self.tape = [e for e in document["tape"] if e["phase"] == "forward"]
+        self.tensors = {t["id"]: t for t in document["tensors"]}
+        self.storages = {s["id"]: s for s in document["storages"]}
+        self.backward_step = {item["entry"]: item["step"] for item in document["sweep"]}
+        self.savers = {}                                   # tensor id -> entries saving it
+        for entry in self.tape:
+            for uid in entry["saved"]:
+                self.savers.setdefault(uid, []).append(entry["index"])
+        self.n_steps = len(document["steps"])
+
+    def output(self, entry):
+        return self.tensors[self.tape[entry]["output"]]
+
+    def recomputable(self, entry, saved=True):
+        """An output safe to recompute: its storage its own, not a fused kernel; with `saved`, also worth it
+        (someone saves it). A recipe chain's inner links need not be saved by anyone."""
+        e = self.tape[entry]
+        if e["family"] not in RECOMPUTABLE_FAMILIES or e["output"] is None:
+            return False
+        out = self.output(entry)
+        if out.get("view") or out["kind"] != "activation" or (saved and out["id"] not in self.savers):
+            return False
+        same_storage = [t for t in self.document["tensors"] if t["storage"] == out["storage"] and t["saved_by"]]
+        return all(t["id"] == out["id"] for t in same_storage)
+
+    def bytes_of(self, entry):
+        return self.output(entry)["nbytes"]
+
+    def flops_of(self, entry):
+        """Recompute FLOPs: the op runs once per saver that needs it."""
+        return self.tape[entry]["flops"] * len(self.savers.get(self.tape[entry]["output"], ()))
+
+
+def predict_live_bytes(base, recompute):
+    """Live bytes per step with the outputs of the `recompute` entries recomputed (see the module doc)."""
+    recompute = set(recompute)
+    produced = {base.tape[e]["output"]: e for e in recompute}
+    sources = {e: [(produced.get(uid), base.tensors[uid]["storage"]) for uid in base.tape[e]["inputs"]]
+               for e in recompute}
+    held_until = _recipe_lifetimes(base, recompute, produced, sources)
+    freed = {}
+    for storage_id, st in base.storages.items():
+        freed[storage_id] = st["freed"]
+        if st["kind"] == "grad" or st.get("extra"):
+            continue
+        freed[storage_id] = _tensor_held_release(base, storage_id, st, produced)
+    for e, until in held_until.items():
+        for producer, storage_id in sources[e]:
+            if producer is None:
+                freed[storage_id] = _later(freed[storage_id], until)
+    delta = np.zeros(base.n_steps + 1, dtype=np.int64)
+    for storage_id, st in base.storages.items():
+        end = freed[storage_id]
+        delta[st["born"]] += st["nbytes"]
+        delta[base.n_steps if end is None else end + 1] -= st["nbytes"]
+    for step, nbytes in _transients(base, recompute, produced, sources):
+        delta[step] += nbytes
+        delta[step + 1] -= nbytes
+    return np.cumsum(delta)[:base.n_steps]
+
+
+def _later(a, b):
+    return None if a is None or b is None else max(a, b)
+
+
+def _tensor_held_release(base, storage_id, st, produced):
+    """Last Python drop, or the last saver pinning a non-recomputed tensor on this storage."""
+    end = st["dropped"]
+    if end is None:
+        return None
+    for t in base.document["tensors"]:
+        if t["storage"] == storage_id and t["id"] not in produced:
+            for saver in base.savers.get(t["id"], ()):
+                end = max(end, base.backward_step[saver])
+    return end
+
+
+def _recipe_lifetimes(base, recompute, produced, sources):
+    """Step until which each recipe lives: its output Tensor, its savers, and downstream recipes holding it."""
+    until = {}
+    for e in sorted(recompute, reverse=True):          # a recipe's holders come later in forward
+        out = base.tape[e]["output"]
+        dropped = base.tensors[out].get("dropped")
+        steps = [dropped] + [base.backward_step[s] for s in base.savers.get(out, ())]
+        steps += [until[d] for d in recompute if any(p == e for p, _ in sources[d])]
+        until[e] = None if any(s is None for s in steps) else max(steps)
+    return until
+
+
+def _chain(e, sources):
+    found, stack = set(), [e]
+    while stack:
+        current = stack.pop()
+        if current not in found:
+            found.add(current)
+            stack.extend(p for p, _ in sources[current] if p is not None)
+    return found
+
+
+def _transients(base, recompute, produced, sources):
+    """(step, bytes) for each recipe evaluated in a saver's backward: once per saver and recipe."""
+    by_saver = {}
+    for uid, e in produced.items():
+        for saver in base.savers.get(uid, ()):
+            by_saver.setdefault(saver, set()).update(_chain(e, sources))
+    for saver, evaluated in by_saver.items():
+        step = base.backward_step[saver]
+        for e in evaluated:
+            yield step, base.bytes_of(e)
