@@ -85,7 +85,7 @@ def build_layer(layer, width, ctx, path):
         for i in range(layer["times"]):
             inner, width = build_layers(layer["layers"], width, ctx, f"{path}[{i}]")
             fns.extend(inner)
-        return _chain(fns), width
+        return chain(fns), width
     raise AssertionError(kind)
 
 
@@ -97,7 +97,8 @@ def build_layers(layers, width, ctx, path):
     return fns, width
 
 
-def _chain(fns):
+def chain(fns):
+    """One forward function running `fns` in order."""
     def run(h):
         for fn in fns:
             h = fn(h)
@@ -167,7 +168,7 @@ def build_blocks(layers, width, ctx):
         if layer["type"] == "repeat":
             for j in range(layer["times"]):
                 inner, width = build_layers(layer["layers"], width, ctx, f"{path}[{j}]")
-                blocks.append((f"{path}[{j}]", _chain(inner)))
+                blocks.append((f"{path}[{j}]", chain(inner)))
         else:
             fn, width = build_layer(layer, width, ctx, path)
             blocks.append((path, fn))

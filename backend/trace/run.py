@@ -6,6 +6,7 @@ import tracemalloc
 import numpy as np
 
 from backend.models import Model, validate_spec
+from backend.models.network import chain
 from backend.tape import ENGINE_VERSION, checkpoint
 from backend.tape.events import listening
 from backend.tape.remat import recomputing
@@ -62,7 +63,7 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
             h = fn(h)
             index += 1
             continue
-        h = checkpoint(_chained([model.blocks[i][1] for i in region]), h, preserve_rng_state=preserve_rng_state)
+        h = checkpoint(chain([model.blocks[i][1] for i in region]), h, preserve_rng_state=preserve_rng_state)
         index = region[-1] + 1
     loss = model.loss(h)
     del h
@@ -73,14 +74,6 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
         begin("optimizer")
         model.optimizer.step()
     return model, loss, grads
-
-
-def _chained(fns):
-    def region(h):
-        for fn in fns:
-            h = fn(h)
-        return h
-    return region
 
 
 def record(spec, regions=(), preserve_rng_state=True, recompute=None):

@@ -3,6 +3,7 @@ import threading
 
 from backend.api.payloads import HISTORY_MAX_ENTRIES, SPEC_MAX_BYTES
 from backend.store import close_store
+from tests.concurrency import run_threads
 
 DOCUMENT = {
     "spec": {"preset": "lab1-mlp", "hidden": [8, 8]},
@@ -153,9 +154,5 @@ def test_eight_browsers_saving_at_once_each_keep_their_own_work(app):
         except Exception as error:  # collected, asserted below
             errors.append(error)
 
-    threads = [threading.Thread(target=browser, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_threads(browser, 8)
     assert errors == []

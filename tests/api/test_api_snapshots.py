@@ -5,6 +5,7 @@ from flask import template_rendered
 
 from backend.store import close_store
 from tests.api.conftest import FAKE_STEP_COUNT
+from tests.concurrency import run_threads
 
 SPEC = {"preset": "seed-tape", "width": 4}
 VIEW = {"step": 14, "selected": "n3"}
@@ -68,11 +69,7 @@ def test_eight_clients_create_fifty_each_and_all_read_back(app, fake_trace):
         except Exception as error:  # collected, asserted below
             errors.append(error)
 
-    threads = [threading.Thread(target=client_thread, args=(t,)) for t in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_threads(client_thread, 8)
 
     assert errors == []
     assert len(created) == 400 and len({snapshot_id for snapshot_id, _ in created}) == 400

@@ -11,6 +11,7 @@ from backend.store import close_store
 from backend.store.engine import make_engine
 from backend.store.migrate import current_revision, head_revision, upgrade
 from backend.store.models import Base
+from tests.concurrency import run_threads
 
 FIRST = "0001_first_schema"
 
@@ -101,11 +102,7 @@ def test_many_processes_starting_at_once_migrate_exactly_once(db_url):
         finally:
             engine.dispose()
 
-    threads = [threading.Thread(target=start) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_threads(start, 6, with_index=False)
     assert errors == []
     engine = make_engine(db_url)
     assert current_revision(engine) == head_revision()

@@ -3,7 +3,6 @@
 Example: TAPESCOPE_TEST_POSTGRES_URL=postgresql+psycopg://user@127.0.0.1:5432/tapescope_test
 """
 import os
-import threading
 
 import pytest
 from sqlalchemy.orm import Session
@@ -12,6 +11,7 @@ from app import create_app
 from backend.store import close_store, sessions, snapshots
 from backend.store.engine import make_engine
 from backend.store.migrate import current_revision, head_revision, upgrade
+from tests.concurrency import run_threads
 
 POSTGRES_URL = os.environ.get("TAPESCOPE_TEST_POSTGRES_URL")
 pytestmark = pytest.mark.skipif(not POSTGRES_URL, reason="set TAPESCOPE_TEST_POSTGRES_URL to test PostgreSQL")
@@ -58,11 +58,7 @@ def test_concurrent_writers(pg_engine):
         except Exception as error:  # collected, asserted below
             errors.append(error)
 
-    threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_threads(writer, 8)
     assert errors == [] and len(set(written)) == 200
     with Session(pg_engine) as db:
         assert all(snapshots.exists(db, snapshot_id) for snapshot_id in written)

@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session
 
 from backend.store import snapshots
 from backend.store.ids import SNAPSHOT_ID_PATTERN, is_snapshot_id, new_snapshot_id
+from tests.concurrency import run_threads
 
 TRACE = {"schema_version": 3, "engine_version": "9.9.9", "steps": [{"phase": "forward"}], "peak_bytes": 4096}
 
@@ -89,11 +90,7 @@ def test_eight_threads_write_fifty_snapshots_each(engine):
         except Exception as error:  # collected, asserted below
             errors.append(error)
 
-    threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_threads(writer, 8)
 
     assert errors == []
     assert len({snapshot_id for snapshot_id, _, _ in written}) == 400
