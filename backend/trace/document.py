@@ -6,6 +6,7 @@ KINDS = ("input", "param", "activation", "grad", "optimizer")
 
 
 def build_document(recorder, spec, engine_version, loss):
+    recorder.values.fill()
     storages = sorted(recorder.storages.values(), key=lambda s: s["id"])
     steps = recorder.steps or [{"index": 0, "phase": "forward", "entry": None}]
     live, by_kind = _live_bytes(storages, len(steps))

@@ -2,7 +2,7 @@
 
 It only collects; document.py derives live bytes, intervals and the summary from what is collected here.
 """
-from backend.trace.values import MAX_VALUE_ELEMENTS, describe
+from backend.trace.values import MAX_VALUE_ELEMENTS, ValueTable
 
 SMALL_TENSOR_ELEMENTS = 1024     # tensors this small carry their values at birth (heatmaps)
 
@@ -11,6 +11,7 @@ class Recorder:
     def __init__(self):
         self.phase = "setup"
         self.tensors = {}          # uid -> tensor record
+        self.values = ValueTable()  # tensor values, described when the document is built
         self.storages = {}         # address -> storage record
         self.tape = []             # entries in record order
         self.entry_of = {}         # node.seq -> tape index
@@ -56,10 +57,9 @@ class Recorder:
             "born": self.step, "freed": None, "saved_by": [], "produced_by": produced_by,
             "scope": node.scope if node is not None else None, **extra,
         }
-        if array is not None and array.size <= SMALL_TENSOR_ELEMENTS:
-            record["value"] = describe(array)
-        elif array is not None:
-            record["value"] = describe(array, limit=0)
+        if array is not None:
+            record["value"] = {}
+            self.values.add(record["value"], array, array.size <= SMALL_TENSOR_ELEMENTS)
         self.tensors[uid] = record
         return record
 
@@ -185,10 +185,10 @@ class Recorder:
         """The incoming adjoint: its values live once in its tensor record, or here when that has only statistics."""
         if adjoint is None:
             return None
-        record = self.tensors.get(adjoint.storage.uid, {})
-        has_values = "f16" in record.get("value", {})
-        return {"tensor": adjoint.storage.uid, "shape": list(adjoint.array.shape),
-                **describe(adjoint.array, limit=0 if has_values else MAX_VALUE_ELEMENTS)}
+        described = {"tensor": adjoint.storage.uid, "shape": list(adjoint.array.shape)}
+        in_record = adjoint.storage.uid in self.tensors and adjoint.array.size <= SMALL_TENSOR_ELEMENTS
+        self.values.add(described, adjoint.array, not in_record and adjoint.array.size <= MAX_VALUE_ELEMENTS)
+        return described
 
     def on_vjp(self, node, adjoint):
         pass
