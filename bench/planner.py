@@ -35,6 +35,10 @@ def main():
                   f"gap {result['gap']}  peak {result['predicted_peak_bytes']} B  "
                   f"recompute {result['recompute_flops']} FLOPs")
 
+        tight = ilp.solve(base, int(full * 0.9), time_limit_s=0.001)
+        print(f"  MILP budget 90% with a 1 ms time limit: status {tight['status']}, gap {tight['gap']}, "
+              f"peak {tight['predicted_peak_bytes']} B")
+
     start = time.perf_counter()
     document = trace_spec(presets.get("transformer-tiny"), checkpoint={"policy": "sqrt"}, measure=False)
     schedule = document["schedule"]
