@@ -19,9 +19,10 @@ async function request(url, options = {}) {
 const post = (url, payload) => request(url, { method: "POST", body: JSON.stringify(payload) });
 
 export const fetchPresets = () => request("/api/presets");
-export const traceSpec = (spec, signal) =>
-  request("/api/trace", { method: "POST", body: JSON.stringify({ spec }), signal });
+/** POST /api/trace: the spec, and the checkpoint request when there is one ({"policy": "sqrt", ...}). */
+export const traceSpec = (spec, signal, checkpoint = null) =>
+  request("/api/trace", { method: "POST", body: JSON.stringify(checkpoint ? { spec, checkpoint } : { spec }), signal });
 export const fetchSession = () => request("/api/session");
-export const createSnapshot = (spec, view) => post("/api/snapshots", { spec, view });
+export const createSnapshot = (spec, view, checkpoint = null) => post("/api/snapshots", { spec, checkpoint, view });
 export const fetchSnapshot = (id) => request(`/api/snapshots/${encodeURIComponent(id)}`);
 export const copySnapshot = (id) => post(`/api/snapshots/${encodeURIComponent(id)}/copy`, {});

@@ -1,5 +1,8 @@
-// describe.js — a step written out in words, like a row of the seed's tape table.
+// describe.js — a step written out in words, like a row of the seed's tape table; checkpointed runs add
+// "forward (no tape) · inside checkpoint entry 4 · tanh" and "recompute · entry 12 · re-running matmul …"; with
+// op-level recomputation a backward step says what it recomputes ("↻ recomputes t61") and a forward one its recipes.
 import { formatShape } from "./format.js";
+import { blocksText } from "./trace-index.js";
 
 const INFIX = { matmul: " @ ", add: " + ", sub: " - ", mul: " * ", div: " / " };
 
@@ -13,15 +16,30 @@ export function describeStep(index, stepIndex) {
     const param = step.param === undefined ? "" : ` · ${typeof step.param === "number" ? name(step.param) : step.param}`;
     return `${step.phase} · step ${stepIndex}${param}`;
   }
+  const region = blocksText(index.regions.get(entry.index));
+  if (step.phase === "forward" && step.recorded === false) {
+    return `forward (no tape) · inside checkpoint entry ${entry.index}${region ? ` (${region})` : ""} · ${step.op ?? "an op"}`;
+  }
   const head = `${step.phase} · entry ${entry.index}`;
   if (step.phase === "backward") {
     const item = index.sweepByStep.get(stepIndex);
     const reads = item && item.reads.length ? `reads ${[...new Set(item.reads)].map(name).join(", ")}` : "reads nothing saved";
     const to = item ? item.contributions.map((c) => name(c.to)) : [];
-    return `${head} · ${entry.backward} ${reads} → grads for ${[...new Set(to)].join(", ") || "nothing"}`;
+    const rerun = index.isCheckpoint(entry.index) ? ` · re-runs ${region || "its region"} with the tape on` : "";
+    const rederived = index.rederivedAt.get(stepIndex) ?? [];
+    const recomputes = rederived.length ? `↻ recomputes ${rederived.map((t) => name(t.recompute_of)).join(", ")}, ` : "";
+    return `${head} · ${entry.backward} ${recomputes}${reads} → grads for ${[...new Set(to)].join(", ") || "nothing"}${rerun}`;
   }
   const operands = entry.inputs.map(named).join(INFIX[entry.op] || ", ");
   const call = INFIX[entry.op] ? `${entry.op} ${operands}` : `${entry.op}(${operands})`;
-  const saves = entry.saved.length ? `saves ${[...new Set(entry.saved)].map(name).join(", ")}` : "saves nothing";
+  const recipes = entry.recomputes?.length ? `, keeps ${[...new Set(entry.recomputes)].map(name).join(", ")} as a recipe (recomputed in backward)` : "";
+  const saves = (entry.saved.length ? `saves ${[...new Set(entry.saved)].map(name).join(", ")}` : "saves nothing") + recipes;
+  if (step.phase === "recompute") {
+    const owner = index.recomputedFor.get(entry.index);
+    return `${head} · re-running ${call} → ${name(entry.output)}, ${saves}${owner !== undefined ? ` · for checkpoint entry ${owner}` : ""}`;
+  }
+  if (index.isCheckpoint(entry.index)) {
+    return `${head} · checkpoint(${operands})${region ? ` over ${region}` : ""} → ${name(entry.output)}, ${saves} — the inside runs without the tape`;
+  }
   return `${head} · ${call} → ${name(entry.output)}, ${saves}`;
 }

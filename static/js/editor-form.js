@@ -1,6 +1,7 @@
 // The editor's form: model-level fields, the memory dials (batch, seq, width sliders) and the nested layer list
 // with per-type controls, add/remove/reorder and wrap-selected. It renders from a spec and reports edits:
-// ctx.value(path, value, mode) for a field, ctx.structural(mutate) for anything that changes the list's shape.
+// ctx.value(path, value, mode) for a field, ctx.structural(mutate) for anything that changes the list's shape;
+// ctx.checkpointFields() renders the checkpoint fieldset, which lives beside the spec, not in it.
 import { el } from "./dom.js";
 import { checkControl, numberControl, rangeControl, selectControl, textControl } from "./editor-controls.js";
 import {
@@ -41,9 +42,6 @@ function modelFields(spec, ctx) {
   box.append(selectControl("optimizer", "optimizer.type", optimizer.type, ["none", "sgd", "adam"], (path, type) =>
     ctx.structural((s) => { s.optimizer = type === "none" ? { type } : { type, lr: s.optimizer?.lr ?? 0.1 }; })));
   if (optimizer.type !== "none") box.append(numberControl("lr", "optimizer.lr", optimizer.lr, ctx.value, { min: 0, max: 10, step: "any" }));
-  const policy = selectControl("checkpoint", "checkpoint", "none", ["none"], () => {}, { disabled: true });
-  policy.title = "Checkpoint policies arrive with the planner";
-  box.append(policy);
   return box;
 }
 
@@ -144,5 +142,5 @@ function wrapBar(ctx) {
 /** Render the whole form for `spec` into `root`. */
 export function renderForm(root, spec, ctx) {
   const layers = el("fieldset", { class: "layers" }, el("legend", { text: "Layers" }), wrapBar(ctx), layerList(spec?.layers, "layers", ctx));
-  root.replaceChildren(dials(spec ?? {}, ctx), layers, modelFields(spec ?? {}, ctx));
+  root.replaceChildren(dials(spec ?? {}, ctx), layers, modelFields(spec ?? {}, ctx), ctx.checkpointFields?.() ?? "");
 }

@@ -1,16 +1,18 @@
 // Re-tracing a spec on the server: debounced for typing, throttled for sliders, the in-flight request aborted
-// when a newer one starts, and only the newest answer delivered.
+// when a newer one starts, and only the newest answer delivered. The spec and its checkpoint request travel
+// together: POST {"spec", "checkpoint"} (no checkpoint field for "none": see schedule.js wireRequest).
+import { wireRequest } from "./schedule.js";
 
 export function createTracer({ endpoint = "/api/trace", delay = 150, onPending, onResult }) {
   let timer = null;
-  let pending = null;          // {spec, meta} waiting for the timer
+  let pending = null;          // {spec, checkpoint, meta} waiting for the timer
   let controller = null;       // the in-flight request
   let generation = 0;
   let lastFire = -Infinity;
 
   async function fire() {
     timer = null;
-    const { spec, meta } = pending;
+    const { spec, checkpoint, meta } = pending;
     pending = null;
     lastFire = performance.now();
     controller?.abort();
@@ -22,7 +24,7 @@ export function createTracer({ endpoint = "/api/trace", delay = 150, onPending, 
       const response = await fetch(endpoint, {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "application/json" },
-        body: JSON.stringify({ spec }),
+        body: JSON.stringify(wireRequest(checkpoint) ? { spec, checkpoint: wireRequest(checkpoint) } : { spec }),
         signal: mine.signal,
       });
       const body = await response.json().catch(() => ({ error: `the server answered ${response.status}` }));
@@ -33,13 +35,13 @@ export function createTracer({ endpoint = "/api/trace", delay = 150, onPending, 
     }
     if (controller === mine) controller = null;
     if (id !== generation || pending) return;      // a newer request owns the screen
-    onResult({ ...result, spec, meta, ms: performance.now() - started });
+    onResult({ ...result, spec, checkpoint, meta, ms: performance.now() - started });
   }
 
   return {
     /** mode "debounce" waits for a pause; "throttle" fires at once when idle, then at most every `delay` ms. */
-    request(spec, meta = {}, mode = "debounce") {
-      pending = { spec, meta };
+    request({ spec, checkpoint = null }, meta = {}, mode = "debounce") {
+      pending = { spec, checkpoint, meta };
       generation++;                                  // answers to older specs are stale from now on
       onPending?.();
       if (mode === "now") {

@@ -1,8 +1,11 @@
-// editor.js — the model editor in <aside id="editor-panel">: form and JSON tabs over one draft spec, re-tracing
-// on every change, problems at their fields, undo/redo over specs that traced, and the saved-bytes table.
-// Talks to the explorer only through events: listens to "tapescope:spec", dispatches "tapescope:trace".
+// editor.js — the model editor in <aside id="editor-panel">: form and JSON tabs over one draft spec plus its
+// checkpoint request, re-tracing on every change, problems at their fields, undo/redo over {spec, checkpoint}
+// pairs that traced, and the saved-bytes table. Talks to the explorer only through events: listens to
+// "tapescope:spec" and "tapescope:checkpoint" (a schedule picked on the Pareto panel); dispatches "tapescope:tracing"
+// when a request starts and "tapescope:trace" with the answer.
 import { el } from "./dom.js";
 import { formatBytes } from "./format.js";
+import { checkpointFields, syncBudgetReadout } from "./editor-checkpoint.js";
 import { syncControls } from "./editor-controls.js";
 import { renderForm } from "./editor-form.js";
 import { createHistory } from "./editor-history.js";
@@ -10,6 +13,7 @@ import { clearProblems, problemsOf, showProblems } from "./editor-problems.js";
 import { renderSavedTable } from "./editor-saved.js";
 import { clone, getAt, same, setAt } from "./editor-spec.js";
 import { createTracer } from "./editor-tracer.js";
+import { NO_CHECKPOINT, normalizeRequest } from "./schedule.js";
 
 const panel = document.getElementById("editor-panel");
 
@@ -62,9 +66,18 @@ function showTab(which) {
 
 // ------------------------------ state ------------------------------
 
-const state = { draft: null, now: null, before: null, readOnly: false, selection: new Set(), lastAdded: "linear" };
+const state = {
+  draft: null, now: null, before: null, readOnly: false, selection: new Set(), lastAdded: "linear",
+  checkpoint: { ...NO_CHECKPOINT, k: 2 },   // the form's state: k and budget are remembered across policies
+};
 const history = createHistory();
-const tracer = createTracer({ onPending: () => setStatus("tracing…", "busy"), onResult: traced });
+const tracer = createTracer({
+  onPending: () => {
+    setStatus("tracing…", "busy");
+    document.dispatchEvent(new CustomEvent("tapescope:tracing"));   // the explorer holds back its schedules request
+  },
+  onResult: traced,
+});
 
 function setStatus(text, kind = "") {
   ui.status.textContent = text;
@@ -78,9 +91,12 @@ function writeJson(force = false) {
   ui.jsonDirty = false;
 }
 
+/** What one trace request carries, and what one history entry holds. */
+const entry = () => ({ spec: clone(state.draft), checkpoint: normalizeRequest(state.checkpoint) });
+
 function updateButtons() {
   const off = state.readOnly;
-  ui.undo.disabled = off || !(history.canUndo() || (history.current() && !history.isCurrent(state.draft)));
+  ui.undo.disabled = off || !(history.canUndo() || (history.current() && !history.isCurrent(entry())));
   ui.redo.disabled = off || !history.canRedo();
 }
 
@@ -105,7 +121,51 @@ const ctx = {
     commit(next, { structural: true, mode: "debounce" });
   },
   selectionChanged: () => renderFormNow(),
+  checkpointFields: () => checkpointFields(state.checkpoint, { onChange: setCheckpoint, blocks: blockCount() }),
 };
+
+/** L, the model's block count, read off the last trace's every_k k=1 schedule (one region per block). */
+function blockCount() {
+  const schedules = (state.now ?? window.tapescope?.getTrace?.())?.schedules ?? [];
+  const each = schedules.find((s) => s.policy === "every_k" && s.params?.k === 1);
+  return each ? each.block_regions.length : null;
+}
+
+/** A budget worth trying: halfway between the lowest reachable peak and no checkpointing, in whole KiB. */
+function defaultBudget() {
+  const trace = state.now ?? window.tapescope?.getTrace?.();
+  const peaks = (trace?.pareto ?? []).map((p) => p.predicted_peak_bytes);
+  const middle = peaks.length ? (Math.min(...peaks) + Math.max(...peaks)) / 2 : trace?.summary?.peak_bytes ?? 1 << 20;
+  return Math.max(1024, Math.ceil(middle / 1024) * 1024);
+}
+
+/** Replace only the checkpoint fieldset (its controls depend on the policy), keeping keyboard focus in place. */
+function renderCheckpoint() {
+  const old = ui.form.querySelector("fieldset.checkpoint-fields");
+  if (!old) { renderFormNow(); return; }
+  const focused = old.contains(document.activeElement) ? document.activeElement.dataset.path : null;
+  const fresh = ctx.checkpointFields();
+  old.replaceWith(fresh);
+  if (state.readOnly) fresh.querySelectorAll("input, select").forEach((n) => { n.disabled = true; });
+  if (focused) fresh.querySelector(`[data-path="${focused}"]`)?.focus();
+}
+
+/** A checkpoint change from its controls or a picked schedule: show it and re-trace the same spec with it. */
+function setCheckpoint(change, mode = "now") {
+  if (state.readOnly || !state.draft) return;
+  const next = { ...state.checkpoint, ...change };
+  if (next.policy === "every_k" && !(Number.isInteger(next.k) && next.k >= 1)) next.k = Math.min(2, blockCount() ?? 2);
+  if (next.policy === "optimal" && !(Number.isInteger(next.budget_bytes) && next.budget_bytes > 0)) next.budget_bytes = defaultBudget();
+  const policyChanged = next.policy !== state.checkpoint.policy;
+  state.checkpoint = next;
+  if (policyChanged) renderCheckpoint();
+  else { syncControls(ui.form, view()); syncBudgetReadout(ui.form, next); }
+  tracer.request(entry(), {}, mode);
+  updateButtons();
+}
+
+/** The draft with its checkpoint beside it, for controls bound to "checkpoint.*" paths. */
+const view = () => ({ ...state.draft, checkpoint: state.checkpoint });
 
 function renderFormNow() {
   renderForm(ui.form, state.draft, ctx);
@@ -117,22 +177,23 @@ function renderFormNow() {
 function commit(next, { structural, mode }) {
   state.draft = next;
   writeJson();
-  if (structural) renderFormNow(); else syncControls(ui.form, next);
-  tracer.request(clone(next), {}, mode);
+  if (structural) renderFormNow(); else syncControls(ui.form, view());
+  tracer.request(entry(), {}, mode);
   updateButtons();
 }
 
-/** Go to a spec (undo, redo, applied JSON, a preset): redraw everything from it. */
-function load(spec, mode = "now") {
+/** Go to a {spec, checkpoint} (undo, redo, applied JSON, a preset): redraw everything from it. */
+function load({ spec, checkpoint }, mode = "now") {
   state.draft = clone(spec);
+  if (checkpoint) state.checkpoint = { ...state.checkpoint, ...normalizeRequest(checkpoint) };
   state.selection.clear();
   writeJson(true);
   renderFormNow();
-  if (mode) tracer.request(clone(spec), {}, mode);
+  if (mode) tracer.request(entry(), {}, mode);
   updateButtons();
 }
 
-function traced({ ok, status, body, spec, ms }) {
+function traced({ ok, status, body, spec, checkpoint, ms }) {
   clearProblems(panel);
   ui.jsonProblems.replaceChildren();
   if (!ok) {
@@ -143,20 +204,20 @@ function traced({ ok, status, body, spec, ms }) {
     updateButtons();
     return;
   }
-  history.push(spec);
+  history.push({ spec, checkpoint });
   state.before = state.now ?? window.tapescope?.getTrace?.() ?? null;
   state.now = body;
   renderSavedTable(ui.table, state.now, state.before);
   setStatus(`traced in ${Math.round(ms)} ms · peak ${formatBytes(body.summary.peak_bytes)}`, "ok");
   updateButtons();
-  document.dispatchEvent(new CustomEvent("tapescope:trace", { detail: { trace: body, spec } }));
+  document.dispatchEvent(new CustomEvent("tapescope:trace", { detail: { trace: body, spec, checkpoint } }));
 }
 
 // ------------------------------ undo, redo, JSON ------------------------------
 
 function undo() {
   if (state.readOnly) return;
-  const target = history.isCurrent(state.draft) ? history.undo() : history.current();
+  const target = history.isCurrent(entry()) ? history.undo() : history.current();
   if (target) load(target);
 }
 
@@ -180,8 +241,8 @@ function applyJson() {
     ui.jsonProblems.append(el("p", { class: "field-error", "data-testid": "field-error", role: "alert" }, el("code", { text: "spec" }), " must be a JSON object {…}"));
     return;
   }
-  if (same(spec, state.draft)) { tracer.request(clone(spec), {}, "now"); return; }
-  load(spec);
+  if (same(spec, state.draft)) { tracer.request(entry(), {}, "now"); return; }
+  load({ spec, checkpoint: state.checkpoint });
 }
 
 function editableTarget(target) {
@@ -198,17 +259,25 @@ document.addEventListener("keydown", (event) => {
 // ------------------------------ the explorer's side ------------------------------
 
 document.addEventListener("tapescope:spec", (event) => {
-  const { spec, readOnly } = event.detail ?? {};
+  const { spec, checkpoint, readOnly } = event.detail ?? {};
   if (!spec) return;
   state.readOnly = Boolean(readOnly);
   state.now = window.tapescope?.getTrace?.() ?? null;
   state.before = null;
-  history.push(spec);
-  load(spec, null);
+  const shown = { spec, checkpoint: normalizeRequest(checkpoint ?? state.checkpoint) };
+  history.push(shown);
+  load(shown, null);
   clearProblems(panel);
   if (state.now) renderSavedTable(ui.table, state.now, null);
   setStatus(readOnly ? "a shared snapshot: make a copy to edit" : "edit anything: the trace follows", "ok");
 });
 
+document.addEventListener("tapescope:checkpoint", (event) => {
+  const checkpoint = event.detail?.checkpoint;
+  if (checkpoint) setCheckpoint(normalizeRequest(checkpoint), "now");
+});
+
 build();
-window.tapescope = Object.assign(window.tapescope ?? {}, { editor: { getSpec: () => clone(state.draft), undo, redo } });
+window.tapescope = Object.assign(window.tapescope ?? {}, {
+  editor: { getSpec: () => clone(state.draft), getCheckpoint: () => normalizeRequest(state.checkpoint), undo, redo },
+});

@@ -1,4 +1,6 @@
 // explorer.js — wires the explorer page: loads a trace (preset, session or snapshot) and drives every view from one step cursor.
+// Every trace it asks for carries the checkpoint request (wireRequest: none goes bare); the shown trace's schedules
+// feed the Pareto panel and schedule-view.js (summary, gradient warning, ledger link, schedules fetched later).
 import { fetchPresets, fetchSession, fetchSnapshot, traceSpec } from "./api.js";
 import { describeStep } from "./describe.js";
 import { formatBytes } from "./format.js";
@@ -6,8 +8,11 @@ import { createGraphView } from "./graph.js";
 import { createInspector } from "./inspector.js";
 import { createLifetimeChart } from "./lifetimes.js";
 import { createMemoryChart } from "./memory.js";
+import { createParetoPanel } from "./pareto.js";
 import { describePeakDelta } from "./peak-delta.js";
 import { createPlayer } from "./player.js";
+import { NO_CHECKPOINT, normalizeRequest, requestFor, wireRequest } from "./schedule.js";
+import { createScheduleView } from "./schedule-view.js";
 import { bindMakeCopy, bindShare } from "./share.js";
 import { createSweepPanel } from "./sweep.js";
 import { indexTrace } from "./trace-index.js";
@@ -17,7 +22,7 @@ const root = document.querySelector(".explorer");
 const readOnly = root.dataset.readOnly === "true";
 const snapshotId = root.dataset.snapshotId || null;
 
-const state = { trace: null, index: null, spec: null, selected: null };
+const state = { trace: null, index: null, spec: null, selected: null, checkpoint: { ...NO_CHECKPOINT } };
 const statusLine = document.getElementById("status");
 
 function setStatus(text, isError = false) {
@@ -36,6 +41,16 @@ const memory = createMemoryChart(byTestId("memory-chart"), { onPick: (step) => p
 const lifetimes = createLifetimeChart(byTestId("lifetime-chart"), { onPick: (id) => select(id) });
 const inspector = createInspector(document.getElementById("inspector"));
 const sweep = createSweepPanel(byTestId("sweep"));
+const pareto = createParetoPanel(document.getElementById("schedules"), { onPick: pickSchedule });
+
+/** A schedule picked on the Pareto panel: the editor re-traces the spec with it, keeping the RNG setting. */
+function pickSchedule(schedule) {
+  if (readOnly) { setStatus("A shared snapshot: make a copy to switch schedules."); return; }
+  const checkpoint = requestFor(schedule, state.checkpoint.preserve_rng_state !== false);
+  document.dispatchEvent(new CustomEvent("tapescope:checkpoint", { detail: { checkpoint } }));
+}
+
+const schedules = createScheduleView({ root, pareto, current: () => state });
 
 function renderStep(step) {
   if (!state.index) return;
@@ -63,14 +78,18 @@ function select(id) {
 }
 
 /** Show a trace: lay out and draw once, keep the step when it still exists, ghost the previous run. */
-async function showTrace(trace, spec, { keepStep, previous } = {}) {
+async function showTrace(trace, spec, { keepStep, previous, checkpoint } = {}) {
   root.dataset.ready = "false";
   state.trace = trace;
   state.index = indexTrace(trace);
   state.spec = spec;
+  if (trace.schedule) state.checkpoint = requestFor(trace.schedule);
+  else if (checkpoint) state.checkpoint = normalizeRequest(checkpoint);
   await graph.load(trace, state.index);
   performance.mark("tapescope:graph-drawn");
-  await Promise.all([memory.load(trace, previous), lifetimes.load(state.index)]);
+  await Promise.all([memory.load(trace, previous), lifetimes.load(state.index), pareto.load(trace)]);
+  schedules.show(trace, spec);
+  schedules.fetchLater(trace, spec);
   showBytes(byTestId("peak-bytes"), trace.summary.peak_bytes);
   byTestId("peak-bytes").dataset.step = String(trace.summary.peak_step);
   byTestId("peak-delta").textContent = previous ? describePeakDelta(previous, trace) : "";
@@ -82,15 +101,29 @@ async function showTrace(trace, spec, { keepStep, previous } = {}) {
   setStatus(`${trace.tape.length} tape entries · ${trace.steps.length} steps · peak ${formatBytes(trace.summary.peak_bytes)} at step ${trace.summary.peak_step}`);
 }
 
+const checkpointProblem = (error) => error.status === 400 && error.problems.some((p) => String(p.path).startsWith("checkpoint"));
+
+/** Trace a spec with the current checkpoint; a request this model cannot take (k > L) falls back to none. */
+async function traceWithCheckpoint(spec, signal) {
+  try {
+    return await traceSpec(spec, signal, wireRequest(state.checkpoint));
+  } catch (error) {
+    if (!checkpointProblem(error)) throw error;
+    setStatus(`This model cannot take that checkpoint request (${error.problems[0].message}): tracing without checkpointing.`);
+    state.checkpoint = { ...NO_CHECKPOINT, preserve_rng_state: state.checkpoint.preserve_rng_state !== false };
+    return traceSpec(spec, signal, wireRequest(state.checkpoint));
+  }
+}
+
 let inFlight = null;
 async function traceAndShow(spec, source) {
   if (inFlight) inFlight.abort();
   inFlight = new AbortController();
   setStatus("Tracing…");
   try {
-    const trace = await traceSpec(spec, inFlight.signal);
+    const trace = await traceWithCheckpoint(spec, inFlight.signal);
     await showTrace(trace, spec, { keepStep: player.getStep(), previous: state.trace });
-    document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec, source } }));
+    document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec, source, checkpoint: state.checkpoint } }));
   } catch (error) {
     if (error.name !== "AbortError") setStatus(`Could not trace: ${error.message}`, true);
   }
@@ -121,18 +154,20 @@ async function start() {
     byTestId("preset").disabled = true;
     const snapshot = await fetchSnapshot(snapshotId);
     state.selected = snapshot.view.selected || null;
+    if (snapshot.checkpoint) state.checkpoint = normalizeRequest(snapshot.checkpoint);
     await showTrace(snapshot.trace, snapshot.spec, { keepStep: snapshot.view.step });
-    document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec: snapshot.spec, source: "snapshot", readOnly: true } }));
+    document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec: snapshot.spec, source: "snapshot", readOnly: true, checkpoint: state.checkpoint } }));
     bindMakeCopy(byTestId("make-copy"), snapshotId);
     return;
   }
   const session = await sessionRequest;
   if (session && session.spec) {
     state.selected = session.view?.selected || null;
-    const trace = await traceSpec(session.spec).catch((error) => { setStatus(`Could not trace the saved spec: ${error.message}`, true); return null; });
+    if (session.checkpoint) state.checkpoint = normalizeRequest(session.checkpoint);
+    const trace = await traceWithCheckpoint(session.spec).catch((error) => { setStatus(`Could not trace the saved spec: ${error.message}`, true); return null; });
     if (trace) {
       await showTrace(trace, session.spec, { keepStep: session.view?.step ?? 0 });
-      document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec: session.spec, source: "session" } }));
+      document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec: session.spec, source: "session", checkpoint: state.checkpoint } }));
       return;
     }
   }
@@ -142,17 +177,18 @@ async function start() {
 }
 
 document.addEventListener("tapescope:trace", (event) => {
-  const { trace, spec } = event.detail;
-  showTrace(trace, spec, { keepStep: player.getStep(), previous: state.trace });
+  const { trace, spec, checkpoint } = event.detail;
+  showTrace(trace, spec, { keepStep: player.getStep(), previous: state.trace, checkpoint });
 });
 
 bindShare({ button: byTestId("share"), output: document.getElementById("share-output") },
-  () => ({ spec: state.spec, step: player.getStep(), selected: state.selected }));
+  () => ({ spec: state.spec, checkpoint: normalizeRequest(state.checkpoint), step: player.getStep(), selected: state.selected }));
 
 window.tapescope = {
   getStep: () => player.getStep(),
   setStep: (n) => player.setStep(n),
   getTrace: () => state.trace,
+  getCheckpoint: () => normalizeRequest(state.checkpoint),
   getSelected: () => state.selected,
   select,
 };

@@ -1,8 +1,11 @@
 // graph.js — the tape as a left-to-right DAG: laid out once, drawn with keyed D3 joins; stepping only restyles.
+// Checkpointed runs: checkpoint entries are labelled with their block region; recompute entries (and, under
+// op-level recomputation, the entries re-run in backward) wear a dashed outline and a "↻" badge. Small graphs are zoomed to fit whole; bigger ones stay readable and follow the cursor.
 /* global d3 */
 import { formatBytes } from "./format.js";
 import { layoutGraph } from "./layout.js";
 import { familyColor } from "./palette.js";
+import { blocksText } from "./trace-index.js";
 
 const NODE_HEIGHT = 26;
 const LEAF_HEIGHT = 20;
@@ -10,11 +13,22 @@ const LABEL_MAX = 24;
 const CHAR_WIDTH = 6.6;
 const MIN_READABLE_SCALE = 0.8;
 const FAR_SCALE = 0.35;
+const FIT_ALL_NODES = 60;     // up to this many nodes the whole graph is fitted into the panel, however small
+const READABLE_MAX_NODES = 500; // up to this many, a graph too big to fit stays readable however long it is
 
 const shorten = (text) => (text.length > LABEL_MAX ? `…${text.slice(-(LABEL_MAX - 1))}` : text);
 
-function nodeModels(trace) {
-  const ops = trace.graph.nodes.map((n) => ({ ...n, isOp: true, label: n.op, height: NODE_HEIGHT }));
+function opLabel(node, index) {
+  if (node.op !== "checkpoint") return node.op;
+  const region = blocksText(index.regions.get(node.entry));
+  return region ? `ckpt ${region}` : "checkpoint";
+}
+
+function nodeModels(trace, index) {
+  const ops = trace.graph.nodes.map((n) => ({
+    ...n, isOp: true, label: opLabel(n, index), height: NODE_HEIGHT,
+    recompute: index.isRecompute(n.entry) || index.isRecipe(n.entry), recipe: index.isRecipe(n.entry),
+  }));
   const leaves = trace.graph.leaves.map((l) => ({ ...l, isOp: false, label: shorten(l.name), height: LEAF_HEIGHT }));
   const nodes = ops.concat(leaves);
   for (const node of nodes) node.width = Math.round(18 + CHAR_WIDTH * node.label.length);
@@ -29,6 +43,49 @@ function badgeTensors(trace, index) {
     byNode.set(nodeId, tensor);
   }
   return byNode;
+}
+
+/** Layout weights: in a checkpointed run the forward chain (edges into forward entries) outweighs the recomputed
+ * regions and the dotted links, so it stays straight; any other run keeps dagre's uniform weights. */
+function edgeWeight(index, target, link) {
+  if (!index.regions.size || link) return 1;
+  return target[0] === "e" && index.trace.tape[Number(target.slice(1))]?.phase === "forward" ? 8 : 2;
+}
+
+/** Dotted links from each checkpoint to the detached copies of its saved input that its recompute starts from,
+ * so a recomputed region is laid out hanging off the checkpoint that re-runs it. */
+function checkpointLinks(trace, index) {
+  const links = [];
+  const seen = new Set();
+  for (const edge of trace.graph.edges) {
+    if (!edge.source.startsWith("t") || !index.isRecompute(Number(edge.target.slice(1)))) continue;
+    const tensor = index.tensor(edge.tensor);
+    const born = tensor ? trace.steps[tensor.born] : null;
+    if (!tensor || tensor.kind === "param" || !born || born.phase === "forward" || seen.has(edge.source)) continue;
+    const owner = index.recomputedFor.get(Number(edge.target.slice(1)));
+    if (owner === undefined) continue;
+    seen.add(edge.source);
+    links.push({ source: `e${owner}`, target: edge.source, tensor: edge.tensor, nbytes: edge.nbytes, link: true, owner });
+  }
+  return links;
+}
+
+function nodeTitle(n, index) {
+  if (!n.isOp) return `${n.name} (${n.kind})`;
+  const scope = n.scope ? ` · ${n.scope}` : "";
+  if (n.recipe) {
+    return `entry ${n.entry} · ${n.op} (${n.family}): its output is not kept for backward but re-derived there (selective recomputation)${scope}`;
+  }
+  if (n.recompute) {
+    const owner = index.recomputedFor.get(n.entry);
+    return `entry ${n.entry} · ${n.op} (${n.family}), recomputed${owner !== undefined ? ` in checkpoint entry ${owner}'s backward` : ""}${scope}`;
+  }
+  if (n.op === "checkpoint") {
+    const region = index.regions.get(n.entry);
+    const where = region?.path ? ` from ${region.path}` : "";
+    return `entry ${n.entry} · checkpoint of ${blocksText(region) || "a region"}${where}: saves only its input, re-runs the region in backward`;
+  }
+  return `entry ${n.entry} · ${n.op} (${n.family})${scope}`;
 }
 
 export function createGraphView(svgElement, { onSelect }) {
@@ -46,11 +103,14 @@ export function createGraphView(svgElement, { onSelect }) {
   let state = null; // {trace, index, nodes, edges, nodeElements, edgeElements, badges, lastClass}
   let selected = null;
 
-  function fit(width, height) {
+  function fit(width, height, nodeCount) {
     const box = svgElement.getBoundingClientRect();
-    // Labels stay readable: below MIN_READABLE_SCALE the graph overflows and follows the cursor instead.
+    // Small graphs fit whole. Bigger ones keep labels readable: below MIN_READABLE_SCALE the graph overflows
+    // and follows the cursor instead.
     const fitted = Math.min(box.width / width, box.height / height);
-    const scale = Math.min(1.4, fitted < MIN_READABLE_SCALE && width < 4000 ? MIN_READABLE_SCALE : Math.max(0.05, fitted));
+    // (Thousands of nodes are shown whole and far out instead: following would pan on every step.)
+    const readable = nodeCount > FIT_ALL_NODES && fitted < MIN_READABLE_SCALE && (width < 4000 || nodeCount <= READABLE_MAX_NODES);
+    const scale = Math.min(1.4, readable ? MIN_READABLE_SCALE : Math.max(0.05, fitted));
     const x = width * scale > box.width ? 10 : (box.width - width * scale) / 2;
     const y = (box.height - height * scale) / 2;
     svg.call(zoom.transform, d3.zoomIdentity.translate(x, y).scale(scale));
@@ -68,7 +128,8 @@ export function createGraphView(svgElement, { onSelect }) {
       .attr("stroke-width", (e) => widthScale(Math.max(1, e.nbytes)))
       .attr("data-tensor", (e) => e.tensor);
     edgeSel.selectAll("title").data((e) => [e]).join("title")
-      .text((e) => `${index.tensor(e.tensor)?.name ?? `tensor ${e.tensor}`} · ${formatBytes(e.nbytes)}`);
+      .text((e) => (e.link ? `checkpoint entry ${e.owner} re-runs its region from its saved input, detached as ${index.tensor(e.tensor)?.name ?? `tensor ${e.tensor}`}`
+        : `${index.tensor(e.tensor)?.name ?? `tensor ${e.tensor}`} · ${formatBytes(e.nbytes)}`));
 
     const nodeSel = nodeLayer.selectAll("g.node").data(nodes, (n) => n.id)
       .join((enter) => {
@@ -94,16 +155,26 @@ export function createGraphView(svgElement, { onSelect }) {
       .attr("rx", (n) => (n.isOp ? 4 : n.height / 2))
       .attr("fill", (n) => (n.isOp ? familyColor(n.family) : null));
     nodeSel.select("text.label").attr("dy", "0.35em").text((n) => n.label);
-    nodeSel.select("title").text((n) => (n.isOp ? `entry ${n.entry} · ${n.op} (${n.family}) · ${n.scope ?? ""}` : `${n.name} (${n.kind})`));
+    nodeSel.select("title").text((n) => nodeTitle(n, index));
+    nodeSel.each(function setRecomputeBadge(n) {
+      const group = d3.select(this);
+      group.select("g.recompute-badge").remove();
+      if (!n.recompute) return;
+      const badge = group.append("g").attr("class", "recompute-badge")
+        .attr("transform", `translate(${-n.width / 2},${-n.height / 2})`);
+      badge.append("circle").attr("r", 7);
+      badge.append("text").attr("dy", "0.35em").text("↻");
+    });
     return { nodeSel, edgeSel };
   }
 
   async function load(trace, index) {
-    const nodes = nodeModels(trace);
-    const edges = trace.graph.edges.map((e, i) => ({ ...e, key: `${e.source}>${e.target}#${e.tensor}#${i}` }));
+    const nodes = nodeModels(trace, index);
+    const edges = trace.graph.edges.concat(checkpointLinks(trace, index))
+      .map((e, i) => ({ ...e, key: `${e.source}>${e.target}#${e.tensor}#${i}` }));
     performance.mark("tapescope:layout-start");
     const layout = await layoutGraph(nodes.map(({ id, width, height }) => ({ id, width, height })),
-      edges.map(({ source, target }) => ({ source, target })));
+      edges.map(({ source, target, link }) => ({ source, target, weight: edgeWeight(index, target, link) })));
     performance.mark("tapescope:layout-done");
     const { nodeSel, edgeSel } = draw(index, nodes, edges, layout);
     const badges = badgeTensors(trace, index);
@@ -120,9 +191,9 @@ export function createGraphView(svgElement, { onSelect }) {
     state = {
       trace, index, nodes, edges,
       nodeElements: nodeSel.nodes(), edgeElements: edgeSel.nodes(),
-      badges, lastClass: new Map(), positions: layout.positions,
+      badges, lastClass: new Map(), positions: layout.positions, size: { width: layout.width, height: layout.height },
     };
-    fit(layout.width, layout.height);
+    fit(layout.width, layout.height, nodes.length);
   }
 
   /** Pan (never re-layout) so the current node stays on screen when the graph is bigger than the view. */
@@ -130,8 +201,14 @@ export function createGraphView(svgElement, { onSelect }) {
     const position = state.positions[nodeId];
     if (!position) return;
     const transform = d3.zoomTransform(svgElement);
-    const [x, y] = transform.apply([position.x, position.y]);
     const box = svgElement.getBoundingClientRect();
+    const [left, top] = transform.apply([0, 0]);
+    const [right, bottom] = transform.apply([state.size.width, state.size.height]);
+    // A small graph shown whole stays put (panning would cut it off beside the editor). Bigger graphs keep
+    // following: at a far-out fit, panning also keeps most of thousands of nodes off screen, which paints faster.
+    const whole = left >= -1 && top >= -1 && right <= box.width + 1 && bottom <= box.height + 1;
+    if (whole && state.nodes.length <= FIT_ALL_NODES) return;
+    const [x, y] = transform.apply([position.x, position.y]);
     const margin = 60;
     if (x > margin && x < box.width - margin && y > margin && y < box.height - margin) return;
     // A jump, not a transition: on thousands of nodes every panned frame repaints the whole drawing.
@@ -154,14 +231,17 @@ export function createGraphView(svgElement, { onSelect }) {
     const ready = new Set(sweep ? sweep.ready : []);
     const afterBackward = index.backwardEnd !== null && stepIndex >= index.backwardEnd;
     const recorded = (entry) => (index.recordedAt.get(entry) ?? Infinity) <= stepIndex;
+    // Op-level recomputation: the entries re-run during this backward step to re-derive a recipe's value.
+    const rerun = new Set((index.rederivedAt.get(stepIndex) ?? []).map((t) => index.tensor(t.recompute_of)?.produced_by));
     nodes.forEach((n, i) => {
-      let cls = n.isOp ? `node op fam-${n.family}` : `node leaf kind-${n.kind}`;
+      let cls = n.isOp ? `node op fam-${n.family}${n.recompute ? " recompute-node" : ""}` : `node leaf kind-${n.kind}`;
       if (n.isOp) {
         const swept = index.sweptAt.get(n.entry);
         if (!recorded(n.entry)) cls += " future";
         else if (afterBackward || (swept !== undefined && swept < stepIndex)) cls += " freed";
-        if (step.entry === n.entry && step.phase !== "optimizer") cls += ` current ${step.phase}`;
+        if (step.entry === n.entry && step.phase !== "optimizer") cls += ` current ${step.phase}${step.recorded === false ? " inside" : ""}`;
         if (ready.has(n.entry)) cls += " ready";
+        if (rerun.has(n.entry)) cls += " rerun";
       }
       const tensor = badges.get(n.id);
       if (tensor && index.held(tensor, stepIndex)) cls += " held";
@@ -171,11 +251,16 @@ export function createGraphView(svgElement, { onSelect }) {
     if (step.entry !== null && step.entry !== undefined) follow(`e${step.entry}`);
     const flowing = sweep ? `e${sweep.entry}` : null;
     edges.forEach((e, i) => {
+      if (e.link) {
+        const started = (index.recomputeSteps.get(e.owner)?.[0] ?? Infinity) <= stepIndex;
+        setClass(edgeElements[i], e.key, `edge ckpt-link${started ? " started" : ""}`);
+        return;
+      }
       const target = Number(e.target.slice(1));
       let cls = "edge";
       if (!recorded(target)) cls += " future";
       else if (flowing && e.target === flowing) cls += " adjoint";
-      else if (step.phase === "forward" && step.entry === target) cls += " feeding";
+      else if ((step.phase === "forward" || step.phase === "recompute") && step.entry === target) cls += " feeding";
       setClass(edgeElements[i], e.key, cls);
     });
   }

@@ -1,8 +1,25 @@
 // inspector.js — the selected node or tensor: shape, dtype, bytes, address, saved-by, lifetime, state at the cursor, values.
+// Checkpoint entries show their region and RNG handling; recompute entries the checkpoint that re-ran them.
 /* global Plotly */
 import { el, facts } from "./dom.js";
 import { formatBytes, formatNumber, formatShape } from "./format.js";
 import { asRows, decodeHalfs } from "./half.js";
+import { blocksText } from "./trace-index.js";
+
+/** Who made a tensor: its tape entry, an op inside a checkpoint (no entry), a checkpoint's detached input, or a leaf. */
+function producerOf(tensor, index) {
+  const tape = index.trace.tape;
+  if (tensor.produced_by !== null) {
+    const entry = tape[tensor.produced_by];
+    return `${entry.op} (entry ${tensor.produced_by}${entry.phase === "recompute" ? ", recomputed" : ""})`;
+  }
+  const born = index.trace.steps[tensor.born];
+  if (born && born.recorded === false) return `${born.op ?? "an op"} inside checkpoint entry ${born.entry}, not on the tape`;
+  if ((tensor.kind === "activation" || tensor.kind === "input") && born && born.phase !== "forward") {
+    return "a checkpoint's saved input, detached for its recompute";
+  }
+  return `${tensor.kind} (a leaf)`;
+}
 
 function tensorState(tensor, index, step) {
   if (tensor.born > step) return "not yet allocated";
@@ -17,7 +34,7 @@ function tensorFacts(tensor, index, step) {
   const tape = index.trace.tape;
   const savedBy = tensor.saved_by.length
     ? tensor.saved_by.map((entry) => `${tape[entry].op} (entry ${entry})`).join(", ") : "nothing saves it";
-  const producer = tensor.produced_by === null ? `${tensor.kind} (a leaf)` : `${tape[tensor.produced_by].op} (entry ${tensor.produced_by})`;
+  const producer = producerOf(tensor, index);
   const stats = tensor.value ? `min ${formatNumber(tensor.value.min)} · max ${formatNumber(tensor.value.max)} · mean ${formatNumber(tensor.value.mean)} · norm ${formatNumber(tensor.value.norm)}` : "—";
   return facts([
     ["tensor", `${tensor.name} (id ${tensor.id}, ${tensor.kind})`],
@@ -26,10 +43,45 @@ function tensorFacts(tensor, index, step) {
     ["address", `${tensor.address} · storage ${tensor.storage}`],
     ["made by", producer],
     ["saved by", savedBy],
+    ...recomputeFacts(tensor, index),
     ["lifetime", `born step ${tensor.born} → ${tensor.freed === null ? "end" : `freed step ${tensor.freed}`}`],
     [`at step ${step}`, tensorState(tensor, index, step)],
     ["values", stats],
   ]);
+}
+
+/** Op-level recomputation: a tensor kept as a recipe, or the recomputed copy of one. */
+function recomputeFacts(tensor, index) {
+  const tape = index.trace.tape;
+  if (tensor.recompute_of !== undefined && tensor.recompute_of !== null) {
+    const original = index.tensor(tensor.recompute_of);
+    return [["recompute", `a recomputed copy of ${original?.name ?? `tensor ${tensor.recompute_of}`} (id ${tensor.recompute_of}), made in backward`]];
+  }
+  if (tensor.recomputed_by?.length) {
+    const by = tensor.recomputed_by.map((entry) => `${tape[entry].op} (entry ${entry})`).join(", ");
+    const dropped = tensor.dropped !== undefined ? `, dropped at step ${tensor.dropped}` : "";
+    return [["recompute", `kept as a recipe by ${by}${dropped}: re-derived in backward`]];
+  }
+  return [];
+}
+
+/** Extra rows for checkpoint and recompute entries. */
+function entryPhase(entry, index) {
+  if (entry.phase === "recompute") {
+    const owner = index.recomputedFor.get(entry.index);
+    const at = index.recordedAt.get(entry.index);
+    const owner_ = owner !== undefined ? ` in checkpoint entry ${owner}'s backward` : " in backward";
+    return [["phase", `recompute: re-run${owner_}${at !== undefined ? ` at step ${at}` : ""}`]];
+  }
+  if (entry.op !== "checkpoint") return [];
+  const region = index.regions.get(entry.index);
+  const recomputes = index.recomputeSteps.get(entry.index) ?? [];
+  const rng = entry.attrs?.preserve_rng_state === false ? "not preserved: dropout draws new masks on recompute" : "preserved: the recompute replays the same random draws";
+  return [
+    ["region", `${blocksText(region) || "a region"}${region?.path ? ` from ${region.path}` : ""}`],
+    ["recompute", recomputes.length ? `${recomputes.length} steps in its backward` : "none yet"],
+    ["RNG state", rng],
+  ];
 }
 
 export function createInspector(element) {
@@ -49,7 +101,7 @@ export function createInspector(element) {
     if (shown === tensor) return;
     shown = tensor;
     if (!tensor || !tensor.value || !tensor.value.f16) {
-      Plotly.purge(heatmap);
+      // Hidden, not purged: purging while Plotly's deferred auto-margin redraw is pending throws inside Plotly.
       heatmap.hidden = true;
       return;
     }
@@ -74,9 +126,12 @@ export function createInspector(element) {
       if (entry) {
         body.append(facts([
           ["entry", `${entry.index} · ${entry.op} → ${entry.backward}`],
-          ["scope", entry.scope ?? "—"],
+          ...entryPhase(entry, index),
+          ["scope", entry.scope || "—"],
           ["flops", entry.flops.toLocaleString("en")],
-          ["saves", entry.saved.length ? entry.saved.map((id) => index.tensor(id).name).join(", ") : "nothing"],
+          ["saves", entry.saved.length ? entry.saved.map((id) => index.tensor(id)?.name ?? `tensor ${id}`).join(", ") : "nothing"],
+          ...(entry.recomputes?.length ? [["recipes", `${[...new Set(entry.recomputes)].map((id) => index.tensor(id)?.name ?? `tensor ${id}`).join(", ")}: recomputed in backward, not saved`]] : []),
+          ...(index.isRecipe(entry.index) ? [["re-run", "in backward, to re-derive its output for a consumer that kept only a recipe"]] : []),
           ["why", entry.why],
         ]));
         body.append(el("h3", { text: "Output" }));

@@ -13,7 +13,9 @@
       marginx: SPACING.margin, marginy: SPACING.margin });
     graph.setDefaultEdgeLabel(() => ({}));
     for (const box of boxes) graph.setNode(box.id, { width: box.width, height: box.height });
-    edges.forEach((edge, i) => graph.setEdge(edge.source, edge.target, {}, String(i)));
+    // An edge's optional weight (default 1) asks dagre to keep it short and straight: the forward chain's edges
+    // outweigh the dotted links that hang a recomputed region off its checkpoint.
+    edges.forEach((edge, i) => graph.setEdge(edge.source, edge.target, { weight: edge.weight ?? 1 }, String(i)));
     dagre.layout(graph);
     const positions = {};
     for (const box of boxes) {

@@ -1,5 +1,7 @@
 // memory.js — the Plotly memory timeline: live bytes stacked by kind, the peak marked, a step cursor, a ghost of the previous run.
+// Bytes on the y axis are binary (KiB, MiB) like the header; forward and recompute steps are shaded.
 /* global Plotly */
+import { byteAxis } from "./byte-axis.js";
 import { createChartCursor } from "./chart-cursor.js";
 import { formatBytes } from "./format.js";
 import { KINDS, KIND_COLORS } from "./palette.js";
@@ -26,10 +28,22 @@ export function createMemoryChart(element, { onPick }) {
     };
   }
 
+  const band = (x0, x1, color, opacity) => ({ type: "rect", xref: "x", yref: "paper", x0: x0 - 0.5, x1: x1 + 0.5,
+    y0: 0, y1: 1, fillcolor: color, opacity, line: { width: 0 }, layer: "below" });
+
+  /** The forward pass, and each run of consecutive recompute steps (a checkpoint re-running its region). */
   function phaseBands(doc) {
-    const end = doc.summary.forward_end_step;
-    return [{ type: "rect", xref: "x", yref: "paper", x0: -0.5, x1: end + 0.5, y0: 0, y1: 1,
-      fillcolor: "#0072B2", opacity: 0.05, line: { width: 0 }, layer: "below" }];
+    const bands = [band(0, doc.summary.forward_end_step, "#0072B2", 0.05)];
+    let start = null;
+    doc.steps.forEach((step, i) => {
+      const recompute = step.phase === "recompute";
+      if (recompute && start === null) start = i;
+      if (start !== null && (!recompute || i === doc.steps.length - 1)) {
+        bands.push(band(start, recompute ? i : i - 1, "#CC79A7", 0.22));
+        start = null;
+      }
+    });
+    return bands;
   }
 
   async function load(doc, previous) {
@@ -42,7 +56,8 @@ export function createMemoryChart(element, { onPick }) {
       showlegend: true, legend: { x: 1.01, y: 1, font: { size: 11 }, traceorder: "reversed" },
       hovermode: "x unified",
       xaxis: { title: { text: "step", standoff: 4 }, range: [-0.5, doc.steps.length - 0.5], zeroline: false },
-      yaxis: { title: { text: "live bytes" }, tickformat: "~s", ticksuffix: "B", rangemode: "tozero" },
+      yaxis: byteAxis(Math.max(peak, previous?.summary.peak_bytes ?? 0),
+        { title: { text: "live bytes" } }),
       shapes: phaseBands(doc),
       annotations: [{ x: peakStep, y: peak, text: `peak ${formatBytes(peak)}`, showarrow: true, arrowhead: 2,
         ax: -56, ay: -14, font: { size: 11 }, bgcolor: "#fff" }],

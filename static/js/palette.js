@@ -8,6 +8,7 @@ const OKABE_ITO = {
 export const FAMILY_COLORS = {
   matmul: OKABE_ITO.blue, binary: OKABE_ITO.sky, elementwise: OKABE_ITO.green, reduce: OKABE_ITO.orange,
   normalization: OKABE_ITO.purple, loss: OKABE_ITO.vermillion, movement: OKABE_ITO.grey, random: OKABE_ITO.yellow,
+  checkpoint: "#e5e7eb",   // a neutral box: a checkpoint stands for a region of ops, not one op of its own
 };
 
 export const familyColor = (family) => FAMILY_COLORS[family] || OKABE_ITO.grey;

@@ -3,11 +3,11 @@ import { copySnapshot, createSnapshot } from "./api.js";
 
 export function bindShare({ button, output }, getState) {
   button.addEventListener("click", async () => {
-    const { spec, step, selected } = getState();
+    const { spec, checkpoint, step, selected } = getState();
     button.disabled = true;
     output.textContent = "Making a link…";
     try {
-      const { url } = await createSnapshot(spec, { step, selected: selected || null });
+      const { url } = await createSnapshot(spec, { step, selected: selected || null }, checkpoint || null);
       const link = new URL(url, window.location.origin).href;
       output.replaceChildren();
       const anchor = document.createElement("a");

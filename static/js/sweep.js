@@ -1,6 +1,9 @@
 // sweep.js — the backward panel: the vjp at the cursor, the saved tensors it reads and why, contributions, +=, ready queue, frees.
+// Checkpointed runs: a checkpoint's backward says what it re-runs; recompute steps and the unrecorded ops inside a
+// checkpoint's forward say what they save (again) or why they save nothing.
 import { el, facts } from "./dom.js";
 import { formatBytes, formatShape } from "./format.js";
+import { blocksText } from "./trace-index.js";
 
 const name = (index, id) => index.tensor(id)?.name ?? `tensor ${id}`;
 /** Gradients often share a name (x*x makes two "dx"), so the sweep writes each with its tensor id. */
@@ -24,11 +27,36 @@ function accumulation(index, item) {
     "data-parts": item.parts.length }, text);
 }
 
+const stepRange = (steps) => (steps.length === 1 ? `step ${steps[0]}` : `steps ${steps[0]}–${steps[steps.length - 1]}`);
+
 function forwardSummary(index, step) {
   const entry = index.trace.tape[step.entry];
   if (!entry) return el("p", { class: "hint", text: "Step to the backward pass to see the adjoint sweep." });
+  const region = blocksText(index.regions.get(entry.index));
+  if (step.recorded === false) {
+    return el("div", { class: "checkpoint-note" },
+      el("p", {}, `Running ${step.op ?? "an op"} inside checkpoint entry ${entry.index}${region ? ` (${region})` : ""} without the tape: it saves nothing, and its output is dropped once the next op has used it.`),
+      el("p", {}, "The checkpoint keeps only its input: ", tensorChips(index, entry.saved), "."),
+      el("p", { class: "hint", text: "Backward will re-run this region with the tape on to get the rest back." }));
+  }
+  if (step.phase === "recompute") {
+    const owner = index.recomputedFor.get(entry.index);
+    return el("div", { class: "checkpoint-note" },
+      el("p", {}, `↻ Recomputing ${entry.op} (entry ${entry.index})${owner !== undefined ? ` for checkpoint entry ${owner}` : ""}: the region's forward runs again, recorded this time, `,
+        ...(entry.saved.length ? [`and ${entry.op} saves `, tensorChips(index, entry.saved), " again."] : [`and ${entry.op} saves nothing.`])),
+      el("p", { class: "why", text: entry.why }),
+      el("p", { class: "hint", text: "The backward steps right after this read what it saved, then free it." }));
+  }
+  if (index.isCheckpoint(entry.index)) {
+    return el("div", { class: "checkpoint-note" },
+      el("p", {}, `Recording a checkpoint${region ? ` over ${region}` : ""}: it saves only `, tensorChips(index, entry.saved), "."),
+      el("p", { class: "why", text: entry.why }),
+      el("p", { class: "hint", text: "The ops inside run next without the tape; backward re-runs them." }));
+  }
   return el("div", {},
     el("p", {}, `Recording ${entry.op}: it saves `, tensorChips(index, entry.saved), "."),
+    entry.recomputes?.length ? el("p", { class: "checkpoint-note" }, "↻ It keeps only a recipe for ",
+      tensorChips(index, [...new Set(entry.recomputes)]), ": selective recomputation re-derives it in backward.") : null,
     el("p", { class: "why", text: entry.why }),
     el("p", { class: "hint", text: "The sweep runs these entries in reverse once the forward pass ends." }));
 }
@@ -69,6 +97,18 @@ export function createSweepPanel(element) {
         ["freed", tensorChips(index, item.freed, "chip freed-chip")],
       ]),
     );
+    const rederived = index.rederivedAt.get(stepIndex) ?? [];
+    if (rederived.length) {
+      body.append(el("p", { class: "checkpoint-note", "data-testid": "rederived" },
+        "↻ Recomputed here instead of kept since forward: ", tensorChips(index, rederived.map((t) => t.id)),
+        " — re-run from the stored inputs, used by this vjp, then freed."));
+    }
+    if (index.isCheckpoint(item.entry)) {
+      const steps = index.recomputeSteps.get(item.entry) ?? [];
+      const region = blocksText(index.regions.get(item.entry));
+      body.append(el("p", { class: "checkpoint-note", "data-testid": "checkpoint-backward" },
+        `↻ ${item.backward} re-runs ${region || "its region"} with the tape on${steps.length ? ` (recompute ${stepRange(steps)})` : ""}, then backs through what that recorded; the recomputed activations are freed as the inner sweep goes.`));
+    }
     if (stepIndex === index.backwardEnd) {
       body.append(el("p", { class: "freed-note", text: "Backward is done: the tape has freed what it saved. A second backward would raise \"Trying to backward through the graph a second time\" unless retain_graph=True." }));
     }

@@ -1,13 +1,55 @@
 // trace-index.js — lookups over one trace document (by id, by step), built once; nothing here recomputes memory.
+// Checkpointed runs add: which block region each checkpoint entry covers, which checkpoint's backward re-ran
+// each recompute entry, and the recompute steps of each checkpoint. Op-level (selective) recomputation adds: the
+// entries whose outputs are kept as recipes instead of saved, and the recomputed copies each backward step makes.
+
+/** checkpoint tape index -> {ordinal, blocks, path}: the k-th checkpoint recorded covers schedule.block_regions[k]. */
+function checkpointRegions(trace) {
+  const regions = trace.schedule?.block_regions ?? [];
+  const entries = trace.tape.filter((e) => e.op === "checkpoint" && e.phase === "forward").map((e) => e.index);
+  // trace.blocks lists the blocks the forward visited in order: a region's first block, or an unregioned block.
+  const startPath = new Map();
+  const regionAt = new Map(regions.map((r) => [r[0], r]));
+  for (let i = 0, j = 0; j < (trace.blocks ?? []).length; j += 1) {
+    startPath.set(i, trace.blocks[j].path);
+    i = regionAt.has(i) ? regionAt.get(i)[regionAt.get(i).length - 1] + 1 : i + 1;
+  }
+  const out = new Map();
+  entries.forEach((entry, ordinal) => {
+    const blocks = regions[ordinal] ?? null;
+    out.set(entry, { ordinal, blocks, path: blocks ? startPath.get(blocks[0]) ?? null : null });
+  });
+  return out;
+}
+
+/** "blocks 0–3", "block 16", or "" when the schedule does not say. */
+export function blocksText(region) {
+  const blocks = region?.blocks;
+  if (!blocks || !blocks.length) return "";
+  return blocks.length === 1 ? `block ${blocks[0]}` : `blocks ${blocks[0]}–${blocks[blocks.length - 1]}`;
+}
 
 export function indexTrace(trace) {
   const tensors = new Map(trace.tensors.map((t) => [t.id, t]));
-  const recordedAt = new Map();   // tape index -> the forward step that recorded it
+  const tape = trace.tape;
+  const recordedAt = new Map();   // tape index -> the forward (or recompute) step that recorded it
   const sweptAt = new Map();      // tape index -> the backward step that ran its vjp
+  const recomputedFor = new Map();  // recompute tape index -> the checkpoint entry whose backward re-ran it
+  const recomputeSteps = new Map(); // checkpoint tape index -> its recompute steps
+  let checkpointInBackward = null;
   for (const step of trace.steps) {
     if (step.entry === null || step.entry === undefined) continue;
-    if (step.phase === "forward" && !recordedAt.has(step.entry)) recordedAt.set(step.entry, step.index);
-    if (step.phase === "backward") sweptAt.set(step.entry, step.index);
+    const records = (step.phase === "forward" && step.recorded !== false) || step.phase === "recompute";
+    if (records && !recordedAt.has(step.entry)) recordedAt.set(step.entry, step.index);
+    if (step.phase === "backward") {
+      sweptAt.set(step.entry, step.index);
+      if (tape[step.entry]?.op === "checkpoint") checkpointInBackward = step.entry;
+    }
+    if (step.phase === "recompute" && checkpointInBackward !== null) {
+      if (!recomputedFor.has(step.entry)) recomputedFor.set(step.entry, checkpointInBackward);
+      if (!recomputeSteps.has(checkpointInBackward)) recomputeSteps.set(checkpointInBackward, []);
+      recomputeSteps.get(checkpointInBackward).push(step.index);
+    }
   }
   const sweepByStep = new Map(trace.sweep.map((item) => [item.step, item]));
   const releasedAt = new Map();   // tensor id -> the sweep step that released it from the tape
@@ -18,9 +60,23 @@ export function indexTrace(trace) {
   const lastStep = trace.steps.length - 1;
   const backwardSteps = trace.steps.filter((s) => s.phase === "backward").map((s) => s.index);
   const backwardEnd = backwardSteps.length ? Math.max(...backwardSteps) : null;
+  const regions = checkpointRegions(trace);
+  const recipeEntries = new Set();  // forward entries re-run in backward because a consumer keeps a recipe of their output
+  const rederivedAt = new Map();    // step -> the recomputed copies (recompute_of) born in that backward step
+  for (const t of trace.tensors) {
+    if (t.recomputed_by?.length && t.produced_by !== null) recipeEntries.add(t.produced_by);
+    if (t.recompute_of !== undefined && t.recompute_of !== null) {
+      if (!rederivedAt.has(t.born)) rederivedAt.set(t.born, []);
+      rederivedAt.get(t.born).push(t);
+    }
+  }
   return {
     trace, tensors, recordedAt, sweptAt, sweepByStep, releasedAt, savedTensors, lastStep, backwardEnd,
+    regions, recomputedFor, recomputeSteps, recipeEntries, rederivedAt,
     tensor: (id) => tensors.get(id),
+    isCheckpoint: (entry) => tape[entry]?.op === "checkpoint",
+    isRecompute: (entry) => tape[entry]?.phase === "recompute",
+    isRecipe: (entry) => recipeEntries.has(entry),
     alive: (t, step) => t.born <= step && (t.freed === null || step <= t.freed),
     /** Whether the tape holds tensor `t` at `step`: recorded by a saving entry and not yet released. */
     held(t, step) {

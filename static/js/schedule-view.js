@@ -1,0 +1,73 @@
+// schedule-view.js — the checkpoint schedule on screen: the summary line, the loud gradient warning, the "Scale this
+// model up" link, and the schedules of a trace traced without a checkpoint ("none" goes to the server bare, which is
+// ~3× faster), fetched once editing pauses and filled into the Pareto panel when the same trace is still shown.
+import { traceSpec } from "./api.js";
+import { ledgerLink } from "./scale-up.js";
+import { NO_CHECKPOINT, gradMismatch, scheduleSummary } from "./schedule.js";
+
+const SCHEDULES_AFTER_MS = 500;            // quiet time after a trace before the schedules are asked for
+const AUTO_SCHEDULES_MAX_ENTRIES = 1000;   // above this, running every schedule waits for a click
+
+/** root: the .explorer element; pareto: the Pareto panel; current(): {trace, checkpoint} on screen now. */
+export function createScheduleView({ root, pareto, current }) {
+  const byTestId = (id) => root.querySelector(`[data-testid="${id}"]`);
+  let timer = null;
+  let request = null;
+
+  function show(trace, spec) {
+    const summary = byTestId("schedule-summary");
+    summary.textContent = scheduleSummary(trace);
+    summary.dataset.policy = trace.schedule?.policy ?? "";
+    const mismatch = gradMismatch(trace.schedule);
+    const warning = byTestId("grad-mismatch");
+    warning.hidden = !mismatch;
+    warning.textContent = mismatch ? `⚠ ${mismatch.text}` : "";
+    summary.classList.toggle("mismatch", Boolean(mismatch));
+    const link = byTestId("scale-up");
+    const href = ledgerLink(spec);
+    link.hidden = !href;
+    if (href) link.href = href; else link.removeAttribute("href");
+  }
+
+  function cancel() {
+    clearTimeout(timer);
+    request?.abort();
+  }
+
+  async function fetchNow(trace, spec) {
+    const controller = (request = new AbortController());
+    try {
+      const preserve = current().checkpoint.preserve_rng_state !== false;
+      const full = await traceSpec(spec, controller.signal, { ...NO_CHECKPOINT, preserve_rng_state: preserve });
+      if (current().trace !== trace) return;
+      Object.assign(trace, { schedule: full.schedule, schedules: full.schedules, pareto: full.pareto });
+      await pareto.load(trace);
+      show(trace, spec);
+      root.dataset.schedules = "ready";
+    } catch (error) {
+      if (error.name === "AbortError") return;
+      root.dataset.schedules = "failed";
+      pareto.waiting(`Could not run the schedules: ${error.message}`, () => fetchNow(trace, spec));
+    }
+  }
+
+  /** A trace without schedules gets them a moment later (or on a click, for big traces). */
+  function fetchLater(trace, spec) {
+    cancel();
+    root.dataset.schedules = trace.schedules ? "ready" : "pending";
+    if (trace.schedules) return;
+    if (trace.tape.length > AUTO_SCHEDULES_MAX_ENTRIES) {
+      root.dataset.schedules = "on-demand";
+      pareto.waiting(`${trace.tape.length.toLocaleString("en")} tape entries: each schedule is a full run of this model.`,
+        () => fetchNow(trace, spec));
+      return;
+    }
+    pareto.waiting("Running every schedule on this model…");
+    timer = setTimeout(() => fetchNow(trace, spec), SCHEDULES_AFTER_MS);
+  }
+
+  // The editor started another trace: the schedules of the one on screen would only hold the server up.
+  document.addEventListener("tapescope:tracing", cancel);
+
+  return { show, fetchLater };
+}

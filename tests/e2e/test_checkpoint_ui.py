@@ -1,0 +1,280 @@
+"""Checkpoint schedules in the explorer, in a real browser: the editor's policy control, the Pareto panel, recompute
+steps in the player, the gradient-mismatch warning and the "Scale this model up" link. Numbers are checked
+against POST /api/trace with the same spec and checkpoint request."""
+import re
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+POLICIES = [{"policy": "none"}, {"policy": "every_k", "k": 1}, {"policy": "every_k", "k": 2}, {"policy": "sqrt"},
+            {"policy": "selective"}, {"policy": "optimal"}]
+
+
+@pytest.fixture
+def errors(page):
+    """Script errors and console errors on the page (the favicon's 404 is not one)."""
+    seen = []
+    page.on("pageerror", lambda error: seen.append(str(error)))
+    page.on("console", lambda m: seen.append(m.text) if m.type == "error" and "favicon" not in m.location.get("url", "") else None)
+    yield seen
+    assert seen == []
+
+
+def api_trace(page, base, spec, checkpoint):
+    response = page.request.post(f"{base}/api/trace", data={"spec": spec, "checkpoint": checkpoint})
+    assert response.ok, response.text()
+    return response.json()
+
+
+def shown_trace(page):
+    return page.evaluate("window.tapescope.getTrace()")
+
+
+def wait_schedule(page, policy, **params):
+    """Wait until the explorer shows a trace whose schedule is `policy` (with `params`) and is interactive."""
+    page.wait_for_function(
+        """([policy, params]) => {
+             const s = window.tapescope.getTrace()?.schedule;
+             return s && s.policy === policy && Object.entries(params).every(([k, v]) => s.params[k] === v)
+               && document.querySelector('.explorer').dataset.ready === 'true';
+           }""", arg=[policy, params], timeout=20000)
+    return shown_trace(page)
+
+
+def choose(page, policy, k=None, preserve=None):
+    page.get_by_test_id("checkpoint-policy").select_option(policy)
+    params = {}
+    if k is not None:
+        wait_schedule(page, policy)
+        page.get_by_test_id("checkpoint-k").fill(str(k))
+        params["k"] = k
+    if preserve is not None:
+        wait_schedule(page, policy, **params)
+        page.get_by_test_id("checkpoint-rng").set_checked(preserve)
+        page.wait_for_function("p => window.tapescope.getTrace()?.schedule?.preserve_rng_state === p"
+                               " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preserve, timeout=20000)
+    return wait_schedule(page, policy, **params)
+
+
+def peak_shown(page):
+    return int(page.get_by_test_id("peak-bytes").get_attribute("data-bytes"))
+
+
+def shot(page, name, locator=None):
+    ARTIFACTS.mkdir(exist_ok=True)
+    if locator is not None:
+        locator.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"checkpoint-{name}.png"), full_page=locator is None)
+
+
+def test_sqrt_on_deep_mlp_shows_the_executed_peak_lower_than_none(page, live_server, errors):
+    open_explorer(page, live_server, "deep-mlp")
+    none_peak = peak_shown(page)
+    spec = presets(page, live_server)["deep-mlp"]["spec"]
+    trace = choose(page, "sqrt")
+    expected = api_trace(page, live_server, spec, {"policy": "sqrt"})["schedule"]
+    assert trace["schedule"]["executed_peak_bytes"] == expected["executed_peak_bytes"]
+    expect(page.get_by_test_id("peak-bytes")).to_have_attribute("data-bytes", str(expected["executed_peak_bytes"]))
+    assert expected["executed_peak_bytes"] < none_peak
+    base = next(s for s in trace["schedules"] if s["policy"] == "none")
+    assert base["executed_peak_bytes"] == none_peak
+    summary = page.get_by_test_id("schedule-summary")
+    expect(summary).to_contain_text("sqrt: peak")
+    expect(summary).to_contain_text("→")
+    expect(summary).to_contain_text(f"+{round(expected['overhead'] * 100)}% FLOPs")
+    expect(summary).to_contain_text("grads bitwise equal")
+    expect(page.get_by_test_id("grad-mismatch")).to_be_hidden()
+    # the memory chart ghosts the un-checkpointed run
+    names = page.evaluate("Array.from(document.querySelector('[data-testid=memory-chart]').data, d => d.name)")
+    assert "previous run" in names
+    shot(page, "deep-mlp-sqrt")
+
+
+def test_recompute_steps_are_labelled_and_marked_in_the_graph(page, live_server, errors):
+    open_explorer(page, live_server, "deep-mlp")
+    trace = choose(page, "sqrt")
+    recompute = [s for s in trace["steps"] if s["phase"] == "recompute"]
+    assert recompute, "a checkpointed run re-runs its regions in backward"
+    step = recompute[0]
+    go_to_step(page, step["index"])
+    label = page.get_by_test_id("step-label")
+    expect(label).to_contain_text(re.compile(r"^recompute · entry \d+ · re-running "))
+    expect(label).to_contain_text(trace["tape"][step["entry"]]["op"])
+    current = page.locator("[data-testid=graph] .node.current")
+    expect(current).to_have_count(1)
+    expect(current).to_have_attribute("data-node-id", str(step["entry"]))
+    expect(current).to_have_class(re.compile(r"\brecompute-node\b"))
+    expect(current.locator(".recompute-badge")).to_have_count(1)
+    expect(page.get_by_test_id("sweep")).to_contain_text("Recomputing")
+    # one ↻ node per recompute tape entry; checkpoint entries labelled with their blocks
+    recomputed = [e for e in trace["tape"] if e["phase"] == "recompute"]
+    expect(page.locator("[data-testid=graph] .node.recompute-node")).to_have_count(len(recomputed))
+    checkpoints = [e for e in trace["tape"] if e["op"] == "checkpoint"]
+    expect(page.locator("[data-testid=graph] .node.fam-checkpoint")).to_have_count(len(checkpoints))
+    expect(page.locator(f"[data-testid=graph] [data-node-id='{checkpoints[0]['index']}'] .label")).to_have_text("ckpt blocks 0–3")
+    shot(page, "recompute-step")
+
+    # an op inside a checkpoint's forward runs without the tape
+    inside = next(s for s in trace["steps"] if s.get("recorded") is False)
+    go_to_step(page, inside["index"])
+    expect(label).to_have_text(f"forward (no tape) · inside checkpoint entry {inside['entry']} (blocks 0–3) · {inside['op']}")
+    expect(page.get_by_test_id("sweep")).to_contain_text("without the tape")
+
+    # the checkpoint's own backward says what it re-runs
+    backward = next(s for s in trace["steps"] if s["phase"] == "backward" and trace["tape"][s["entry"]]["op"] == "checkpoint")
+    go_to_step(page, backward["index"])
+    expect(label).to_contain_text("CheckpointBackward")
+    expect(page.get_by_test_id("checkpoint-backward")).to_contain_text("re-runs block 16 with the tape on")
+
+
+def test_pareto_chart_has_one_marker_per_schedule_and_clicking_one_switches(page, live_server, errors):
+    open_explorer(page, live_server, "deep-mlp")
+    trace = choose(page, "sqrt")
+    chart = page.get_by_test_id("pareto-chart")
+    points = chart.locator(".scatterlayer .trace:nth-of-type(1) .points path.point")
+    expect(points).to_have_count(len(trace["schedules"]))
+    expect(page.get_by_test_id("schedule-option")).to_have_count(len(trace["schedules"]))
+    expect(page.locator("[data-testid=schedule-option][aria-pressed=true]")).to_have_text("sqrt")
+    summary = page.get_by_test_id("schedule-summary")
+    before = summary.inner_text()
+    shot(page, "pareto-sqrt", chart)
+
+    index = next(i for i, s in enumerate(trace["schedules"]) if s["policy"] == "every_k" and s["params"]["k"] == 1)
+    point = points.nth(index)
+    point.scroll_into_view_if_needed()
+    box = point.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    switched = wait_schedule(page, "every_k", k=1)
+    expect(summary).not_to_have_text(before)
+    expect(summary).to_contain_text("every_k k=1: peak")
+    expect(page.get_by_test_id("peak-bytes")).to_have_attribute("data-bytes", str(switched["schedule"]["executed_peak_bytes"]))
+    expect(page.get_by_test_id("checkpoint-policy")).to_have_value("every_k")
+    expect(page.get_by_test_id("checkpoint-k")).to_have_value("1")
+    expect(page.locator("[data-testid=schedule-option][aria-pressed=true]")).to_have_text("every_k k=1")
+
+    # the table's buttons do the same from the keyboard; undo goes back to the schedule before
+    page.locator("[data-testid=schedule-option][data-policy=none]").focus()
+    page.keyboard.press("Enter")
+    wait_schedule(page, "none")
+    expect(summary).to_contain_text("no checkpointing")
+    page.get_by_test_id("undo").click()
+    wait_schedule(page, "every_k", k=1)
+    expect(page.get_by_test_id("checkpoint-policy")).to_have_value("every_k")
+
+
+def test_no_rng_replay_on_transformer_tiny_shows_the_gradient_mismatch(page, live_server, errors):
+    open_explorer(page, live_server, "transformer-tiny")
+    trace = choose(page, "sqrt", preserve=False)
+    schedule = trace["schedule"]
+    assert schedule["grads_match"] is False
+    warning = page.get_by_test_id("grad-mismatch")
+    expect(warning).to_be_visible()
+    expect(warning).to_contain_text("gradients differ: max |Δ|")
+    expect(warning).to_contain_text("dropout masks were not replayed")
+    shown = float(re.search(r"max \|Δ\| (\S+)", warning.inner_text()).group(1))
+    largest = max(schedule["grad_mismatch"].values())
+    assert shown == pytest.approx(largest, rel=0.05)
+    expect(page.get_by_test_id("schedule-summary")).to_contain_text("gradients DIFFER")
+    shot(page, "rng-off")
+    page.get_by_test_id("checkpoint-rng").check()
+    page.wait_for_function("() => window.tapescope.getTrace()?.schedule?.grads_match === true"
+                           " && document.querySelector('.explorer').dataset.ready === 'true'", timeout=20000)
+    expect(warning).to_be_hidden()
+
+
+def test_scale_up_link_carries_the_models_shape_to_the_ledger(page, live_server, errors):
+    open_explorer(page, live_server, "seed-tape")
+    expect(page.get_by_test_id("scale-up")).to_be_hidden()
+    open_explorer(page, live_server, "transformer-tiny")
+    link = page.get_by_test_id("scale-up")
+    expect(link).to_be_visible()
+    url = urlparse(link.get_attribute("href"))
+    assert url.path == "/ledger"
+    query = {key: values[0] for key, values in parse_qs(url.query).items()}
+    assert {key: query[key] for key in ("layers", "hidden", "heads", "vocab", "batch", "seq", "dtype")} == {
+        "layers": "2", "hidden": "32", "heads": "4", "vocab": "50", "batch": "2", "seq": "16", "dtype": "fp32"}
+    assert query["attention"] == "naive" and query["optimizer"] == "adam" and query["dropout"] == "true"
+    link.click()
+    page.wait_for_url(re.compile(r"/ledger\?"))
+    expect(page.locator("body")).to_have_attribute("data-ledger-ready", "true", timeout=15000)
+    expect(page.locator("#f-layers")).to_have_value("2")
+    expect(page.locator("#f-hidden")).to_have_value("32")
+    expect(page.locator("#f-seq")).to_have_value("16")
+
+
+def test_every_preset_and_policy_steps_without_errors(page, live_server, errors):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{live_server}/")
+    page.wait_for_selector(".explorer[data-ready=true]")
+    for preset_id in presets(page, live_server):
+        page.select_option("[data-testid=preset]", preset_id)
+        page.wait_for_function("id => window.tapescope.getTrace().spec.name === id"
+                               " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preset_id)
+        for request in POLICIES:
+            trace = choose(page, request["policy"], k=request.get("k"))
+            assert trace["schedule"]["grads_match"] is True, (preset_id, request)
+            expect(page.locator("[data-testid=graph] [data-node-id]")).to_have_count(len(trace["tape"]))
+            # every step, with a checkpoint node, a recompute node and a leaf inspected along the way
+            picks = [f"e{e['index']}" for e in trace["tape"] if e["op"] == "checkpoint" or e["phase"] == "recompute"][:2]
+            picks += [trace["graph"]["leaves"][0]["id"]] if trace["graph"]["leaves"] else []
+            page.evaluate("""picks => {
+                const last = window.tapescope.getTrace().steps.length - 1;
+                for (const id of [null, ...picks]) {
+                  window.tapescope.select(id);
+                  for (let s = 0; s <= last; s += 1) window.tapescope.setStep(s);
+                }
+                window.tapescope.select(null);
+              }""", picks)
+            assert page.get_by_test_id("step-label").inner_text().strip()
+    assert errors == []
+
+
+def test_the_checkpoint_travels_with_edits_and_preset_loads(page, live_server, errors):
+    bodies = []
+    page.on("request", lambda r: bodies.append(r.post_data_json) if r.url.endswith("/api/trace") and r.method == "POST" else None)
+    open_explorer(page, live_server, "deep-mlp")
+    choose(page, "sqrt")
+    assert bodies[-1]["checkpoint"] == {"policy": "sqrt", "preserve_rng_state": True}
+
+    n = len(bodies)
+    page.locator('#editor-panel .editor-form [data-field="batch"] > [data-path="batch"]').fill("128")
+    page.wait_for_function("() => window.tapescope.getTrace()?.spec.batch === 128"
+                           " && document.querySelector('.explorer').dataset.ready === 'true'", timeout=20000)
+    trace = wait_schedule(page, "sqrt")
+    assert [b["checkpoint"]["policy"] for b in bodies[n:]] == ["sqrt"] * (len(bodies) - n)
+    expect(page.get_by_test_id("peak-bytes")).to_have_attribute("data-bytes", str(trace["schedule"]["executed_peak_bytes"]))
+
+    page.select_option("[data-testid=preset]", "lab1-mlp")
+    page.wait_for_function("() => window.tapescope.getTrace()?.spec.name === 'lab1-mlp'", timeout=20000)
+    wait_schedule(page, "sqrt")
+    assert bodies[-1]["spec"]["name"] == "lab1-mlp" and bodies[-1]["checkpoint"]["policy"] == "sqrt"
+    expect(page.get_by_test_id("checkpoint-policy")).to_have_value("sqrt")
+
+    # "none" is the server's default: the trace goes without a checkpoint, the schedules follow on their own
+    page.get_by_test_id("checkpoint-policy").select_option("none")
+    trace = wait_schedule(page, "none")
+    expect(page.locator(".explorer")).to_have_attribute("data-schedules", "ready")
+    expect(page.get_by_test_id("pareto-chart").locator(".scatterlayer .trace:nth-of-type(1) .points path.point")) \
+        .to_have_count(len(trace["schedules"]))
+    expect(page.get_by_test_id("schedule-summary")).to_contain_text("no checkpointing")
+
+
+def test_selective_recomputation_marks_the_ops_it_re_runs(page, live_server, errors):
+    open_explorer(page, live_server, "transformer-tiny")
+    trace = choose(page, "selective")
+    re_run = {t["produced_by"] for t in trace["tensors"] if t.get("recomputed_by") and t["produced_by"] is not None}
+    assert re_run, "selective recomputation keeps some outputs as recipes"
+    marked = page.eval_on_selector_all("[data-testid=graph] .node.recompute-node", "ns => ns.map(n => Number(n.dataset.nodeId))")
+    assert set(marked) == re_run
+    copy = next(t for t in trace["tensors"] if t.get("recompute_of") is not None)
+    go_to_step(page, copy["born"])
+    expect(page.get_by_test_id("step-label")).to_contain_text(re.compile(r"^backward · entry \d+ · \w+ ↻ recomputes "))
+    expect(page.get_by_test_id("rederived")).to_contain_text(copy["name"])
+    expect(page.get_by_test_id("schedule-summary")).to_contain_text("selective: peak")
+    shot(page, "selective")

@@ -1,0 +1,34 @@
+"""The explorer's graph and memory axis, as a person sees them: small graphs fit whole in the graph panel at every
+step (nothing cut off beside the editor), and the memory chart counts bytes in binary units like the header."""
+import re
+
+import pytest
+
+from tests.e2e.explorer_helpers import open_explorer, trace_for
+
+INSIDE = """() => {
+  const box = document.querySelector('[data-testid=graph]').getBoundingClientRect();
+  return Array.from(document.querySelectorAll('[data-testid=graph] .node'), (node) => {
+    const r = node.getBoundingClientRect();
+    return r.left >= box.left - 1 && r.right <= box.right + 1 && r.top >= box.top - 1 && r.bottom <= box.bottom + 1;
+  });
+}"""
+
+
+@pytest.mark.parametrize("preset_id", ["seed-tape", "lab1-mlp", "residual-unit"])
+def test_small_graphs_fit_whole_in_the_panel_at_every_step(page, live_server, preset_id):
+    trace = trace_for(page, live_server, preset_id)
+    assert len(trace["graph"]["nodes"]) + len(trace["graph"]["leaves"]) <= 60
+    open_explorer(page, live_server, preset_id)
+    for step in range(len(trace["steps"])):
+        page.evaluate("s => window.tapescope.setStep(s)", step)
+        inside = page.evaluate(INSIDE)
+        assert inside and all(inside), f"{preset_id}: a node is outside the graph panel at step {step}"
+
+
+def test_the_memory_axis_counts_binary_bytes(page, live_server):
+    open_explorer(page, live_server, "deep-mlp")
+    ticks = page.eval_on_selector_all("[data-testid=memory-chart] .ytick text", "ts => ts.map(t => t.textContent)")
+    assert ticks and ticks[0] == "0"
+    assert all(re.fullmatch(r"[\d.]+ (B|KiB|MiB|GiB)", t) for t in ticks[1:]), ticks
+    assert not any(re.search(r"\d(k|M)B", t) for t in ticks), ticks
