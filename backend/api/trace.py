@@ -39,8 +39,8 @@ def trace():
     except CapError as cap:
         return jsonify({"error": cap.message, "cap": cap.cap, "limit": cap.limit, "requested": cap.requested,
                         "problems": cap.problems}), 413
+    except PolicyError as bad:                       # a SpecError too: caught first for its own sentence
+        return problem_response("the checkpoint request has problems", bad.problems, 400)
     except SpecError as bad:
         return problem_response("the spec has problems", bad.problems, 400)
-    except PolicyError as bad:
-        return problem_response("the checkpoint request has problems", bad.problems, 400)
     return jsonify(document)

@@ -2,17 +2,16 @@
 (selective, manual), and the validation of a checkpoint request."""
 import math
 
+from backend.models.errors import SpecError
+
 from backend.planner.chain import min_peak_segments
 
 POLICIES = ("none", "every_k", "sqrt", "selective", "optimal", "manual")
 
 
-class PolicyError(ValueError):
-    """A checkpoint request the planner cannot run; `problems` are {path, message} like spec problems."""
-
-    def __init__(self, problems):
-        super().__init__("; ".join(f"{p['path']}: {p['message']}" for p in problems))
-        self.problems = problems
+class PolicyError(SpecError):
+    """A checkpoint request the planner cannot run: a request problem like a spec's, {path, message} each,
+    so every caller that refuses a bad spec with a 400 refuses a bad checkpoint the same way."""
 
 
 def every_k(n_blocks, k):

@@ -84,3 +84,12 @@ def test_mutated_presets_never_cause_a_server_error(client, preset_id):
         spec = _mutate(presets.get(preset_id), rng)
         response = client.post("/api/snapshots", json={"spec": spec, "view": {"step": 0}})
         assert response.status_code in (201, 400, 413), (spec, response.get_data(as_text=True)[:500])
+
+
+@pytest.mark.parametrize("checkpoint", [{"policy": "every_k", "k": 0}, {"policy": "teleport"}, "sqrt",
+                                        {"policy": "manual", "recompute": ["x"]}, {"policy": "optimal"}])
+def test_a_bad_checkpoint_is_a_400_naming_the_field(client, checkpoint):
+    response = client.post("/api/snapshots", json={"spec": presets.get("deep-mlp"),
+                                                          "checkpoint": checkpoint, "view": {"step": 0}})
+    assert response.status_code == 400
+    assert response.get_json()["problems"][0]["path"].startswith("checkpoint")
