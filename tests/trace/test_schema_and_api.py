@@ -50,7 +50,11 @@ def test_a_spec_over_the_byte_cap_is_refused_with_the_cap_named(client):
 
 @pytest.mark.parametrize("body", ["not json", "[]", "null", '{"spec": 3}', '{"spec": {"layers": "x"}}',
                                   '{"nospec": 1}', '{"spec": {"layers": [{"type": "repeat", "times": 1e9}]}}',
-                                  '{"spec": {"input": {"kind": "tokens", "vocab": -1}, "layers": []}}'])
+                                  '{"spec": {"input": {"kind": "tokens", "vocab": -1}, "layers": []}}',
+                                  '{"spec": {"input": {"kind": "features", "size": 2}, "layers": [{"type": "relu"}]},'
+                                  ' "checkpoint": [1, 2]}',
+                                  '{"spec": {"input": {"kind": "features", "size": 2}, "layers": [{"type": "relu"}]},'
+                                  ' "checkpoint": {"policy": "optimal", "budget_bytes": "lots"}}'])
 def test_garbage_gets_a_4xx_never_a_500(client, body):
     response = client.post("/api/trace", data=body, content_type="application/json")
     assert 400 <= response.status_code < 500
