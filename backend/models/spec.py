@@ -66,6 +66,9 @@ def plan(spec, problems=None):
     if shape is not None:
         _check_loss_fits(spec, shape, problems)
         tally.op(int(np.prod(shape)), entries=3)
+        if tally.param_elements == 0:
+            problems.add("layers", "have no parameters, so backward has nothing to differentiate: "
+                                   "add a linear, embedding or norm layer")
     if problems and shape is None and not any(p["path"].startswith("layers") for p in problems):
         problems.add("layers", "the layers do not fit the input")
     return tally

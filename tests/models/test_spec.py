@@ -77,3 +77,8 @@ def test_tape_entry_cap_is_twenty_thousand():
 def test_malformed_layer_types_are_problems_not_crashes(layer):
     found = problems_of({"input": {"kind": "features", "size": 1}, "layers": [layer]})
     assert any(path.startswith("layers[0]") for path in found)
+
+
+def test_a_model_without_parameters_is_refused_with_a_reason():
+    found = problems_of({"input": {"kind": "features", "size": 2}, "layers": [{"type": "relu"}]})
+    assert "no parameters" in found["layers"]
