@@ -61,6 +61,7 @@ def plan(spec, problems=None):
     problems = f.Problems() if problems is None else problems
     tally = Tally(np.dtype(spec["dtype"]).itemsize)
     vocab = spec["input"]["vocab"] if spec["input"]["kind"] == "tokens" else 0
+    tally.op(int(np.prod(input_shape(spec))), entries=0)            # the input batch is a tensor too
     shape = plan_layers(spec["layers"], input_shape(spec), "layers", problems, tally, tokens=vocab)
     tally.output_shape = shape
     if shape is not None:
