@@ -13,6 +13,8 @@ from backend.api.workspace_cookie import current_workspace, save_workspace, work
 from backend.store import current_db, jsontext
 from backend.store import snapshots as stored_snapshots
 from backend.store.ids import is_snapshot_id
+from backend.models.errors import CapError, SpecError
+from backend.trace import trace_spec
 
 snapshots = Blueprint("snapshots", __name__)
 
@@ -21,19 +23,14 @@ NOT_FOUND = "No snapshot has this id. Links are exact: check the whole link was 
 
 
 def _trace_spec():
-    """The tracer, imported on first use so the store and this API work before the engine is wired in."""
-    try:
-        from backend.trace import trace_spec
-    except ImportError:
-        raise ApiError(503, "Tracing is not available on this server yet; snapshots cannot be made.")
+    """The tracer; a seam, so the storage-contract tests can swap in a stand-in."""
     return trace_spec
 
 
 def _trace(spec: dict, checkpoint: dict | None) -> dict:
-    trace_spec = _trace_spec()
-    from backend.models.errors import CapError, SpecError
+    tracer = _trace_spec()
     try:
-        return trace_spec(spec, checkpoint)     # trace_spec serializes runs: the engine's state is per process
+        return tracer(spec, checkpoint)     # trace_spec serializes runs: the engine's state is per process
     except CapError as error:  # a SpecError too, so caught first
         raise ApiError(413, f"The spec is {error.message}.", error.problems, cap=error.cap)
     except SpecError as error:
