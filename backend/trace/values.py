@@ -14,59 +14,77 @@ F16_MAX = 65504.0
 
 
 class ValueTable:
-    """Collects (target dict, values) pairs during a run; `fill` writes min/max/mean/norm (and f16) into each."""
+    """Collects what to describe during a run; `fill` writes min/max/mean/norm (and f16 values) into each target."""
 
     def __init__(self):
-        self._chunks = []
-        self._targets = []          # (dict to fill, carry the values?)
+        self._small = []            # (target dict, float32 copy): described together, values included
+        self._large = []            # (target dict, [min, max, sum, sum of squares, finite count])
 
     def add(self, target, array, with_values):
         flat = np.asarray(array).ravel()
         if flat.size == 0:
-            target.update(min=None, max=None, mean=None, norm=0.0)
-        elif not with_values:
-            target.update(_statistics(flat))     # large: its statistics now, straight from the array
+            self._large.append((target, [np.nan, np.nan, 0.0, 0.0, 0]))
+        elif with_values:
+            self._small.append((target, flat.astype(np.float32)))     # a copy: the tensor may change later
         else:
-            self._chunks.append(flat.astype(np.float32))      # a copy: the tensor may change after this step
-            self._targets.append((target, with_values))
+            self._large.append((target, _raw_statistics(flat)))      # reduced now, straight from the array
 
     def fill(self):
-        if not self._chunks:
-            return
-        sizes = np.array([c.size for c in self._chunks])
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        values = np.concatenate(self._chunks).astype(np.float64)
-        finite = np.isfinite(values)
-        masked = np.where(finite, values, np.nan)
-        clean = np.where(finite, values, 0.0)
-        with np.errstate(all="ignore"):
+        if self._small:
+            raw, halves, spans = _reduce_together([chunk for _, chunk in self._small])
+            _write([target for target, _ in self._small], raw)
+            for (target, _), (start, stop) in zip(self._small, spans):
+                target["f16"] = base64.b64encode(halves[start:stop]).decode("ascii")
+        if self._large:
+            _write([target for target, _ in self._large],
+                   np.array([numbers for _, numbers in self._large], dtype=np.float64))
+        self._small, self._large = [], []
+
+
+def _reduce_together(chunks):
+    """[min, max, sum, sum of squares, finite count] per chunk, the float16 bytes, and each chunk's byte span."""
+    sizes = np.array([c.size for c in chunks])
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    values = np.concatenate(chunks)
+    with np.errstate(all="ignore"):
+        if np.isfinite(values).all():                 # the usual case: no masking passes
+            clean, counts = values, sizes
+            lows, highs = np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
+        else:
+            finite = np.isfinite(values)
+            masked, clean = np.where(finite, values, np.nan), np.where(finite, values, 0.0)
             lows, highs = np.fmin.reduceat(masked, starts), np.fmax.reduceat(masked, starts)
-            sums, squares = np.add.reduceat(clean, starts), np.add.reduceat(clean * clean, starts)
             counts = np.add.reduceat(finite.astype(np.int64), starts)
-            halves = np.clip(values, -F16_MAX, F16_MAX).astype("<f2").tobytes()
-            means = sums / np.maximum(counts, 1)
-        seen = (counts > 0).tolist()
-        lows, highs, means = _significant(lows).tolist(), _significant(highs).tolist(), _significant(means).tolist()
-        norms = _significant(np.sqrt(squares)).tolist()
-        starts, sizes = (2 * starts).tolist(), (2 * sizes).tolist()
-        for i, (target, with_values) in enumerate(self._targets):
-            if seen[i]:
-                target.update(min=lows[i], max=highs[i], mean=means[i], norm=norms[i])
-            else:
-                target.update(min=None, max=None, mean=None, norm=norms[i])
-            if with_values:
-                target["f16"] = base64.b64encode(halves[starts[i]:starts[i] + sizes[i]]).decode("ascii")
-        self._chunks, self._targets = [], []
+        raw = np.stack([lows.astype(np.float64), highs.astype(np.float64),
+                        np.add.reduceat(clean, starts, dtype=np.float64),
+                        np.add.reduceat(np.square(clean, dtype=np.float64), starts), counts], axis=1)
+        saturated = bool(np.fmax.reduce(np.abs(raw[:, :2]), axis=None, initial=0.0) > F16_MAX)
+        halves = (np.clip(values, -F16_MAX, F16_MAX) if saturated else values).astype("<f2").tobytes()
+    spans = [(2 * start, 2 * (start + size)) for start, size in zip(starts.tolist(), sizes.tolist())]
+    return raw, halves, spans
 
 
-def _statistics(flat):
+def _write(targets, raw):
+    """Rounded statistics into each target; min, max and mean are None where no value is finite."""
+    counts = raw[:, 4]
+    seen = (counts > 0).tolist()
+    lows, highs = _significant(raw[:, 0]).tolist(), _significant(raw[:, 1]).tolist()
+    with np.errstate(all="ignore"):
+        means = _significant(raw[:, 2] / np.maximum(counts, 1)).tolist()
+    norms = _significant(np.sqrt(raw[:, 3])).tolist()
+    for i, target in enumerate(targets):
+        if seen[i]:
+            target.update(min=lows[i], max=highs[i], mean=means[i], norm=norms[i])
+        else:
+            target.update(min=None, max=None, mean=None, norm=norms[i])
+
+
+def _raw_statistics(flat):
     values = flat.astype(np.float64, copy=False)
     finite = values if np.isfinite(values).all() else values[np.isfinite(values)]
     if not finite.size:
-        return {"min": None, "max": None, "mean": None, "norm": 0.0}
-    low, high, mean, norm = _significant(np.array(
-        [finite.min(), finite.max(), finite.sum() / finite.size, np.sqrt(finite @ finite)])).tolist()
-    return {"min": low, "max": high, "mean": mean, "norm": norm}
+        return [np.nan, np.nan, 0.0, 0.0, 0]
+    return [finite.min(), finite.max(), finite.sum(), finite @ finite, finite.size]
 
 
 def decode(value, shape):
