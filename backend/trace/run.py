@@ -63,7 +63,8 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
             h = fn(h)
             index += 1
             continue
-        h = checkpoint(chain([model.blocks[i][1] for i in region]), h, preserve_rng_state=preserve_rng_state)
+        inner = [model.blocks[region[0]][1]] + [_noted(recorder, *model.blocks[i]) for i in region[1:]]
+        h = checkpoint(chain(inner), h, preserve_rng_state=preserve_rng_state)
         index = region[-1] + 1
     loss = model.loss(h)
     del h
@@ -74,6 +75,18 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
         begin("optimizer")
         model.optimizer.step()
     return model, loss, grads
+
+
+def _noted(recorder, path, fn):
+    """A block inside a region that tells the recorder its input in forward (not again when recomputed)."""
+    if recorder is None:
+        return fn
+
+    def run(h):
+        if recorder.phase == "forward":
+            recorder.note_block_input(path, h)
+        return fn(h)
+    return run
 
 
 def record(spec, regions=(), preserve_rng_state=True, recompute=None):
