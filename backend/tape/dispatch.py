@@ -29,7 +29,7 @@ def apply(op, inputs, attrs=NO_ATTRS):
         events.emit("record", node=node, inputs=inputs, out_shape=out.shape)
     output = _output(op, out, inputs, node)
     node.output_uid = output.uid
-    if remat.active():
+    if remat.enabled:
         remat.on_record(node, inputs, output)       # before saving: an op saving its own output keeps a recipe
     _save(node, inputs, output, extras)
     return output

@@ -103,20 +103,22 @@ class Sweep:
         return [self.captured.get(key) for key in self.capture] if self.capturing else None
 
     def run_node(self, node, adjoint):
-        if events.active:
+        listening = events.active
+        if listening:
             events.emit("node_begin", node=node, adjoint=adjoint)
         if adjoint is None:
             grads = (None,) * len(node.next)
         else:
             saved = node.unpack()
-            _keep_retained(node, adjoint)
+            if node.retained is not None:
+                _keep_retained(node, adjoint)
             # A checkpoint's vjp takes and returns Adjoints: its nested sweep keeps their storages.
             grads = node.op.vjp(adjoint if node.op.takes_adjoint else adjoint.array, saved, node)
             if len(grads) != len(node.next):
                 raise RuntimeError(
                     f"vjp of {node.op.name} returned {len(grads)} gradients for {len(node.next)} inputs")
             del saved
-        if events.active:
+        if listening:
             events.emit("vjp", node=node, adjoint=adjoint)
         produced = {}
         for parent, grad in zip(node.next, grads):
@@ -128,7 +130,7 @@ class Sweep:
         del grads, produced, adjoint
         if not self.retain_graph:
             node.release()
-        if events.active:
+        if listening:
             events.emit("node_end", node=node, ready=[entry[1] for entry in self.ready], pending=self.pending)
 
     def deliver(self, parent, contribution, node):
@@ -152,7 +154,7 @@ class Sweep:
 
 
 def _keep_retained(node, adjoint):
-    tensor = node.retained() if node.retained is not None else None
+    tensor = node.retained()
     if tensor is not None:
         tensor._grad = adjoint.array.copy() if tensor._grad is None else tensor._grad + adjoint.array
 

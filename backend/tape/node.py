@@ -60,7 +60,7 @@ class Node:
             raise RuntimeError(SECOND_BACKWARD)
         values = {}
         for saved_name, (array, storage, version, origin, _uid) in self.saved.items():
-            values[saved_name] = self._checked(array, storage, version, origin)
+            values[saved_name] = array if storage.version == version else self._checked(array, storage, version, origin)
         if self.recipes:
             cache = {}
             check = lambda array, storage, version: self._checked(array, storage, version, None)  # noqa: E731

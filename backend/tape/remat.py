@@ -12,22 +12,19 @@ from backend.tape.storage import Storage, next_uid
 
 _entries = None          # tape indices whose outputs are recomputed, while a policy is active
 _counter = 0             # recorded ops since the policy began: the tape index of the next one
+enabled = False          # read on every recorded op: one attribute, no call
 
 
 @contextmanager
 def recomputing(entries):
     """Recompute, instead of saving, the outputs of the forward entries with these tape indices."""
-    global _entries, _counter
-    previous = (_entries, _counter)
-    _entries, _counter = frozenset(entries), 0
+    global _entries, _counter, enabled
+    previous = (_entries, _counter, enabled)
+    _entries, _counter, enabled = frozenset(entries), 0, True
     try:
         yield
     finally:
-        _entries, _counter = previous
-
-
-def active():
-    return _entries is not None
+        _entries, _counter, enabled = previous
 
 
 def on_record(node, inputs, output):
