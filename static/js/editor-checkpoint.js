@@ -1,8 +1,9 @@
 // editor-checkpoint.js — the editor's "Checkpointing" fieldset: the policy, k (every_k), the budget in bytes with a
-// KiB/MiB readout (optimal) and "preserve RNG state". Controls carry data-path "checkpoint.*", so the server's
+// KiB/MiB readout (optimal), the picked tensors (manual, editor-manual.js) and "preserve RNG state". Controls carry data-path "checkpoint.*", so the server's
 // problems ("checkpoint.k") land at them; onChange(change, mode) receives the changed fields.
 import { el } from "./dom.js";
 import { checkControl, numberControl, selectControl } from "./editor-controls.js";
+import { manualSet } from "./editor-manual.js";
 import { formatBytes } from "./format.js";
 import { POLICY_OPTIONS } from "./schedule.js";
 
@@ -12,17 +13,17 @@ const HINTS = {
   sqrt: "Segments of k = round(√L) blocks: the textbook default.",
   selective: "Recompute only blocks whose saved bytes are mostly cheap to redo (not matmul outputs).",
   optimal: "The least recompute whose predicted peak fits the budget.",
-  manual: "Recompute the blocks holding the tensors you picked.",
+  manual: "Click op nodes in the graph (or use the inspector's button) to recompute their outputs instead of saving them.",
 };
 
 const budgetText = (bytes) => (Number.isFinite(bytes) && bytes > 0 ? `= ${formatBytes(bytes)}` : "bytes");
 
-/** The fieldset for `checkpoint` ({policy, k, budget_bytes, preserve_rng_state}); blocks = L, when known. */
-export function checkpointFields(checkpoint, { onChange, blocks }) {
+/** The fieldset for `checkpoint` ({policy, k, budget_bytes, recompute, preserve_rng_state}); blocks = L, when known;
+ * trace names the manual set's tensors. */
+export function checkpointFields(checkpoint, { onChange, blocks, trace }) {
   const box = el("fieldset", { class: "checkpoint-fields", "data-field": "checkpoint" },
     el("legend", { text: "Checkpointing" }));
-  const options = checkpoint.policy === "manual" ? [...POLICY_OPTIONS, "manual"] : POLICY_OPTIONS;
-  const policy = selectControl("policy", "checkpoint.policy", checkpoint.policy, options,
+  const policy = selectControl("policy", "checkpoint.policy", checkpoint.policy, POLICY_OPTIONS,
     (path, value) => onChange({ policy: value }, "now"));
   const select = policy.querySelector("select");
   select.dataset.testid = "checkpoint-policy";
@@ -49,11 +50,15 @@ export function checkpointFields(checkpoint, { onChange, blocks }) {
     budget.append(readout);
     box.append(budget);
   }
+  const ids = checkpoint.recompute ?? [];
+  const manual = checkpoint.policy === "manual"
+    ? manualSet(ids, { trace, onRemove: (id) => onChange({ recompute: ids.filter((t) => t !== id) }, "debounce") }) : null;
   const rng = checkControl("preserve RNG state", "checkpoint.preserve_rng_state", checkpoint.preserve_rng_state !== false,
     (path, value) => onChange({ preserve_rng_state: value }, "now"));
   rng.querySelector("input").dataset.testid = "checkpoint-rng";
   rng.title = "Replay the random draws (dropout masks) when a region is recomputed";
   box.append(rng, el("p", { class: "hint checkpoint-hint", text: HINTS[checkpoint.policy] ?? "" }));
+  if (manual) box.append(manual);
   return box;
 }
 

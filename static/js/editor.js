@@ -1,8 +1,9 @@
 // editor.js — the model editor in <aside id="editor-panel">: form and JSON tabs over one draft spec plus its
 // checkpoint request, re-tracing on every change, problems at their fields, undo/redo over {spec, checkpoint}
 // pairs that traced, and the saved-bytes table. Talks to the explorer only through events: listens to
-// "tapescope:spec" and "tapescope:checkpoint" (a schedule picked on the Pareto panel); dispatches "tapescope:tracing"
-// when a request starts and "tapescope:trace" with the answer.
+// "tapescope:spec", "tapescope:checkpoint" (a schedule picked on the Pareto panel) and "tapescope:recompute-toggle" (a
+// tensor clicked for the manual set); dispatches "tapescope:tracing" when a request starts, "tapescope:trace" with the
+// answer and "tapescope:manual-set" whenever the checkpoint request changes. Any spec edit clears the manual set.
 import { el } from "./dom.js";
 import { formatBytes } from "./format.js";
 import { checkpointFields, syncBudgetReadout } from "./editor-checkpoint.js";
@@ -121,7 +122,8 @@ const ctx = {
     commit(next, { structural: true, mode: "debounce" });
   },
   selectionChanged: () => renderFormNow(),
-  checkpointFields: () => checkpointFields(state.checkpoint, { onChange: setCheckpoint, blocks: blockCount() }),
+  checkpointFields: () => checkpointFields(state.checkpoint,
+    { onChange: setCheckpoint, blocks: blockCount(), trace: state.now ?? window.tapescope?.getTrace?.() }),
 };
 
 /** L, the model's block count, read off the last trace's every_k k=1 schedule (one region per block). */
@@ -156,9 +158,11 @@ function setCheckpoint(change, mode = "now") {
   const next = { ...state.checkpoint, ...change };
   if (next.policy === "every_k" && !(Number.isInteger(next.k) && next.k >= 1)) next.k = Math.min(2, blockCount() ?? 2);
   if (next.policy === "optimal" && !(Number.isInteger(next.budget_bytes) && next.budget_bytes > 0)) next.budget_bytes = defaultBudget();
-  const policyChanged = next.policy !== state.checkpoint.policy;
+  if (!Array.isArray(next.recompute)) next.recompute = [];
+  const redraw = next.policy !== state.checkpoint.policy || !same(next.recompute, state.checkpoint.recompute ?? []);
   state.checkpoint = next;
-  if (policyChanged) renderCheckpoint();
+  announce();
+  if (redraw) renderCheckpoint();
   else { syncControls(ui.form, view()); syncBudgetReadout(ui.form, next); }
   tracer.request(entry(), {}, mode);
   updateButtons();
@@ -173,11 +177,26 @@ function renderFormNow() {
   ui.form.querySelectorAll("input, select, button").forEach((n) => { if (state.readOnly) n.disabled = true; });
 }
 
+/** The explorer's copy of the request (the inspector's button and the graph's picked nodes follow it). */
+function announce() {
+  document.dispatchEvent(new CustomEvent("tapescope:manual-set", { detail: { checkpoint: normalizeRequest(state.checkpoint) } }));
+}
+
+/** A spec edit may renumber the tensors: the manual set starts over (the hint under it says so). */
+function clearManualSet() {
+  if (!state.checkpoint.recompute?.length) return false;
+  state.checkpoint = { ...state.checkpoint, recompute: [] };
+  announce();
+  return true;
+}
+
 /** A new draft from the form or the JSON: show it and re-trace it. */
 function commit(next, { structural, mode }) {
   state.draft = next;
   writeJson();
+  const cleared = clearManualSet();
   if (structural) renderFormNow(); else syncControls(ui.form, view());
+  if (cleared && !structural) renderCheckpoint();
   tracer.request(entry(), {}, mode);
   updateButtons();
 }
@@ -186,6 +205,7 @@ function commit(next, { structural, mode }) {
 function load({ spec, checkpoint }, mode = "now") {
   state.draft = clone(spec);
   if (checkpoint) state.checkpoint = { ...state.checkpoint, ...normalizeRequest(checkpoint) };
+  announce();
   state.selection.clear();
   writeJson(true);
   renderFormNow();
@@ -242,6 +262,7 @@ function applyJson() {
     return;
   }
   if (same(spec, state.draft)) { tracer.request(entry(), {}, "now"); return; }
+  clearManualSet();
   load({ spec, checkpoint: state.checkpoint });
 }
 
@@ -270,6 +291,13 @@ document.addEventListener("tapescope:spec", (event) => {
   clearProblems(panel);
   if (state.now) renderSavedTable(ui.table, state.now, null);
   setStatus(readOnly ? "a shared snapshot: make a copy to edit" : "edit anything: the trace follows", "ok");
+});
+
+document.addEventListener("tapescope:recompute-toggle", (event) => {
+  const tensor = event.detail?.tensor;
+  if (state.readOnly || state.checkpoint.policy !== "manual" || !Number.isInteger(tensor)) return;
+  const ids = state.checkpoint.recompute ?? [];
+  setCheckpoint({ recompute: ids.includes(tensor) ? ids.filter((t) => t !== tensor) : [...ids, tensor] }, "debounce");
 });
 
 document.addEventListener("tapescope:checkpoint", (event) => {

@@ -1,6 +1,8 @@
 // explorer.js — wires the explorer page: loads a trace (preset, session or snapshot) and drives every view from one step cursor.
 // Every trace it asks for carries the checkpoint request (wireRequest: none goes bare); the shown trace's schedules
 // feed the Pareto panel and schedule-view.js (summary, gradient warning, ledger link, schedules fetched later).
+// Under the "manual" policy a click on an op node (or the inspector's button) asks the editor to toggle its output
+// in the recompute set ("tapescope:recompute-toggle"); the editor answers with "tapescope:manual-set".
 import { fetchPresets, fetchSession, fetchSnapshot, traceSpec } from "./api.js";
 import { describeStep } from "./describe.js";
 import { formatBytes } from "./format.js";
@@ -11,6 +13,7 @@ import { createMemoryChart } from "./memory.js";
 import { createParetoPanel } from "./pareto.js";
 import { describePeakDelta } from "./peak-delta.js";
 import { createPlayer } from "./player.js";
+import { recomputeChoice } from "./recompute-pick.js";
 import { NO_CHECKPOINT, normalizeRequest, requestFor, wireRequest } from "./schedule.js";
 import { createScheduleView } from "./schedule-view.js";
 import { bindMakeCopy, bindShare } from "./share.js";
@@ -22,7 +25,7 @@ const root = document.querySelector(".explorer");
 const readOnly = root.dataset.readOnly === "true";
 const snapshotId = root.dataset.snapshotId || null;
 
-const state = { trace: null, index: null, spec: null, selected: null, checkpoint: { ...NO_CHECKPOINT } };
+const state = { trace: null, index: null, spec: null, selected: null, checkpoint: { ...NO_CHECKPOINT }, manual: null };
 const statusLine = document.getElementById("status");
 
 function setStatus(text, isError = false) {
@@ -36,10 +39,28 @@ function showBytes(element, bytes) {
   element.title = `${bytes.toLocaleString("en")} bytes`;
 }
 
-const graph = createGraphView(byTestId("graph"), { onSelect: (id) => select(id) });
+const graph = createGraphView(byTestId("graph"), { onSelect: (id) => { select(id); if (id?.[0] === "e") toggleRecompute(id, false); } });
 const memory = createMemoryChart(byTestId("memory-chart"), { onPick: (step) => player.setStep(step) });
 const lifetimes = createLifetimeChart(byTestId("lifetime-chart"), { onPick: (id) => select(id) });
-const inspector = createInspector(document.getElementById("inspector"));
+const inspector = createInspector(document.getElementById("inspector"), {
+  manual: () => (readOnly ? null : state.manual),
+  onToggle: (id) => toggleRecompute(id, true),
+});
+
+/** The editor's pending request: its manual set marks graph nodes and labels the inspector's button. */
+function setManual(checkpoint) {
+  state.manual = checkpoint?.policy === "manual" ? new Set(checkpoint.recompute ?? []) : null;
+  graph.setPicked(state.manual);
+  if (state.index) inspector.render(state.selected, state.index, player.getStep());
+}
+
+/** Toggle the selected node's output in the manual set; `report` says why a refused node cannot be (a button press). */
+function toggleRecompute(selection, report) {
+  if (readOnly || !state.manual) return;
+  const choice = recomputeChoice(selection, state.index);
+  if (choice?.ok) document.dispatchEvent(new CustomEvent("tapescope:recompute-toggle", { detail: { tensor: choice.tensor } }));
+  else if (choice && report) setStatus(`${choice.label ?? "This node"} cannot be recomputed: ${choice.reason}`, true);
+}
 const sweep = createSweepPanel(byTestId("sweep"));
 const pareto = createParetoPanel(document.getElementById("schedules"), { onPick: pickSchedule });
 
@@ -86,6 +107,7 @@ async function showTrace(trace, spec, { keepStep, previous, checkpoint } = {}) {
   if (trace.schedule) state.checkpoint = requestFor(trace.schedule);
   else if (checkpoint) state.checkpoint = normalizeRequest(checkpoint);
   await graph.load(trace, state.index);
+  setManual(state.checkpoint);
   performance.mark("tapescope:graph-drawn");
   await Promise.all([memory.load(trace, previous), lifetimes.load(state.index), pareto.load(trace)]);
   schedules.show(trace, spec);
@@ -119,6 +141,8 @@ let inFlight = null;
 async function traceAndShow(spec, source) {
   if (inFlight) inFlight.abort();
   inFlight = new AbortController();
+  // Another model: the manual set's tensor ids would name other tensors, or none.
+  if (source === "preset" && state.checkpoint.recompute?.length) state.checkpoint = { ...state.checkpoint, recompute: [] };
   setStatus("Tracing…");
   try {
     const trace = await traceWithCheckpoint(spec, inFlight.signal);
@@ -175,6 +199,8 @@ async function start() {
   byTestId("preset").value = first.id;
   await traceAndShow(first.spec, "preset");
 }
+
+document.addEventListener("tapescope:manual-set", (event) => setManual(event.detail?.checkpoint));
 
 document.addEventListener("tapescope:trace", (event) => {
   const { trace, spec, checkpoint } = event.detail;

@@ -1,6 +1,7 @@
 // graph.js — the tape as a left-to-right DAG: laid out once, drawn with keyed D3 joins; stepping only restyles.
 // Checkpointed runs: checkpoint entries are labelled with their block region; recompute entries (and, under
-// op-level recomputation, the entries re-run in backward) wear a dashed outline and a "↻" badge. Small graphs are zoomed to fit whole; bigger ones stay readable and follow the cursor.
+// op-level recomputation, the entries re-run in backward) wear a dashed outline and a "↻" badge; under the manual
+// policy, nodes whose output is in the picked set (setPicked) are "picked", before the re-trace confirms them. Small graphs are zoomed to fit whole; bigger ones stay readable and follow the cursor.
 /* global d3 */
 import { formatBytes } from "./format.js";
 import { layoutGraph } from "./layout.js";
@@ -102,6 +103,7 @@ export function createGraphView(svgElement, { onSelect }) {
 
   let state = null; // {trace, index, nodes, edges, nodeElements, edgeElements, badges, lastClass}
   let selected = null;
+  let picked = null;   // tensor ids in the manual recompute set, or null
 
   function fit(width, height, nodeCount) {
     const box = svgElement.getBoundingClientRect();
@@ -227,6 +229,7 @@ export function createGraphView(svgElement, { onSelect }) {
     if (!state) return;
     const { trace, index, nodes, edges, nodeElements, edgeElements, badges } = state;
     const step = trace.steps[stepIndex];
+    state.step = stepIndex;
     const sweep = index.sweepByStep.get(stepIndex);
     const ready = new Set(sweep ? sweep.ready : []);
     const afterBackward = index.backwardEnd !== null && stepIndex >= index.backwardEnd;
@@ -246,6 +249,7 @@ export function createGraphView(svgElement, { onSelect }) {
       const tensor = badges.get(n.id);
       if (tensor && index.held(tensor, stepIndex)) cls += " held";
       if (n.id === selected) cls += " selected";
+      if (picked && n.isOp && picked.has(trace.tape[n.entry]?.output)) cls += " picked";
       setClass(nodeElements[i], n.id, cls);
     });
     if (step.entry !== null && step.entry !== undefined) follow(`e${step.entry}`);
@@ -270,5 +274,10 @@ export function createGraphView(svgElement, { onSelect }) {
     if (state) update(stepIndex);
   }
 
-  return { load, update, select, hasNode: (id) => !!state && state.nodes.some((n) => n.id === id) };
+  function setPicked(ids) {
+    picked = ids && ids.size ? ids : null;
+    if (state) update(state.step ?? 0);
+  }
+
+  return { load, update, select, setPicked, hasNode: (id) => !!state && state.nodes.some((n) => n.id === id) };
 }

@@ -1,9 +1,11 @@
 // inspector.js — the selected node or tensor: shape, dtype, bytes, address, saved-by, lifetime, state at the cursor, values.
-// Checkpoint entries show their region and RNG handling; recompute entries the checkpoint that re-ran them.
+// Checkpoint entries show their region and RNG handling; recompute entries the checkpoint that re-ran them. Under the
+// "manual" policy a button toggles the selection's output in the recompute set, greyed out with the reason when it cannot.
 /* global Plotly */
 import { el, facts } from "./dom.js";
 import { formatBytes, formatNumber, formatShape } from "./format.js";
 import { asRows, decodeHalfs } from "./half.js";
+import { recomputeChoice } from "./recompute-pick.js";
 import { blocksText } from "./trace-index.js";
 
 /** Who made a tensor: its tape entry, an op inside a checkpoint (no entry), a checkpoint's detached input, or a leaf. */
@@ -84,7 +86,22 @@ function entryPhase(entry, index) {
   ];
 }
 
-export function createInspector(element) {
+/** The manual-set toggle for a selection; `picked` is the set of tensor ids being recomputed. */
+function recomputeToggle(selection, index, picked, onToggle) {
+  const choice = recomputeChoice(selection, index);
+  if (!choice) return null;
+  const on = choice.ok && picked.has(choice.tensor);
+  const button = el("button", { type: "button", class: "toggle-recompute", "data-testid": "toggle-recompute",
+    "aria-pressed": String(on), disabled: !choice.ok, title: choice.ok ? choice.label : choice.reason,
+    text: on ? "Save this again (stop recomputing it)" : "Recompute this instead of saving it" });
+  button.addEventListener("click", () => onToggle(selection));
+  const why = choice.ok ? null : el("p", { class: "hint recompute-reason", "data-testid": "recompute-reason", text: `Cannot: ${choice.reason}.` });
+  if (why) button.setAttribute("aria-describedby", "recompute-reason");
+  if (why) why.id = "recompute-reason";
+  return el("div", { class: "recompute-toggle" }, button, why);
+}
+
+export function createInspector(element, { manual = () => null, onToggle = () => {} } = {}) {
   const body = element.querySelector(".inspector-body");
   const heatmap = element.querySelector(".inspector-heatmap");
   let shown = null; // the tensor whose values are drawn
@@ -121,6 +138,11 @@ export function createInspector(element) {
       return;
     }
     const tensor = tensorFor(selection, index);
+    const picked = manual();
+    if (picked) {
+      const toggle = recomputeToggle(selection, index, picked, onToggle);
+      if (toggle) body.append(toggle);
+    }
     if (selection[0] === "e") {
       const entry = index.trace.tape[Number(selection.slice(1))];
       if (entry) {

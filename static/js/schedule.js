@@ -2,8 +2,8 @@
 // the one-line summary ("sqrt: peak 1.4 MiB → 924.8 KiB, +100% FLOPs, grads bitwise equal") and the gradient mismatch.
 import { formatBytes } from "./format.js";
 
-/** The policies a person picks from (manual is sent by clicking tensors, not chosen here). */
-export const POLICY_OPTIONS = ["none", "every_k", "sqrt", "selective", "optimal"];
+/** The policies a person picks from (manual's tensors are then picked by clicking op nodes). */
+export const POLICY_OPTIONS = ["none", "every_k", "sqrt", "selective", "optimal", "manual"];
 
 export const NO_CHECKPOINT = Object.freeze({ policy: "none", preserve_rng_state: true });
 
@@ -11,7 +11,10 @@ export function scheduleLabel(schedule) {
   const params = schedule.params || {};
   if (schedule.policy === "every_k") return `every_k k=${params.k}`;
   if (schedule.policy === "optimal") return `optimal ≤ ${formatBytes(params.budget_bytes)}`;
-  if (schedule.policy === "manual") return `manual (${(params.recompute || []).length} tensors)`;
+  if (schedule.policy === "manual") {
+    const n = (params.recompute || []).length;
+    return `manual (${n} tensor${n === 1 ? "" : "s"})`;
+  }
   return schedule.policy;
 }
 
@@ -21,7 +24,7 @@ export function normalizeRequest(request) {
   const out = { policy: source.policy || "none" };
   if (out.policy === "every_k") out.k = source.k;
   if (out.policy === "optimal") out.budget_bytes = source.budget_bytes;
-  if (out.policy === "manual") out.recompute = source.recompute;
+  if (out.policy === "manual") out.recompute = Array.isArray(source.recompute) ? [...source.recompute] : [];
   out.preserve_rng_state = source.preserve_rng_state !== false;
   return out;
 }
