@@ -111,10 +111,16 @@ export function createParetoPanel(section, { onPick }) {
       hovertemplate: "%{hovertext}<extra></extra>",
       marker: { symbol: "diamond-open", size: 9, color: "#374151", line: { width: 1.5 } },
     }];
+    // A run no listed schedule matches (manual, optimal at its own budget): a star, its label on a leader line into the
+    // empty space below the points, off the other labels and the frontier's diamonds.
+    const annotations = [];
     if (current && currentIndex < 0) {
+      annotations.push({ x: current.overhead, y: current.executed_peak_bytes, text: scheduleLabel(current), showarrow: true,
+        arrowhead: 0, arrowwidth: 1, arrowcolor: "#374151", ax: 70, ay: 55, font: { size: 11 },
+        bgcolor: "rgba(255,255,255,0.9)", bordercolor: POLICY_COLORS[current.policy] ?? "#555", borderpad: 2 });
       data.push({
-        type: "scatter", mode: "markers+text", name: "current", x: [current.overhead], y: [current.executed_peak_bytes],
-        text: [scheduleLabel(current)], textposition: "bottom center", cliponaxis: false, hovertemplate: "%{hovertext}<extra></extra>",
+        type: "scatter", mode: "markers", name: "current", x: [current.overhead], y: [current.executed_peak_bytes],
+        cliponaxis: false, hovertemplate: "%{hovertext}<extra></extra>",
         hovertext: [hoverText(current).replace("click to run this schedule", "the current run")],
         marker: { symbol: "star", size: 18, color: POLICY_COLORS[current.policy] ?? "#555", line: { color: "#111", width: 2 } },
       });
@@ -124,7 +130,7 @@ export function createParetoPanel(section, { onPick }) {
     const maxX = Math.max(0.1, ...overheads);
     data[0].textposition = labelPositions(xs, ys, labels, maxX * 1.2, Math.max(...peaks) * 1.18);
     const layout = {
-      height: chart.clientHeight || 240, margin: { l: 64, r: 16, t: 26, b: 40 }, showlegend: false, hovermode: "closest",
+      height: chart.clientHeight || 240, margin: { l: 64, r: 16, t: 26, b: 40 }, showlegend: false, hovermode: "closest", annotations,
       xaxis: { title: { text: "recompute (× forward FLOPs)", standoff: 4 }, range: [-0.08 * maxX, maxX * 1.12],
         ticksuffix: "×", zeroline: false },
       yaxis: byteAxis(Math.max(...peaks), { title: { text: "peak bytes" }, range: [0, Math.max(...peaks) * 1.18] }),

@@ -108,7 +108,8 @@ def test_manual_recompute_of_the_first_softmax(page, live_server, errors, bodies
     assert bodies[-1]["checkpoint"]["recompute"] == [target]
     expect(chips).to_have_count(1)
     page.get_by_test_id("checkpoint-rng").set_checked(True)
-    wait_manual(page, [target])
+    page.wait_for_function(f"() => window.tapescope.getTrace()?.schedule?.preserve_rng_state === true && {READY}", timeout=20000)
+    assert bodies[-1]["checkpoint"] == {"policy": "manual", "recompute": [target], "preserve_rng_state": True}
 
     # a tensor the server refuses (a view) shows its problem at the control; removing its chip clears it
     view = next(t for t in trace["tensors"] if t.get("view") and t["saved_by"])
@@ -120,11 +121,16 @@ def test_manual_recompute_of_the_first_softmax(page, live_server, errors, bodies
     page.locator(f"[data-testid=manual-remove][data-tensor='{view['id']}']").click()
     wait_manual(page, [target])
     expect(error).to_have_count(0)
+    assert bodies[-1]["checkpoint"] == {"policy": "manual", "recompute": [target], "preserve_rng_state": True}
+    expect(page.get_by_test_id("schedule-summary")).not_to_contain_text("nothing random")
 
     page.evaluate("step => window.tapescope.setStep(step)", softmax["index"] + 1)
     page.evaluate("id => window.tapescope.select(id)", f"e{softmax['index']}")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "manual-recompute.png"), full_page=True)
+    box = node.bounding_box()
+    page.screenshot(path=str(ARTIFACTS / "manual-recompute-node.png"),
+                    clip={"x": box["x"] - 150, "y": box["y"] - 40, "width": box["width"] + 300, "height": box["height"] + 80})
 
     # the inspector's button toggles it back out
     toggle.click()
