@@ -3,6 +3,7 @@
 import math
 
 from backend.models.errors import SpecError
+from backend.trace.recompute import refusal
 
 from backend.planner.chain import min_peak_segments
 
@@ -70,13 +71,18 @@ def manual_entries(selective_base, tensor_ids):
     """The entries producing the tensors a user clicked; PolicyError naming any that cannot be recomputed."""
     entries, problems = [], []
     for uid in tensor_ids:
-        producer = selective_base.tensors[uid]["produced_by"]
-        if (producer is None or selective_base.tape[producer]["output"] != uid
-                or not selective_base.recomputable(producer, saved=False)):
-            name = selective_base.tensors[uid]["name"]
+        tensor = selective_base.tensors[uid]
+        producer = tensor["produced_by"]
+        if producer is None:
+            reason = "it is a leaf: there is no op to re-run"
+        elif selective_base.tape[producer]["output"] != uid:
+            reason = f"it is a mask or statistic {selective_base.tape[producer]['op']} keeps beside its output"
+        else:
+            reason = refusal(selective_base.tape[producer], selective_base.tensors,
+                             selective_base.saved_on_storage, require_saved=False)
+        if reason:
             problems.append({"path": "checkpoint.recompute",
-                             "message": f"tensor {uid} ({name}) cannot be recomputed: it is a view, a leaf, "
-                                        "or the output of a fused op; pick the op output it came from"})
+                             "message": f"tensor {uid} ({tensor['name']}) cannot be recomputed: {reason}"})
         else:
             entries.append(producer)
     if problems:

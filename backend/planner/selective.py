@@ -10,7 +10,7 @@ Live bytes at a step are then the storages with born ≤ step ≤ freed, as the 
 """
 import numpy as np
 
-RECOMPUTABLE_FAMILIES = ("elementwise", "binary", "reduce", "random", "matmul", "movement", "normalization")
+from backend.trace.recompute import refusal, saved_by_storage
 
 
 class SelectiveBase:
@@ -27,21 +27,14 @@ class SelectiveBase:
             for uid in entry["saved"]:
                 self.savers.setdefault(uid, []).append(entry["index"])
         self.n_steps = len(document["steps"])
+        self.saved_on_storage = saved_by_storage(document["tensors"])
 
     def output(self, entry):
         return self.tensors[self.tape[entry]["output"]]
 
     def recomputable(self, entry, saved=True):
-        """An output safe to recompute: its storage its own, not a fused kernel; with `saved`, also worth it
-        (someone saves it). A recipe chain's inner links need not be saved by anyone."""
-        e = self.tape[entry]
-        if e["family"] not in RECOMPUTABLE_FAMILIES or e["output"] is None:
-            return False
-        out = self.output(entry)
-        if out.get("view") or out["kind"] != "activation" or (saved and out["id"] not in self.savers):
-            return False
-        same_storage = [t for t in self.document["tensors"] if t["storage"] == out["storage"] and t["saved_by"]]
-        return all(t["id"] == out["id"] for t in same_storage)
+        """The trace's rule (backend/trace/recompute.py); with `saved`, the output must also be worth it."""
+        return refusal(self.tape[entry], self.tensors, self.saved_on_storage, require_saved=saved) is None
 
     def bytes_of(self, entry):
         return self.output(entry)["nbytes"]

@@ -1,12 +1,15 @@
 """The trace document: one JSON object per run, built from a Recorder. Described by docs/trace.schema.json."""
 import numpy as np
 
+from backend.trace.recompute import mark as mark_recomputable
+
 SCHEMA_VERSION = 1
 KINDS = ("input", "param", "activation", "grad", "optimizer")
 
 
 def build_document(recorder, spec, engine_version, loss):
     recorder.values.fill()
+    mark_recomputable(recorder.tape, recorder.tensors.values())
     storages = sorted(recorder.storages.values(), key=lambda s: s["id"])
     steps = recorder.steps or [{"index": 0, "phase": "forward", "entry": None}]
     live, by_kind = _live_bytes(storages, len(steps))

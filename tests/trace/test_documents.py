@@ -56,3 +56,18 @@ def test_predicted_and_measured_peaks_agree_at_the_chapters_lab3_shape():
     predicted, measured = summary["peak_bytes"], summary["measured_peak_bytes"]
     assert predicted > 3 * 2048 * 2048 * 8 * 0.9
     assert abs(measured - predicted) / predicted < 0.05, (predicted, measured)
+
+
+def test_forward_entries_say_whether_their_output_may_be_recomputed_and_why_not():
+    document = trace_spec(presets.get("transformer-tiny"), measure=False)
+    marks = {(e["op"], e["recompute"]["ok"]) for e in document["tape"]}
+    assert ("softmax", True) in marks and ("gelu", True) in marks
+    tensors = by_id(document)
+    views = [e for e in document["tape"] if e["op"] == "reshape" and tensors[e["output"]].get("view")]
+    assert views and all(not e["recompute"]["ok"] and "view" in e["recompute"]["reason"] for e in views)
+    efficient = presets.get("transformer-tiny")
+    for layer in efficient["layers"]:
+        if layer["type"] == "transformer_block":
+            layer["impl"] = "efficient"
+    fused = [e for e in trace_spec(efficient, measure=False)["tape"] if e["op"] == "attention"]
+    assert fused and all("fused op" in e["recompute"]["reason"] for e in fused)
