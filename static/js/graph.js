@@ -2,6 +2,8 @@
 // Checkpointed runs: checkpoint entries are labelled with their block region; recompute entries (and, under
 // op-level recomputation, the entries re-run in backward) wear a dashed outline and a "↻" badge; under the manual
 // policy, nodes whose output is in the picked set (setPicked) are "picked", before the re-trace confirms them. Small graphs are zoomed to fit whole; bigger ones stay readable and follow the cursor.
+// Nodes and their badges are drawn at absolute coordinates, never with a per-node transform: Chromium gives every
+// transformed SVG group its own paint chunk, and re-layerizing ~10,000 chunks on every step was most of a frame.
 /* global d3 */
 import { formatBytes } from "./format.js";
 import { layoutGraph } from "./layout.js";
@@ -100,6 +102,11 @@ export function createGraphView(svgElement, { onSelect }) {
     svgElement.classList.toggle("far", event.transform.k < FAR_SCALE);
   });
   svg.call(zoom).on("dblclick.zoom", null);
+  // The panel's size, kept by a ResizeObserver so following the cursor never forces a layout mid-step.
+  let panelBox = null;
+  if (typeof ResizeObserver === "function") {
+    new ResizeObserver(() => { panelBox = svgElement.getBoundingClientRect(); }).observe(svgElement);
+  }
 
   let state = null; // {trace, index, nodes, edges, nodeElements, edgeElements, badges, lastClass}
   let selected = null;
@@ -144,28 +151,28 @@ export function createGraphView(svgElement, { onSelect }) {
         badge.append("text");
         return g;
       })
-      .attr("transform", (n) => `translate(${layout.positions[n.id].x},${layout.positions[n.id].y})`)
       .attr("data-node-id", (n) => (n.isOp ? n.entry : null))
       .attr("data-tensor-id", (n) => (n.isOp ? null : n.tensor))
       .attr("tabindex", 0)
       .attr("role", "button")
       .on("click", (event, n) => onSelect(n.id))
       .on("keydown", (event, n) => { if (event.key === "Enter") onSelect(n.id); });
+    const at = (n) => layout.positions[n.id];
     nodeSel.select("rect")
-      .attr("x", (n) => -n.width / 2).attr("y", (n) => -n.height / 2)
+      .attr("x", (n) => at(n).x - n.width / 2).attr("y", (n) => at(n).y - n.height / 2)
       .attr("width", (n) => n.width).attr("height", (n) => n.height)
       .attr("rx", (n) => (n.isOp ? 4 : n.height / 2))
       .attr("fill", (n) => (n.isOp ? familyColor(n.family) : null));
-    nodeSel.select("text.label").attr("dy", "0.35em").text((n) => n.label);
+    nodeSel.select("text.label").attr("x", (n) => at(n).x).attr("y", (n) => at(n).y).attr("dy", "0.35em").text((n) => n.label);
     nodeSel.select("title").text((n) => nodeTitle(n, index));
     nodeSel.each(function setRecomputeBadge(n) {
       const group = d3.select(this);
       group.select("g.recompute-badge").remove();
       if (!n.recompute) return;
-      const badge = group.append("g").attr("class", "recompute-badge")
-        .attr("transform", `translate(${-n.width / 2},${-n.height / 2})`);
-      badge.append("circle").attr("r", 7);
-      badge.append("text").attr("dy", "0.35em").text("↻");
+      const [x, y] = [at(n).x - n.width / 2, at(n).y - n.height / 2];
+      const badge = group.append("g").attr("class", "recompute-badge");
+      badge.append("circle").attr("cx", x).attr("cy", y).attr("r", 7);
+      badge.append("text").attr("x", x).attr("y", y).attr("dy", "0.35em").text("↻");
     });
     return { nodeSel, edgeSel };
   }
@@ -186,9 +193,10 @@ export function createGraphView(svgElement, { onSelect }) {
       if (!tensor) { badge.remove(); return; }
       const text = formatBytes(tensor.nbytes);
       const width = 10 + text.length * 6;
-      badge.attr("transform", `translate(${n.width / 2 - width / 2 + 4},${-n.height / 2 - 9})`);
-      badge.select("rect").attr("x", -width / 2).attr("y", -7).attr("width", width).attr("height", 14);
-      badge.select("text").attr("dy", "0.35em").text(text);
+      const { x, y } = layout.positions[n.id];
+      const [cx, cy] = [x + n.width / 2 - width / 2 + 4, y - n.height / 2 - 9]; // the badge's centre
+      badge.select("rect").attr("x", cx - width / 2).attr("y", cy - 7).attr("width", width).attr("height", 14);
+      badge.select("text").attr("x", cx).attr("y", cy).attr("dy", "0.35em").text(text);
     });
     state = {
       trace, index, nodes, edges,
@@ -203,7 +211,7 @@ export function createGraphView(svgElement, { onSelect }) {
     const position = state.positions[nodeId];
     if (!position) return;
     const transform = d3.zoomTransform(svgElement);
-    const box = svgElement.getBoundingClientRect();
+    const box = panelBox ?? svgElement.getBoundingClientRect();
     const [left, top] = transform.apply([0, 0]);
     const [right, bottom] = transform.apply([state.size.width, state.size.height]);
     // A small graph shown whole stays put (panning would cut it off beside the editor). Bigger graphs keep
