@@ -6,6 +6,9 @@ a client got wrong, and this module turns it into a response. Genuine bugs still
 from flask import Blueprint, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from backend.models.errors import CapError, SpecError
+from backend.planner.policies import PolicyError
+
 api_errors = Blueprint("api_errors", __name__)
 
 SENTENCES = {
@@ -37,6 +40,20 @@ def api_error(error: ApiError):
     if error.problems is not None:
         body["problems"] = error.problems
     return jsonify(body), error.status
+
+
+@api_errors.app_errorhandler(CapError)
+def over_a_cap(error: CapError):
+    """A spec over a size cap: 413 naming the cap, its limit and what was asked for."""
+    return api_error(ApiError(413, error.message, error.problems, cap=error.cap, limit=error.limit,
+                              requested=error.requested))
+
+
+@api_errors.app_errorhandler(SpecError)
+def bad_request(error: SpecError):
+    """A spec or checkpoint request with problems: 400 with every problem and its path."""
+    what = "checkpoint request" if isinstance(error, PolicyError) else "spec"
+    return api_error(ApiError(400, f"The {what} has problems; fix them and try again.", error.problems))
 
 
 @api_errors.app_errorhandler(HTTPException)

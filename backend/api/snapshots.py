@@ -13,7 +13,6 @@ from backend.api.workspace_cookie import current_workspace, save_workspace, work
 from backend.store import current_db, jsontext
 from backend.store import snapshots as stored_snapshots
 from backend.store.ids import is_snapshot_id
-from backend.models.errors import CapError, SpecError
 from backend.trace import trace_spec
 
 snapshots = Blueprint("snapshots", __name__)
@@ -28,13 +27,8 @@ def _trace_spec():
 
 
 def _trace(spec: dict, checkpoint: dict | None) -> dict:
-    tracer = _trace_spec()
-    try:
-        return tracer(spec, checkpoint)     # trace_spec serializes runs: the engine's state is per process
-    except CapError as error:  # a SpecError too, so caught first
-        raise ApiError(413, f"The spec is {error.message}.", error.problems, cap=error.cap)
-    except SpecError as error:
-        raise ApiError(400, "The spec has problems; fix them and share again.", error.problems)
+    """Spec and checkpoint problems become 400/413 in api/errors.py, as for /api/trace."""
+    return _trace_spec()(spec, checkpoint)
 
 
 def _check_step_in_trace(view: dict, trace: dict) -> None:

@@ -1,4 +1,6 @@
 """The trace document: one JSON object per run, built from a Recorder. Described by docs/trace.schema.json."""
+import math
+
 import numpy as np
 
 from backend.trace.recompute import mark as mark_recomputable
@@ -26,7 +28,8 @@ def build_document(recorder, spec, engine_version, loss):
         "schema_version": SCHEMA_VERSION,
         "engine_version": engine_version,
         "spec": spec,
-        "loss": loss,
+        "loss": loss if math.isfinite(loss) else None,      # JSON has no inf or NaN
+        "loss_text": f"{loss:.6g}",
         "layers": _layers(spec),
         "tensors": tensors,
         "storages": storages,

@@ -94,3 +94,21 @@ def test_a_bad_checkpoint_request_names_the_field(client):
                                                "checkpoint": {"policy": "every_k", "k": 99}})
     assert response.status_code == 400
     assert response.get_json()["problems"][0]["path"] == "checkpoint.k"
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")     # float16 overflows on purpose here
+def test_a_loss_that_overflows_is_valid_json_and_can_be_shared(client):
+    spec = {"dtype": "float16", "init_std": 10.0, "input": {"kind": "features", "size": 1024},
+            "layers": [{"type": "linear", "out": 1024}, {"type": "linear", "out": 1024}], "loss": {"type": "sum"}}
+    response = client.post("/api/trace", json={"spec": spec})
+    assert response.status_code == 200
+    document = json.loads(response.data)              # strict JSON: no Infinity
+    assert document["loss"] is None and document["loss_text"] in ("inf", "-inf", "nan")
+    shared = client.post("/api/snapshots", json={"spec": spec, "view": {"step": 0}})
+    assert shared.status_code == 201
+
+
+def test_a_body_nested_too_deep_is_a_400_not_a_crash(client):
+    body = '{"spec": ' + "[" * 5000 + "]" * 5000 + "}"
+    response = client.post("/api/trace", data=body, content_type="application/json")
+    assert response.status_code == 400
