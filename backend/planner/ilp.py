@@ -60,34 +60,47 @@ def units(base):
     return sorted((u for u in found if u), key=lambda u: (min(u), len(u)))
 
 
+class Program:
+    """The budget-free part of the integer program for one base run: units, their deltas, costs, exclusions."""
+
+    def __init__(self, base):
+        self.base = base
+        self.base_live = predict_live_bytes(base, ())
+        self.choices = units(base)
+        self.deltas = np.array([predict_live_bytes(base, u) - self.base_live for u in self.choices],
+                               dtype=np.float64).reshape(len(self.choices), len(self.base_live))
+        self.flops = np.array([max(sum(base.flops_of(e) for e in u), 1) for u in self.choices], dtype=np.float64)
+        rows = []
+        for i, a in enumerate(self.choices):
+            for j in range(i + 1, len(self.choices)):
+                if _interact(base, a, self.choices[j]):
+                    row = np.zeros(len(self.choices))
+                    row[i] = row[j] = 1
+                    rows.append(row)
+        self.exclusive = np.array(rows)
+
+    def solve(self, budget_bytes, time_limit_s=10.0):
+        """{entries, predicted_peak_bytes, recompute_flops, status, gap, solve_s} for the cheapest fitting choice."""
+        started, base, base_live = time.perf_counter(), self.base, self.base_live
+        if base_live.max() <= budget_bytes or not self.choices:
+            status = "optimal" if base_live.max() <= budget_bytes else "infeasible"
+            return _result(base, [], base_live, status, 0.0, started)
+        constraints = [LinearConstraint(self.deltas.T, -np.inf, budget_bytes - base_live)]
+        if len(self.exclusive):
+            constraints.append(LinearConstraint(self.exclusive, -np.inf, 1))
+        result = milp(self.flops, constraints=constraints, integrality=np.ones(len(self.choices)),
+                      bounds=Bounds(0, 1), options={"time_limit": time_limit_s})
+        if result.x is None:
+            return _result(base, [], base_live, "infeasible" if result.status == 2 else "time limit", None, started)
+        chosen = sorted(e for u, x in zip(self.choices, result.x) if x > 0.5 for e in u)
+        status = "optimal" if result.status == 0 else "time limit"
+        gap = float(getattr(result, "mip_gap", 0.0) or 0.0)
+        return _result(base, chosen, predict_live_bytes(base, chosen), status, gap, started)
+
+
 def solve(base, budget_bytes, time_limit_s=10.0):
-    """{entries, predicted_peak_bytes, recompute_flops, status, gap, solve_s} for the cheapest fitting choice."""
-    started = time.perf_counter()
-    base_live = predict_live_bytes(base, ())
-    choices = units(base)
-    if base_live.max() <= budget_bytes or not choices:
-        status = "optimal" if base_live.max() <= budget_bytes else "infeasible"
-        return _result(base, [], base_live, status, 0.0, started)
-    deltas = np.array([predict_live_bytes(base, u) - base_live for u in choices], dtype=np.float64)
-    flops = np.array([max(sum(base.flops_of(e) for e in u), 1) for u in choices], dtype=np.float64)
-    exclusive = []
-    for i, a in enumerate(choices):
-        for j in range(i + 1, len(choices)):
-            if _interact(base, a, choices[j]):
-                row = np.zeros(len(choices))
-                row[i] = row[j] = 1
-                exclusive.append(row)
-    constraints = [LinearConstraint(deltas.T, -np.inf, budget_bytes - base_live)]
-    if exclusive:
-        constraints.append(LinearConstraint(np.array(exclusive), -np.inf, 1))
-    result = milp(flops, constraints=constraints, integrality=np.ones(len(choices)), bounds=Bounds(0, 1),
-                  options={"time_limit": time_limit_s})
-    if result.x is None:
-        return _result(base, [], base_live, "infeasible" if result.status == 2 else "time limit", None, started)
-    chosen = sorted(e for u, x in zip(choices, result.x) if x > 0.5 for e in u)
-    status = "optimal" if result.status == 0 else "time limit"
-    gap = float(getattr(result, "mip_gap", 0.0) or 0.0)
-    return _result(base, chosen, predict_live_bytes(base, chosen), status, gap, started)
+    """One solve from scratch (the planner keeps a Program and re-solves it per budget)."""
+    return Program(base).solve(budget_bytes, time_limit_s)
 
 
 def _interact(base, a, b):

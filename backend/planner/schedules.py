@@ -32,9 +32,13 @@ class Planner:
         self.base_document, self.base_grads = record_regions(spec, [])
         self.base = BaseRun.from_document(self.base_document)
         self.selective_base = SelectiveBase(self.base_document)
-        self.units = ilp.units(self.selective_base)
+        self.program = ilp.Program(self.selective_base)
+        self.units = self.program.choices
+        self._peaks, self._flops = {}, {}          # memo per plan: the Pareto sweep scores plans many times
         self.forward_flops = sum(self.base.flops) or 1
         self.entry_activations = self._entry_activations()
+        self._saved_activations = {t["id"] for t in self.base_document["tensors"]
+                                   if t["saved_by"] and t["id"] in self.entry_activations}
 
     def _entry_activations(self):
         """tensor id -> forward tape index for the activations the forward produced (outputs and extras)."""
@@ -69,7 +73,7 @@ class Planner:
     def optimal(self, budget_bytes):
         """The least recompute whose predicted peak fits: the integer program over recompute units, against
         every region schedule (the chain DP's included). Infeasible budgets get the lowest peak found."""
-        solved = ilp.solve(self.selective_base, budget_bytes)
+        solved = self.program.solve(budget_bytes)
         ilp_plan = Plan(recompute=tuple(solved["entries"]), solver={k: solved[k] for k in ("status", "gap", "solve_s")})
         scored = [(self.predicted_peak(p), self.recompute_flops(p), p) for p in [*self.heuristic_plans(), ilp_plan]]
         fitting = [s for s in scored if s[0] <= budget_bytes]
@@ -79,15 +83,21 @@ class Planner:
 
     # ----- measures ---------------------------------------------------------------------------------------
     def predicted_peak(self, plan):
-        if plan.recompute:
-            return int(predict_selective(self.selective_base, plan.recompute).max())
-        return int(predict_regions(self.base, [list(r) for r in plan.regions]).max())
+        if plan not in self._peaks:
+            live = (predict_selective(self.selective_base, plan.recompute) if plan.recompute
+                    else predict_regions(self.base, [list(r) for r in plan.regions]))
+            self._peaks[plan] = int(live.max())
+        return self._peaks[plan]
 
     def recompute_flops(self, plan):
-        if plan.recompute:
-            return int(sum(self.selective_base.flops_of(e) for e in plan.recompute))
-        blocks = {b for region in plan.regions for b in region}
-        return int(sum(f for f, b in zip(self.base.flops, self.base.entry_block) if b in blocks))
+        if plan not in self._flops:
+            if plan.recompute:
+                flops = sum(self.selective_base.flops_of(e) for e in plan.recompute)
+            else:
+                blocks = {b for region in plan.regions for b in region}
+                flops = sum(f for f, b in zip(self.base.flops, self.base.entry_block) if b in blocks)
+            self._flops[plan] = int(flops)
+        return self._flops[plan]
 
     def recomputed_tensors(self, plan):
         if plan.recompute:
@@ -99,8 +109,8 @@ class Planner:
         """The schedule for a normalized request; `execute` runs it for the executed peak and gradients."""
         plan = self.plan(request)
         recomputed = self.recomputed_tensors(plan)
-        saved = {t["id"] for t in self.base_document["tensors"] if t["saved_by"]}
-        stored = sorted(t for t in self.entry_activations if t in saved and t not in set(recomputed))
+        kept = self._saved_activations - set(recomputed)
+        stored = sorted(kept)
         recompute_flops = self.recompute_flops(plan)
         predicted = self.predicted_peak(plan)
         schedule = {

@@ -28,6 +28,9 @@ class SelectiveBase:
                 self.savers.setdefault(uid, []).append(entry["index"])
         self.n_steps = len(document["steps"])
         self.saved_on_storage = saved_by_storage(document["tensors"])
+        self.tensors_on_storage = {}
+        for t in document["tensors"]:
+            self.tensors_on_storage.setdefault(t["storage"], []).append(t["id"])
 
     def output(self, entry):
         return self.tensors[self.tape[entry]["output"]]
@@ -81,9 +84,9 @@ def _tensor_held_release(base, storage_id, st, produced):
     end = st["dropped"]
     if end is None:
         return None
-    for t in base.document["tensors"]:
-        if t["storage"] == storage_id and t["id"] not in produced:
-            for saver in base.savers.get(t["id"], ()):
+    for uid in base.tensors_on_storage[storage_id]:
+        if uid not in produced:
+            for saver in base.savers.get(uid, ()):
                 end = max(end, base.backward_step[saver])
     return end
 
