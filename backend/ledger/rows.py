@@ -134,7 +134,7 @@ def head_rows(config):
 
 def network_rows(config):
     """Rows held once per network, not per layer: token ids, the causal mask every layer shares, the final norm."""
-    b, s, dt = config.batch, config.seq, config.dtype_name
+    b, s = config.batch, config.seq
     rows = [Row("embed.indices", (b, s), "int64", "embedding", ("wte",), CONSTANT, "token ids for the scatter-add")]
     if config.position_embeddings:
         rows.append(Row("embed.positions", (s,), "int64", "embedding", ("wpe",), CONSTANT, "position ids"))

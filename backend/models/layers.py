@@ -6,7 +6,6 @@ and returns the layer's forward function.
 """
 import math
 
-import numpy as np
 
 import backend.tape as T
 from backend.models import fields as f

@@ -1,4 +1,7 @@
-"""A built model: seeded parameters, the input batch and targets, its blocks, loss and optimizer."""
+"""A built model: seeded parameters, the input batch and targets, its blocks, loss and optimizer.
+
+The driver that runs the blocks (plain or under checkpoint regions) is backend/trace/run.py.
+"""
 import numpy as np
 
 import backend.tape as T
@@ -8,7 +11,7 @@ from backend.tape import layer_scope, tensor
 
 
 class Model:
-    """Everything one run needs, allocated from a normalized spec. `forward()` returns the loss tensor."""
+    """Everything one run needs, allocated from a normalized spec: run `blocks` in order, then `loss`."""
 
     def __init__(self, spec):
         self.spec = spec
@@ -25,14 +28,13 @@ class Model:
             self.input = tensor(rng.uniform(-1, 1, shape).astype(dtype), name="x")
         ctx = BuildContext(rng, dtype, spec.get("init_std"), source.get("vocab", 0))
         width = None if tokens else shape[-1]
-        self.blocks, _ = build_blocks(spec["layers"], width, ctx)
+        self.blocks, out_width = build_blocks(spec["layers"], width, ctx)
         self.params = ctx.params
-        self.target = self._make_target(rng, dtype)
+        out_shape = (*shape, out_width) if tokens else (*shape[:-1], out_width)
+        self.target = self._make_target(rng, dtype, out_shape)
         self.optimizer = self._make_optimizer()
 
-    def _make_target(self, rng, dtype):
-        from backend.models.spec import plan
-        out_shape = plan(self.spec).output_shape
+    def _make_target(self, rng, dtype, out_shape):
         loss = self.spec["loss"]
         if loss["type"] == "cross_entropy":
             return tensor(rng.integers(0, out_shape[-1], out_shape[:-1]), name="target")
@@ -54,13 +56,6 @@ class Model:
         if config["type"] == "adam":
             return T.Adam(params, lr=config["lr"])
         return None
-
-    def forward(self, run_block=None):
-        """Run the blocks and the loss; `run_block(path, fn, h)` lets a checkpoint schedule wrap a block."""
-        h = self.input
-        for path, fn in self.blocks:
-            h = fn(h) if run_block is None else run_block(path, fn, h)
-        return self.loss(h)
 
     def loss(self, out):
         kind = self.spec["loss"]["type"]

@@ -70,8 +70,6 @@ def backward(root_tensor, gradient=None, retain_graph=False, capture=None):
     while sweep.ready:
         _, node = heapq.heappop(sweep.ready)
         sweep.run_node(node, sweep.buffers.pop(node, None))     # None: no gradient reached it
-    if events.active:
-        events.emit("backward_end", root=root)
     return sweep.captured_adjoints()
 
 
@@ -118,8 +116,6 @@ class Sweep:
                 raise RuntimeError(
                     f"vjp of {node.op.name} returned {len(grads)} gradients for {len(node.next)} inputs")
             del saved
-        if listening:
-            events.emit("vjp", node=node, adjoint=adjoint)
         produced = {}
         for parent, grad in zip(node.next, grads):
             if parent is None or grad is None:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
 
-import numpy as np
 
 OPS = {}
 
@@ -72,6 +71,13 @@ def unbroadcast(grad, shape):
     if squeezed:
         grad = grad.sum(axis=squeezed, keepdims=True)
     return grad
+
+
+def per_element(cost, input_index=None):
+    """FLOPs as `cost` per element of the output (or of input `input_index`)."""
+    def flops(shapes, out_shape, attrs):
+        return cost * size_of(out_shape if input_index is None else shapes[input_index])
+    return flops
 
 
 def size_of(shape):

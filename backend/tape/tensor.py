@@ -3,7 +3,7 @@ import weakref
 
 import numpy as np
 
-from backend.tape import events, modes
+from backend.tape import events
 from backend.tape.storage import Storage, next_uid
 
 
@@ -137,7 +137,3 @@ def _as_array(data):
         return data
     array = np.asarray(data)
     return array.astype(np.float32) if array.dtype == np.float64 else array
-
-
-def grad_enabled():
-    return modes.enabled

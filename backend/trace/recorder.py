@@ -2,6 +2,8 @@
 
 It only collects; document.py derives live bytes, intervals and the summary from what is collected here.
 """
+import math
+
 from backend.trace.values import MAX_VALUE_ELEMENTS, ValueTable
 
 SMALL_TENSOR_ELEMENTS = 1024     # tensors this small carry their values at birth (heatmaps)
@@ -190,9 +192,6 @@ class Recorder:
         self.values.add(described, adjoint.array, not in_record and adjoint.array.size <= MAX_VALUE_ELEMENTS)
         return described
 
-    def on_vjp(self, node, adjoint):
-        pass
-
     def on_contribution(self, node, parent, adjoint):
         if hasattr(parent, "output_uid"):
             target = parent.output_uid
@@ -224,9 +223,6 @@ class Recorder:
             if pending.get(waiting, 0) > 0:     # a nested (recompute) sweep counts only its own nodes
                 item["pending"][str(self.entry_of[waiting.seq])] = pending[waiting]
 
-    def on_backward_end(self, root):
-        pass
-
     # ----- recompute (a checkpoint's backward re-runs its region) -------------------------------------
     def on_recompute_begin(self, node):
         self._phases.append(self.phase)
@@ -257,7 +253,7 @@ def _plain_attrs(attrs):
     for key, value in attrs.items():
         if key == "rng_state":
             plain[key] = "saved" if value is not None else None
-        elif isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+        elif isinstance(value, float) and not math.isfinite(value):
             plain[key] = str(value)
         elif isinstance(value, (int, float, str, bool)) or value is None:
             plain[key] = value

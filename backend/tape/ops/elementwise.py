@@ -3,15 +3,11 @@ import math
 
 import numpy as np
 
-from backend.tape.registry import Op, register, size_of, unbroadcast
+from backend.tape.registry import Op, per_element, register, size_of, unbroadcast
 
 
 def _n(shapes, out_shape, attrs):
     return size_of(out_shape)
-
-
-def _per_element(cost):
-    return lambda shapes, out_shape, attrs: cost * size_of(out_shape)
 
 
 # ============================== binary (broadcasting) ==============================
@@ -64,7 +60,7 @@ register(Op(
     "pow", "elementwise", ("x",), saves={"x": ("x",)},
     forward=lambda attrs, x: x ** attrs["exponent"],
     vjp=lambda g, s, node: (g * (node.attrs["exponent"] * s["x"] ** (node.attrs["exponent"] - 1)),),
-    flops=_per_element(2), why="pow saves its input: d(xᵖ) = p·xᵖ⁻¹ needs x.",
+    flops=per_element(2), why="pow saves its input: d(xᵖ) = p·xᵖ⁻¹ needs x.",
 ))
 
 # ============================== unary activations ==============================
@@ -99,7 +95,7 @@ register(Op(
     "sigmoid", "elementwise", ("x",), saves={"out": ("x",)},
     forward=_sigmoid,
     vjp=lambda g, s, node: (g * s["out"] * (1 - s["out"]),),
-    flops=_per_element(3), why="sigmoid saves its output: dσ = σ(1 − σ).",
+    flops=per_element(3), why="sigmoid saves its output: dσ = σ(1 − σ).",
 ))
 
 register(Op(
@@ -126,6 +122,6 @@ def _gelu_vjp(g, s, node):
 
 register(Op(
     "gelu", "elementwise", ("x",), saves={"x": ("x",)},
-    forward=_gelu, vjp=_gelu_vjp, flops=_per_element(8),
+    forward=_gelu, vjp=_gelu_vjp, flops=per_element(8),
     why="gelu saves its input: its slope Φ-like term is recomputed from x.",
 ))

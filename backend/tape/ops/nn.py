@@ -2,16 +2,7 @@
 import numpy as np
 
 from backend.tape.random import generator
-from backend.tape.registry import Op, register, size_of, unbroadcast
-
-
-def _per_element(cost, index=0):
-    return lambda shapes, out_shape, attrs: cost * size_of(shapes[index])
-
-
-def _batch_sum(x, shape):
-    """Sum over the leading (batch) axes down to a parameter's shape."""
-    return unbroadcast(x, shape)
+from backend.tape.registry import Op, per_element, register, size_of, unbroadcast
 
 
 # ============================== normalization ==============================
@@ -34,16 +25,16 @@ def _layernorm_vjp(g, s, node):
         x_grad = rstd * (g_hat - np.mean(g_hat, axis=-1, keepdims=True)
                          - x_hat * np.mean(g_hat * x_hat, axis=-1, keepdims=True))
     if node.needs[1]:
-        weight_grad = _batch_sum(g * x_hat, node.shapes[1])
+        weight_grad = unbroadcast(g * x_hat, node.shapes[1])
     if node.needs[2]:
-        bias_grad = _batch_sum(g, node.shapes[2])
+        bias_grad = unbroadcast(g, node.shapes[2])
     return x_grad, weight_grad, bias_grad
 
 
 register(Op(
     "layernorm", "normalization", ("x", "weight", "bias"),
     saves={"x": ("x", "weight"), "weight": ("x",), "mean": ("x", "weight"), "rstd": ("x", "weight")},
-    extras=("mean", "rstd"), forward=_layernorm_forward, vjp=_layernorm_vjp, flops=_per_element(8),
+    extras=("mean", "rstd"), forward=_layernorm_forward, vjp=_layernorm_vjp, flops=per_element(8, input_index=0),
     why="layernorm saves its input, γ and the per-row mean and 1/σ: its vjp projects out the 1 and x̂ directions.",
 ))
 
@@ -62,14 +53,14 @@ def _rmsnorm_vjp(g, s, node):
         g_hat = g * s["weight"]
         x_grad = rstd * (g_hat - x_hat * np.mean(g_hat * x_hat, axis=-1, keepdims=True))
     if node.needs[1]:
-        weight_grad = _batch_sum(g * x_hat, node.shapes[1])
+        weight_grad = unbroadcast(g * x_hat, node.shapes[1])
     return x_grad, weight_grad
 
 
 register(Op(
     "rmsnorm", "normalization", ("x", "weight"),
     saves={"x": ("x", "weight"), "weight": ("x",), "rstd": ("x", "weight")},
-    extras=("rstd",), forward=_rmsnorm_forward, vjp=_rmsnorm_vjp, flops=_per_element(6),
+    extras=("rstd",), forward=_rmsnorm_forward, vjp=_rmsnorm_vjp, flops=per_element(6, input_index=0),
     why="rmsnorm saves its input, γ and 1/rms: one projection (along x̂), no mean term.",
 ))
 
@@ -85,7 +76,7 @@ register(Op(
     "dropout", "random", ("x",), saves={"mask": ("x",)}, extras=("mask",),
     forward=_dropout_forward,
     vjp=lambda g, s, node: (g * s["mask"] * (1.0 / (1.0 - node.attrs["p"])),),
-    flops=_per_element(2),
+    flops=per_element(2, input_index=0),
     why="dropout saves its bool mask (1 byte per element): the vjp zeroes the same elements.",
 ))
 
@@ -109,7 +100,7 @@ register(Op(
     forward=lambda attrs, x, mask: np.where(mask, np.asarray(attrs["value"], dtype=x.dtype), x),
     vjp=lambda g, s, node: (unbroadcast(np.where(s["mask"], 0, g).astype(g.dtype, copy=False),
                                         node.shapes[0]), None),
-    flops=_per_element(1),
+    flops=per_element(1, input_index=0),
     why="masked_fill saves its bool mask: filled positions get no gradient.",
 ))
 
@@ -132,7 +123,7 @@ def _cross_entropy_vjp(g, s, node):
 register(Op(
     "cross_entropy", "loss", ("logits", "target"),
     saves={"probs": ("logits",), "target": ("logits",)}, extras=("probs",),
-    forward=_cross_entropy_forward, vjp=_cross_entropy_vjp, flops=_per_element(5),
+    forward=_cross_entropy_forward, vjp=_cross_entropy_vjp, flops=per_element(5, input_index=0),
     why="cross_entropy saves the probabilities and targets: the fused vjp is p − y, no division by p.",
 ))
 
