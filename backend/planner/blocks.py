@@ -1,15 +1,4 @@
-"""The model's blocks (what checkpoint schedules count as layers) and which tape entries belong to each."""
-
-
-def block_paths(spec):
-    """Top-level block paths in forward order: a repeat contributes one block per iteration."""
-    paths = []
-    for i, layer in enumerate(spec["layers"]):
-        if layer["type"] == "repeat":
-            paths.extend(f"layers[{i}][{j}]" for j in range(layer["times"]))
-        else:
-            paths.append(f"layers[{i}]")
-    return paths
+"""Which block (what checkpoint schedules count as a layer) a tape entry belongs to, by its scope."""
 
 
 def block_of_scope(scope, paths):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from backend.planner.blocks import block_of_scope, block_paths
+from backend.planner.blocks import block_of_scope
 
 
 @dataclass
@@ -37,14 +37,14 @@ class BaseRun:
 
     @classmethod
     def from_document(cls, document):
-        paths = block_paths(document["spec"])
+        paths = [block["path"] for block in document["blocks"]]      # as the run's driver reported them
         tape = [e for e in document["tape"] if e["phase"] == "forward"]
         storage_of = {t["id"]: t["storage"] for t in document["tensors"]}
         holders = {}
         for t in document["tensors"]:
             for index in t["saved_by"]:
                 holders.setdefault(t["storage"], set()).add(index)
-        inputs = {b["path"]: b["input_storage"] for b in document.get("blocks", [])}
+        inputs = {b["path"]: b["input_storage"] for b in document["blocks"]}
         return cls(
             steps=[(s["phase"], s["entry"]) for s in document["steps"]],
             storages=document["storages"],
