@@ -11,6 +11,7 @@ async function request(url, options = {}) {
     const error = new Error(body.error || `${response.status} ${response.statusText}`);
     error.status = response.status;
     error.problems = body.problems || [];
+    error.body = body;                      // the whole answer, e.g. a 413's cap, limit and requested
     throw error;
   }
   return body;

@@ -1,9 +1,10 @@
 // Re-tracing a spec on the server: debounced for typing, throttled for sliders, the in-flight request aborted
 // when a newer one starts, and only the newest answer delivered. The spec and its checkpoint request travel
 // together: POST {"spec", "checkpoint"} (no checkpoint field for "none": see schedule.js wireRequest).
+import { traceSpec } from "./api.js";
 import { wireRequest } from "./schedule.js";
 
-export function createTracer({ endpoint = "/api/trace", delay = 150, onPending, onResult }) {
+export function createTracer({ delay = 150, onPending, onResult }) {
   let timer = null;
   let pending = null;          // {spec, checkpoint, meta} waiting for the timer
   let controller = null;       // the in-flight request
@@ -21,17 +22,13 @@ export function createTracer({ endpoint = "/api/trace", delay = 150, onPending, 
     const started = performance.now();
     let result;
     try {
-      const response = await fetch(endpoint, {
-        method: "POST",
-        headers: { "Content-Type": "application/json", Accept: "application/json" },
-        body: JSON.stringify(wireRequest(checkpoint) ? { spec, checkpoint: wireRequest(checkpoint) } : { spec }),
-        signal: mine.signal,
-      });
-      const body = await response.json().catch(() => ({ error: `the server answered ${response.status}` }));
-      result = { ok: response.ok, status: response.status, body };
+      const body = await traceSpec(spec, mine.signal, wireRequest(checkpoint));
+      result = { ok: true, status: 200, body };
     } catch (error) {
       if (error.name === "AbortError") return;
-      result = { ok: false, status: 0, body: { error: `could not reach the server: ${error.message}` } };
+      result = error.status
+        ? { ok: false, status: error.status, body: { ...error.body, problems: error.problems } }
+        : { ok: false, status: 0, body: { error: `could not reach the server: ${error.message}` } };
     }
     if (controller === mine) controller = null;
     if (id !== generation || pending) return;      // a newer request owns the screen
