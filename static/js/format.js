@@ -1,13 +1,19 @@
 // format.js — how numbers, shapes and tensors are written out for people (bytes as KiB/MiB, shapes as [a,b]).
 
-export function formatBytes(bytes) {
+/** Bytes in B/KiB/MiB/GiB: "1.5 KiB", "512 B". With `digits`, up to that many decimals, trailing zeros dropped and
+ *  thousands grouped ("1,023.75 MiB"; whole bytes stay whole), as the ledger page writes them. */
+export function formatBytes(bytes, { digits } = {}) {
   const sign = bytes < 0 ? "-" : "";
   let value = Math.abs(bytes);
   const units = ["B", "KiB", "MiB", "GiB"];
   let unit = 0;
   while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit += 1; }
-  const digits = unit === 0 || value >= 100 ? 0 : 1;
-  return `${sign}${value.toFixed(digits)} ${units[unit]}`;
+  if (digits !== undefined) {
+    const text = value.toLocaleString("en-US", { maximumFractionDigits: unit === 0 ? 0 : digits, minimumFractionDigits: 0 });
+    return `${sign}${text} ${units[unit]}`;
+  }
+  const fixed = unit === 0 || value >= 100 ? 0 : 1;
+  return `${sign}${value.toFixed(fixed)} ${units[unit]}`;
 }
 
 export const signedBytes = (bytes) => (bytes >= 0 ? "+" : "") + formatBytes(bytes);

@@ -1,6 +1,9 @@
 // The ledger page: reads the form, asks /api/ledger, draws the rows, the charts and the reconciliation.
 // Everything shown comes from the API; the page only formats it. Text goes in with textContent, never HTML.
 
+import { el } from "./dom.js";
+import { formatBytes as formatBytesIn } from "./format.js";
+
 const Plotly = window.Plotly;
 
 // Okabe–Ito: distinguishable with every common colour-vision deficiency.
@@ -19,13 +22,7 @@ const results = document.querySelector(".ledger-results");
 
 // ---------- formatting ----------
 
-function formatBytes(bytes) {
-  const units = [["GiB", GiB], ["MiB", MiB], ["KiB", KiB]];
-  for (const [name, size] of units) {
-    if (bytes >= size) return `${formatNumber(bytes / size, 2)} ${name}`;
-  }
-  return `${formatNumber(bytes, 0)} B`;
-}
+const formatBytes = (bytes) => formatBytesIn(bytes, { digits: 2 });
 
 function formatCount(count) {
   return count >= 1e9 ? `${formatNumber(count / 1e9, 2)} B` : `${formatNumber(count / 1e6, 1)} M`;
@@ -35,6 +32,7 @@ function formatMiB(bytes) {
   return `${formatNumber(bytes / MiB, 2)} MiB`;
 }
 
+/** Up to `digits` decimals, grouped ("1,184.5"); not format.js's formatNumber, which gives 4 significant figures. */
 function formatNumber(value, digits) {
   return value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: 0 });
 }
@@ -44,19 +42,10 @@ function formatUnits(units) {
   return units >= 0.01 ? formatNumber(units, 2) : units.toExponential(1);
 }
 
-// ---------- small DOM helpers ----------
-
-function el(tag, { text, className, attrs } = {}, children = []) {
-  const node = document.createElement(tag);
-  if (text !== undefined) node.textContent = text;
-  if (className) node.className = className;
-  for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
-  for (const child of children) node.append(child);
-  return node;
-}
+// ---------- table cells ----------
 
 function cells(tag, values, numericFrom = Infinity) {
-  return values.map((value, index) => el(tag, { text: String(value), className: index >= numericFrom ? "num" : "" }));
+  return values.map((value, index) => el(tag, { text: String(value), class: index >= numericFrom ? "num" : null }));
 }
 
 // ---------- the form and the URL ----------
@@ -132,14 +121,14 @@ function renderSummary(ledger) {
     [`Max batch on ${formatNumber(c.device_gib, 2)} GiB`, String(ledger.max_batch)],
   ];
   const summary = document.getElementById("ledger-summary");
-  summary.replaceChildren(...items.map(([term, value]) => el("div", {}, [el("dt", { text: term }), el("dd", { text: value })])));
+  summary.replaceChildren(...items.map(([term, value]) => el("div", {}, el("dt", { text: term }), el("dd", { text: value }))));
 }
 
 function rowSection(title, rows, unitBytes) {
   const body = el("tbody");
-  body.append(el("tr", { className: "section" }, [el("th", { text: title, attrs: { colspan: "7", scope: "rowgroup" } })]));
+  body.append(el("tr", { class: "section" }, el("th", { text: title, colspan: "7", scope: "rowgroup" })));
   for (const row of rows) {
-    const tr = el("tr", { className: `group-${row.group}` }, cells("td", [
+    const tr = el("tr", { class: `group-${row.group}` }, cells("td", [
       row.name, row.op, row.saved_by.join(", "), `[${row.shape.join(", ")}]`, row.dtype,
       formatBytes(row.bytes), formatUnits(row.bytes / unitBytes),
     ], 5));
@@ -261,8 +250,8 @@ function renderReconciliation(ledger) {
     [`…plus ${k.seed.extra_row.name} [${k.seed.extra_row.shape.join(", ")}]`, k.seed.reconstructed_bytes],
   ];
   document.querySelector("#ledger-figures tbody").replaceChildren(
-    ...figures.map(([label, bytes]) => el("tr", {}, [el("th", { text: label, attrs: { scope: "row" } }),
-                                                    el("td", { text: formatMiB(bytes), className: "num" })])));
+    ...figures.map(([label, bytes]) => el("tr", {}, el("th", { text: label, scope: "row" }),
+                                                 el("td", { text: formatMiB(bytes), class: "num" }))));
   document.getElementById("ledger-reconciliation").replaceChildren(...k.explanation.map((line) => el("p", { text: line })));
 }
 
