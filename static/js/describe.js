@@ -10,7 +10,7 @@ export function describeStep(index, stepIndex) {
   const { trace } = index;
   const step = trace.steps[stepIndex];
   const entry = step.entry === null || step.entry === undefined ? null : trace.tape[step.entry];
-  const name = (id) => index.tensor(id)?.name ?? `tensor ${id}`;
+  const name = index.nameOf;
   const named = (id) => `${name(id)} ${formatShape(index.tensor(id)?.shape ?? [])}`;
   if (!entry) {
     const param = step.param === undefined ? "" : ` · ${typeof step.param === "number" ? name(step.param) : step.param}`;

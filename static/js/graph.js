@@ -137,8 +137,8 @@ export function createGraphView(svgElement, { onSelect }) {
       .attr("stroke-width", (e) => widthScale(Math.max(1, e.nbytes)))
       .attr("data-tensor", (e) => e.tensor);
     edgeSel.selectAll("title").data((e) => [e]).join("title")
-      .text((e) => (e.link ? `checkpoint entry ${e.owner} re-runs its region from its saved input, detached as ${index.tensor(e.tensor)?.name ?? `tensor ${e.tensor}`}`
-        : `${index.tensor(e.tensor)?.name ?? `tensor ${e.tensor}`} · ${formatBytes(e.nbytes)}`));
+      .text((e) => (e.link ? `checkpoint entry ${e.owner} re-runs its region from its saved input, detached as ${index.nameOf(e.tensor)}`
+        : `${index.nameOf(e.tensor)} · ${formatBytes(e.nbytes)}`));
 
     const nodeSel = nodeLayer.selectAll("g.node").data(nodes, (n) => n.id)
       .join((enter) => {

@@ -56,8 +56,7 @@ function tensorFacts(tensor, index, step) {
 function recomputeFacts(tensor, index) {
   const tape = index.trace.tape;
   if (tensor.recompute_of !== undefined && tensor.recompute_of !== null) {
-    const original = index.tensor(tensor.recompute_of);
-    return [["recompute", `a recomputed copy of ${original?.name ?? `tensor ${tensor.recompute_of}`} (id ${tensor.recompute_of}), made in backward`]];
+    return [["recompute", `a recomputed copy of ${index.nameOf(tensor.recompute_of)} (id ${tensor.recompute_of}), made in backward`]];
   }
   if (tensor.recomputed_by?.length) {
     const by = tensor.recomputed_by.map((entry) => `${tape[entry].op} (entry ${entry})`).join(", ");
@@ -151,8 +150,8 @@ export function createInspector(element, { manual = () => null, onToggle = () =>
           ...entryPhase(entry, index),
           ["scope", entry.scope || "—"],
           ["flops", entry.flops.toLocaleString("en")],
-          ["saves", entry.saved.length ? entry.saved.map((id) => index.tensor(id)?.name ?? `tensor ${id}`).join(", ") : "nothing"],
-          ...(entry.recomputes?.length ? [["recipes", `${[...new Set(entry.recomputes)].map((id) => index.tensor(id)?.name ?? `tensor ${id}`).join(", ")}: recomputed in backward, not saved`]] : []),
+          ["saves", entry.saved.length ? entry.saved.map((id) => index.nameOf(id)).join(", ") : "nothing"],
+          ...(entry.recomputes?.length ? [["recipes", `${[...new Set(entry.recomputes)].map((id) => index.nameOf(id)).join(", ")}: recomputed in backward, not saved`]] : []),
           ...(index.isRecipe(entry.index) ? [["re-run", "in backward, to re-derive its output for a consumer that kept only a recipe"]] : []),
           ["why", entry.why],
         ]));

@@ -5,7 +5,7 @@ import { el, facts } from "./dom.js";
 import { formatBytes, formatShape } from "./format.js";
 import { blocksText } from "./trace-index.js";
 
-const name = (index, id) => index.tensor(id)?.name ?? `tensor ${id}`;
+const name = (index, id) => index.nameOf(id);
 /** Gradients often share a name (x*x makes two "dx"), so the sweep writes each with its tensor id. */
 const gradName = (index, id) => `${name(index, id)}#${id}`;
 

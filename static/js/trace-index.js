@@ -74,6 +74,8 @@ export function indexTrace(trace) {
     trace, tensors, recordedAt, sweptAt, sweepByStep, releasedAt, savedTensors, lastStep, backwardEnd,
     regions, recomputedFor, recomputeSteps, recipeEntries, rederivedAt,
     tensor: (id) => tensors.get(id),
+    /** A tensor's name, or "tensor <id>" when the trace has none for that id. */
+    nameOf: (id) => tensors.get(id)?.name ?? `tensor ${id}`,
     isCheckpoint: (entry) => tape[entry]?.op === "checkpoint",
     isRecompute: (entry) => tape[entry]?.phase === "recompute",
     isRecipe: (entry) => recipeEntries.has(entry),
