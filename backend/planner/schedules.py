@@ -52,9 +52,9 @@ class Planner:
         if policy == "none":
             return Plan()
         if policy == "every_k":
-            return Plan(regions=_tuples(policies.every_k(n, params["k"])))
+            return Plan(regions=self._regions(policies.every_k(n, params["k"])))
         if policy == "sqrt":
-            return Plan(regions=_tuples(policies.every_k(n, policies.sqrt_k(n))))
+            return Plan(regions=self._regions(policies.every_k(n, policies.sqrt_k(n))))
         if policy == "selective":
             return Plan(recompute=tuple(policies.selective_entries(self.selective_base, self.units)))
         if policy == "manual":
@@ -63,10 +63,18 @@ class Planner:
             return self.optimal(params["budget_bytes"])
         raise AssertionError(policy)
 
+    def _regions(self, regions):
+        """Regions as tuples, without the blocks the base run recorded nothing for (a relu or dropout on the
+        raw input, before any parameter): they have nothing to recompute, and the predictor has no steps
+        to place their checkpoint on."""
+        recorded = set(self.base.entry_block)
+        kept = (tuple(b for b in region if b in recorded) for region in regions)
+        return tuple(region for region in kept if region)
+
     def heuristic_plans(self):
         n = self.base.n_blocks
-        plans = [Plan(), *(Plan(regions=_tuples(policies.every_k(n, k))) for k in range(1, n + 1)),
-                 Plan(regions=_tuples(policies.chain_optimum(self.base))),
+        plans = [Plan(), *(Plan(regions=self._regions(policies.every_k(n, k))) for k in range(1, n + 1)),
+                 Plan(regions=self._regions(policies.chain_optimum(self.base))),
                  Plan(recompute=tuple(policies.selective_entries(self.selective_base, self.units)))]
         return list(dict.fromkeys(plans))
 
@@ -156,7 +164,3 @@ class Planner:
                                  "overhead": flops / self.forward_flops})
                 best_flops = flops
         return frontier
-
-
-def _tuples(regions):
-    return tuple(tuple(region) for region in regions)

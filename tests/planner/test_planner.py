@@ -107,3 +107,19 @@ def test_bad_requests_name_the_field():
         validate({"policy": "teleport"}, 16, set())
     with pytest.raises(PolicyError):
         validate({"policy": "manual", "recompute": [10 ** 9]}, 16, {1, 2})
+
+
+@pytest.mark.parametrize("prefix", [[{"type": "relu"}], [{"type": "dropout", "p": 0.5}, {"type": "tanh"}]])
+def test_blocks_before_the_first_parameter_are_never_checkpointed(prefix):
+    """They record nothing on the tape (the input needs no grad), so there is nothing to recompute; they once
+    sent the predictor looking for steps that do not exist (a KeyError, a 500 through the API)."""
+    spec = validate_spec({"input": {"kind": "features", "size": 2}, "batch": 2,
+                          "layers": [*prefix, {"type": "linear", "out": 3}, {"type": "tanh"}, {"type": "linear", "out": 1}]})
+    planner = Planner(spec)
+    n = planner.base.n_blocks
+    for raw in [{"policy": "sqrt"}, *({"policy": "every_k", "k": k} for k in range(1, n + 1))]:
+        schedule = planner.schedule(validate(raw, n, set(planner.entry_activations)))
+        assert all(block >= len(prefix) for region in schedule["block_regions"] for block in region), raw
+        assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"], raw
+        assert schedule["grads_match"] is True, raw
+    assert planner.pareto()
