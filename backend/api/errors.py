@@ -8,6 +8,7 @@ from werkzeug.exceptions import HTTPException
 
 from backend.models.errors import CapError, SpecError
 from backend.planner.policies import PolicyError
+from backend.problems import Problems
 
 api_errors = Blueprint("api_errors", __name__)
 
@@ -23,11 +24,12 @@ SENTENCES = {
 
 
 class ApiError(Exception):
-    """A client error with a sentence for people and, for validation, a list of {path, message} problems."""
+    """A client error with a sentence for people and, for validation, {path, message} problems (capped)."""
 
     def __init__(self, status: int, message: str, problems: list | None = None, **extra):
         super().__init__(message)
-        self.status, self.message, self.problems, self.extra = status, message, problems, extra
+        self.status, self.message, self.extra = status, message, extra
+        self.problems = None if problems is None else Problems.of(problems)
 
 
 def wants_json() -> bool:
@@ -38,7 +40,7 @@ def wants_json() -> bool:
 def api_error(error: ApiError):
     body = {"error": error.message, **error.extra}
     if error.problems is not None:
-        body["problems"] = error.problems
+        body.update(error.problems.as_json())       # the first MAX_LISTED and a count of all
     return jsonify(body), error.status
 
 

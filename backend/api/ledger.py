@@ -3,19 +3,26 @@ from flask import Blueprint, jsonify, render_template, request
 
 from backend.api.errors import ApiError
 from backend.ledger import FIELDS, LedgerConfig, LedgerConfigError, build_ledger, parse_config
+from backend.problems import Problems
+
+SENTENCE_PROBLEMS = 3       # the sentence names a few; the list carries the first 50 and the count
 
 ledger = Blueprint("ledger", __name__)
 
 
 def _invalid(problems):
-    sentence = "; ".join(f"{p['path']} {p['message']}" for p in problems)
+    problems = Problems.of(problems)
+    sentence = "; ".join(f"{p['path']} {p['message']}" for p in problems[:SENTENCE_PROBLEMS])
+    more = problems.count - min(len(problems), SENTENCE_PROBLEMS)
+    if more:
+        sentence += f" (and {more:,} more)"
     return ApiError(400, f"The ledger config is invalid: {sentence}.", problems)
 
 
 def _query_values():
     """Query fields as strings; a field given twice is a problem, not a silent pick."""
-    repeated = [{"path": name, "message": "is given more than once; pass each field once"}
-                for name in request.args if len(request.args.getlist(name)) > 1]
+    repeated = Problems({"path": name[:64], "message": "is given more than once; pass each field once"}
+                        for name in request.args if len(request.args.getlist(name)) > 1)
     if repeated:
         raise _invalid(repeated)
     return dict(request.args.items())

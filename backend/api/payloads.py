@@ -1,13 +1,14 @@
 """Shapes and size caps for what clients send: a snapshot request and a session's workspace document.
 
-Each check collects {"path", "message"} problems (the same shape the spec validator uses) so one 400
-lists everything wrong at once. The spec itself is only checked for being an object of bounded size here;
+Each check collects {"path", "message"} problems in backend.problems (as the spec validator does) so one
+400 lists everything wrong at once. The spec itself is only checked for being an object of bounded size here;
 its meaning is the model validator's job.
 """
 import math
 from dataclasses import dataclass
 
 from backend.api.errors import ApiError
+from backend.problems import Problems
 from backend.store import jsontext
 
 SPEC_MAX_BYTES = 256 * 1024
@@ -31,16 +32,9 @@ class SnapshotRequest:
     title: str | None
 
 
-class Problems(list):
-    MAX_LISTED = 50  # a body with a million bad keys gets a short answer
-
-    def add(self, path: str, message: str) -> None:
-        if len(self) < self.MAX_LISTED:
-            self.append({"path": path, "message": message})
-
-    def raise_if_any(self, sentence: str) -> None:
-        if self:
-            raise ApiError(400, sentence, list(self))
+def _raise_if_any(problems: Problems, sentence: str) -> None:
+    if problems:
+        raise ApiError(400, sentence, problems)
 
 
 def _is_int(value) -> bool:
@@ -117,7 +111,7 @@ def parse_snapshot_request(body) -> SnapshotRequest:
     _object_or_null(body.get("checkpoint"), "checkpoint", CHECKPOINT_MAX_BYTES, problems)
     view = parse_view(body.get("view"), "view", problems)
     title = _title(body.get("title"), problems)
-    problems.raise_if_any("The snapshot request has problems; nothing was saved.")
+    _raise_if_any(problems, "The snapshot request has problems; nothing was saved.")
     return SnapshotRequest(spec=body["spec"], checkpoint=body.get("checkpoint"), view=view, title=title)
 
 
@@ -150,7 +144,7 @@ def parse_session_document(body) -> dict:
     _object_or_null(body.get("checkpoint"), "checkpoint", CHECKPOINT_MAX_BYTES, problems)
     view = parse_view(body.get("view", {"step": 0}), "view", problems)
     history = _history(body.get("history"), problems)
-    problems.raise_if_any("The session document has problems; nothing was saved.")
+    _raise_if_any(problems, "The session document has problems; nothing was saved.")
     document = {"spec": body.get("spec"), "checkpoint": body.get("checkpoint"), "view": view, "history": history}
     if _size_bytes(document) > SESSION_MAX_BYTES:
         raise ApiError(413, f"The workspace is over {SESSION_MAX_BYTES} bytes as JSON; trim the undo history.")

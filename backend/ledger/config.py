@@ -9,6 +9,8 @@ import math
 import re
 from dataclasses import asdict, dataclass
 
+from backend.problems import Problems
+
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 # The dtype names the engine's trace reports (numpy's), so ledger rows can be matched against it.
 DTYPE_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -20,11 +22,11 @@ MIB = 1 << 20
 
 
 class LedgerConfigError(ValueError):
-    """A config that failed validation; `problems` is a list of {"path", "message"}, one per bad field."""
+    """A config that failed validation; `problems` holds a {"path", "message"} per bad field (backend.problems)."""
 
     def __init__(self, problems):
-        self.problems = problems
-        super().__init__("; ".join(f"{p['path']}: {p['message']}" for p in problems))
+        self.problems = Problems.of(problems)
+        super().__init__("; ".join(f"{p['path']}: {p['message']}" for p in self.problems))
 
 
 @dataclass(frozen=True)
@@ -148,23 +150,23 @@ def parse_config(values):
     and combinations that make no model (heads not dividing hidden, mixed precision at fp32, too many tokens).
     A combination is only judged when every field it involves parsed.
     """
-    problems = []
-    parsed = {}
+    problems = Problems()
+    parsed, bad = {}, set()
     for name, raw in values.items():
         field = FIELDS.get(name)
         if field is None:
-            problems.append({"path": name[:64], "message": f"is not a field; the fields are {', '.join(FIELDS)}"})
+            problems.add(name[:64], f"is not a field; the fields are {', '.join(FIELDS)}")
             continue
         try:
             parsed[name] = _parse_value(field, raw)
         except ValueError as error:
-            problems.append({"path": name, "message": str(error)})
+            problems.add(name, str(error))
+            bad.add(name)
     config = LedgerConfig(**parsed)
-    bad = {problem["path"] for problem in problems}
     for involved, path, check in COMBINATIONS:
         message = None if bad & set(involved) else check(config)
         if message:
-            problems.append({"path": path, "message": message})
+            problems.add(path, message)
     if problems:
         raise LedgerConfigError(problems)
     return config

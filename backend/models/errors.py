@@ -1,11 +1,12 @@
 """Errors for users: every problem carries the spec path it concerns and what to do about it."""
+from backend.problems import Problems
 
 
 class SpecError(ValueError):
     """A spec that cannot be built: `problems` lists every {path, message} found, not just the first."""
 
     def __init__(self, problems):
-        self.problems = list(problems)
+        self.problems = Problems.of(problems)     # the first few listed, all of them counted
         super().__init__("; ".join(f"{p['path']}: {p['message']}" for p in self.problems))
 
 

@@ -1,14 +1,5 @@
 """Field checks for specs: each records a {path, message} problem instead of raising, so all are reported."""
-
-
-def join(path, key):
-    """A problem's path: "batch" at the top level, "layers[3].out" below it."""
-    return f"{path}.{key}" if path else key
-
-
-class Problems(list):
-    def add(self, path, message):
-        self.append({"path": path, "message": message})
+from backend.problems import join
 
 
 def integer(obj, key, path, problems, low, high, default=None):

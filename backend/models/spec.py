@@ -7,6 +7,7 @@ import numpy as np
 from backend.models import fields as f
 from backend.models.errors import CapError, SpecError
 from backend.models.layers import Tally, check_layer_list, plan_layers
+from backend.problems import Problems
 
 DTYPES = ("float32", "float64", "float16")
 MAX_BATCH = 4096
@@ -21,7 +22,7 @@ TOP_LEVEL = {"name", "seed", "dtype", "batch", "input", "layers", "loss", "optim
 
 def validate_spec(spec):
     """Return the normalized spec, or raise SpecError with every problem (CapError when over a cap)."""
-    problems = f.Problems()
+    problems = Problems()
     spec = f.mapping(spec, "spec", problems)
     if problems:
         raise SpecError(problems)
@@ -58,7 +59,7 @@ def input_shape(spec):
 
 def plan(spec, problems=None):
     """Shape-infer the whole model: the Tally of entries and bytes, and `tally.output_shape`."""
-    problems = f.Problems() if problems is None else problems
+    problems = Problems() if problems is None else problems
     tally = Tally(np.dtype(spec["dtype"]).itemsize)
     vocab = spec["input"]["vocab"] if spec["input"]["kind"] == "tokens" else 0
     tally.op(int(np.prod(input_shape(spec))), entries=0)            # the input batch is a tensor too

@@ -3,6 +3,7 @@
 import math
 
 from backend.models.errors import SpecError
+from backend.problems import Problems
 from backend.trace.recompute import refusal
 
 from backend.planner.chain import min_peak_segments
@@ -69,7 +70,7 @@ def _weight_matmul(selective_base, entry):
 
 def manual_entries(selective_base, tensor_ids):
     """The entries producing the tensors a user clicked; PolicyError naming any that cannot be recomputed."""
-    entries, problems = [], []
+    entries, problems = [], Problems()
     for uid in tensor_ids:
         tensor = selective_base.tensors[uid]
         producer = tensor["produced_by"]
@@ -81,8 +82,7 @@ def manual_entries(selective_base, tensor_ids):
             reason = refusal(selective_base.tape[producer], selective_base.tensors,
                              selective_base.saved_on_storage, require_saved=False)
         if reason:
-            problems.append({"path": "checkpoint.recompute",
-                             "message": f"tensor {uid} ({tensor['name']}) cannot be recomputed: {reason}"})
+            problems.add("checkpoint.recompute", f"tensor {uid} ({tensor['name']}) cannot be recomputed: {reason}")
         else:
             entries.append(producer)
     if problems:
@@ -97,32 +97,31 @@ def validate(checkpoint, n_blocks, tensor_ids):
     if not isinstance(checkpoint, dict):
         raise PolicyError([{"path": "checkpoint", "message": 'must be an object like {"policy": "sqrt"}'}])
     policy = checkpoint.get("policy", "none")
-    problems = []
+    problems = Problems()
     if policy not in POLICIES:
-        problems.append({"path": "checkpoint.policy", "message": "must be one of " + ", ".join(POLICIES)})
+        problems.add("checkpoint.policy", "must be one of " + ", ".join(POLICIES))
     preserve = checkpoint.get("preserve_rng_state", True)
     if not isinstance(preserve, bool):
-        problems.append({"path": "checkpoint.preserve_rng_state", "message": "must be true or false"})
+        problems.add("checkpoint.preserve_rng_state", "must be true or false")
     params = {}
     if policy == "every_k":
         k = checkpoint.get("k")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n_blocks:
-            problems.append({"path": "checkpoint.k", "message": f"must be a positive integer ≤ L ({n_blocks})"})
+            problems.add("checkpoint.k", f"must be a positive integer ≤ L ({n_blocks})")
         params["k"] = k
     if policy == "optimal":
         budget = checkpoint.get("budget_bytes")
         if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
-            problems.append({"path": "checkpoint.budget_bytes", "message": "must be a positive integer (bytes)"})
+            problems.add("checkpoint.budget_bytes", "must be a positive integer (bytes)")
         params["budget_bytes"] = budget
     if policy == "manual":
         ids = checkpoint.get("recompute")
         if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
-            problems.append({"path": "checkpoint.recompute", "message": "must be a list of tensor ids"})
+            problems.add("checkpoint.recompute", "must be a list of tensor ids")
         else:
             unknown = [t for t in ids if t not in tensor_ids]
             if unknown:
-                problems.append({"path": "checkpoint.recompute",
-                                 "message": f"names tensors that are not activations of this model: {unknown[:5]}"})
+                problems.add("checkpoint.recompute", f"names tensors that are not activations of this model: {unknown[:5]}")
         params["recompute"] = ids
     if problems:
         raise PolicyError(problems)

@@ -1,4 +1,4 @@
-// Problems from the server (400 {problems:[{path,message}]}, 413 {cap,limit,requested}) written at their fields:
+// Problems from the server (400 {problems:[{path,message}], problem_count}, 413 {cap,limit,requested}) written at their fields:
 // each as a data-testid="field-error" element after the field whose data-field is the path, or the nearest
 // enclosing one ("layers[3].out" -> "layers[3]" -> "layers"), else in the panel's general area.
 import { formatBytes } from "./format.js";
@@ -19,7 +19,11 @@ export function capMessage(body) {
 export function problemsOf(result) {
   const { status, body } = result;
   if (status === 413) return [{ path: body.problems?.[0]?.path ?? "spec", message: capMessage(body) }];
-  if (Array.isArray(body?.problems) && body.problems.length) return body.problems;
+  if (Array.isArray(body?.problems) && body.problems.length) {
+    const unlisted = (body.problem_count ?? 0) - body.problems.length;   // the server lists the first 50
+    if (unlisted <= 0) return body.problems;
+    return [...body.problems, { path: "spec", message: `and ${count(unlisted)} more problems like these` }];
+  }
   return [{ path: "spec", message: body?.error ?? `the server answered ${status}` }];
 }
 

@@ -42,7 +42,8 @@ def test_bad_values_are_400_with_problems(client, query, path):
     response = client.get(f"/api/ledger?{query}")
     assert response.status_code == 400
     body = response.get_json()
-    assert set(body) == {"error", "problems"}
+    assert set(body) == {"error", "problems", "problem_count"}
+    assert body["problem_count"] == len(body["problems"])
     assert body["error"].startswith("The ledger config is invalid")
     assert path in [problem["path"] for problem in body["problems"]]
     assert all(set(problem) == {"path", "message"} for problem in body["problems"])
