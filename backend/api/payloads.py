@@ -92,12 +92,25 @@ def parse_view(value, path: str, problems: Problems) -> dict | None:
     return {"step": step, "selected": selected, "zoom": value.get("zoom")}
 
 
+def _is_unicode_text(value: str) -> bool:
+    """False for a string holding a lone surrogate ("\ud800"): JSON can carry one, no database column can."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _title(value, problems: Problems) -> str | None:
+    """Checked before anything runs: the title is the one field stored as plain text, not as JSON."""
     if value is None:
         return None
     if (not isinstance(value, str) or len(value) > TITLE_MAX_CHARS
             or any(ord(ch) < 32 or ord(ch) == 127 for ch in value)):
         problems.add("title", f"Must be a single line of at most {TITLE_MAX_CHARS} characters, or null.")
+        return None
+    if not _is_unicode_text(value):
+        problems.add("title", "Holds a lone surrogate (half of a UTF-16 pair); send Unicode text.")
         return None
     return value.strip() or None
 

@@ -93,3 +93,29 @@ def test_a_bad_checkpoint_is_a_400_naming_the_field(client, checkpoint):
                                                           "checkpoint": checkpoint, "view": {"step": 0}})
     assert response.status_code == 400
     assert response.get_json()["problems"][0]["path"].startswith("checkpoint")
+
+
+RELU_FIRST = {"input": {"kind": "features", "size": 1}, "layers": [{"type": "relu"}, {"type": "linear", "out": 1}]}
+
+
+@pytest.mark.parametrize("checkpoint", [{"policy": "sqrt"}, {"policy": "every_k", "k": 2}, {"policy": "selective"}])
+def test_a_first_layer_without_parameters_takes_any_checkpoint(client, checkpoint):
+    """Once a KeyError in the planner's predictor, a 500 from both routes."""
+    traced = client.post("/api/trace", json={"spec": RELU_FIRST, "checkpoint": checkpoint})
+    assert traced.status_code == 200, traced.get_data(as_text=True)[:300]
+    schedule = traced.get_json()["schedule"]
+    assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"]
+    shared = client.post("/api/snapshots", json={"spec": RELU_FIRST, "checkpoint": checkpoint, "view": {"step": 0}})
+    assert shared.status_code == 201, shared.get_data(as_text=True)[:300]
+
+
+def test_a_title_with_a_lone_surrogate_is_refused_before_tracing(client, monkeypatch):
+    """Once a UnicodeEncodeError on INSERT, after the trace had run."""
+    import backend.api.snapshots as snapshots_api
+    calls = []
+    monkeypatch.setattr(snapshots_api, "_trace_spec", lambda: lambda *args: calls.append(args))
+    body = '{"spec": {"name": "m"}, "view": {"step": 0}, "title": "bad \\ud800 half"}'
+    response = client.post("/api/snapshots", data=body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.get_json()["problems"][0]["path"] == "title"
+    assert calls == []
