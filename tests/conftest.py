@@ -2,11 +2,12 @@
 import pytest
 
 from app import create_app
+from tests.settings import app_config
 
 
 @pytest.fixture
 def app(tmp_path):
-    app = create_app({"TESTING": True, "DATABASE_URL": f"sqlite:///{tmp_path / 'tapescope.sqlite'}"})
+    app = create_app(app_config(f"sqlite:///{tmp_path / 'tapescope.sqlite'}"))
     yield app
 
 

@@ -6,7 +6,7 @@ malformed body into a 4xx sentence instead.
 import json
 import math
 
-from flask import request
+from flask import abort, request
 
 from backend.api.errors import ApiError
 
@@ -41,11 +41,25 @@ def json_depth_exceeds(value, max_depth: int) -> bool:
     return False
 
 
+def _cut_at_the_cap(raw: bytes) -> bool:
+    """True when a body without Content-Length (chunked) was cut at MAX_CONTENT_LENGTH with more still coming.
+
+    Werkzeug stops reading such a stream at the cap without saying so; the JSON would then fail to parse and
+    answer 400 for what is a 413. One more byte from the server's own stream tells the two apart.
+    """
+    limit = request.max_content_length
+    if limit is None or request.content_length is not None or len(raw) < limit:
+        return False
+    return bool(request.environ["wsgi.input"].read(1))
+
+
 def json_body():
     """The request's JSON value, or an ApiError (415/400); a body over MAX_CONTENT_LENGTH raises 413."""
     if not request.is_json:
         raise ApiError(415, "Send the body as JSON, with the header Content-Type: application/json.")
     raw = request.get_data(cache=False)
+    if _cut_at_the_cap(raw):
+        abort(413)
     try:
         value = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:

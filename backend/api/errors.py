@@ -9,16 +9,18 @@ from werkzeug.exceptions import HTTPException
 from backend.models.errors import CapError, SpecError
 from backend.planner.policies import PolicyError
 from backend.problems import Problems
+from backend.store.engine import StorageBusy, StorageFull, StorageReadOnly, StorageUnavailable
 
 api_errors = Blueprint("api_errors", __name__)
 
 SENTENCES = {
     400: "The request could not be understood; check its body against docs/api.md.",
-    403: "Cross-site requests may not change a workspace.",
+    403: "Only this site's own pages may change a workspace or share a snapshot (checked by Origin and Sec-Fetch-Site).",
     404: "Nothing lives at this address.",
     405: "This address does not accept {method}.",
     413: "The request body is over the {limit}-byte limit; send a smaller spec or fewer history entries.",
     415: "Send the body as JSON, with the header Content-Type: application/json.",
+    429: "Too many requests from your address; wait a little and try again.",
     500: "Something went wrong on the server; the error was logged.",
 }
 
@@ -26,9 +28,10 @@ SENTENCES = {
 class ApiError(Exception):
     """A client error with a sentence for people and, for validation, {path, message} problems (capped)."""
 
-    def __init__(self, status: int, message: str, problems: list | None = None, **extra):
+    def __init__(self, status: int, message: str, problems: list | None = None, headers: dict | None = None,
+                 **extra):
         super().__init__(message)
-        self.status, self.message, self.extra = status, message, extra
+        self.status, self.message, self.extra, self.headers = status, message, extra, headers or {}
         self.problems = None if problems is None else Problems.of(problems)
 
 
@@ -41,7 +44,7 @@ def api_error(error: ApiError):
     body = {"error": error.message, **error.extra}
     if error.problems is not None:
         body.update(error.problems.as_json())       # the first MAX_LISTED and a count of all
-    return jsonify(body), error.status
+    return jsonify(body), error.status, error.headers
 
 
 @api_errors.app_errorhandler(CapError)
@@ -58,12 +61,31 @@ def bad_request(error: SpecError):
     return api_error(ApiError(400, f"The {what} has problems; fix them and try again.", error.problems))
 
 
+# What a write the database could not take is answered: status, sentence, Retry-After seconds. The write was
+# rolled back whole; everything acknowledged before it is still there.
+UNAVAILABLE = {
+    StorageFull: (507, "The server's disk is full, so nothing was saved; everything saved before is safe. "
+                       "Try again later.", 300),
+    StorageReadOnly: (503, "The server's database is read-only just now: links and workspaces can be read but "
+                           "not changed, and nothing was saved. Try again later.", 300),
+    StorageBusy: (503, "The database is busy and nothing was saved; try again in a moment.", 5),
+}
+
+
+@api_errors.app_errorhandler(StorageUnavailable)
+def storage_unavailable(error: StorageUnavailable):
+    status, sentence, retry_after_s = UNAVAILABLE.get(type(error), UNAVAILABLE[StorageBusy])
+    return api_error(ApiError(status, sentence, headers={"Retry-After": str(retry_after_s)}))
+
+
 @api_errors.app_errorhandler(HTTPException)
 def http_error(error: HTTPException):
     if not wants_json():
         return error
     sentence = SENTENCES.get(error.code, error.name)
     sentence = sentence.format(method=request.method, limit=request.max_content_length)
+    if error.code == 429 and error.description:   # the rate limiter's sentence names the limit
+        sentence = error.description
     response = jsonify({"error": sentence})
     if error.code == 405 and error.valid_methods:  # keep the Allow header werkzeug computed
         response.headers["Allow"] = ", ".join(error.valid_methods)

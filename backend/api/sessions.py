@@ -1,4 +1,7 @@
-"""The sessions API: GET and PUT /api/session, the calling browser's own workspace (no id in the URL)."""
+"""The sessions API: GET and PUT /api/session, the calling browser's own workspace (no id in the URL).
+
+GET only reads: without a workspace it answers the empty one and writes nothing, not even a cookie.
+"""
 from flask import Blueprint, jsonify
 
 from backend.api.bodies import json_body
@@ -15,7 +18,7 @@ def _private(response):
 
 @sessions.get("/api/session")
 def read_session():
-    return _private(jsonify(workspace_response_body(current_workspace(create=True))))
+    return _private(jsonify(workspace_response_body(current_workspace())))
 
 
 @sessions.put("/api/session")

@@ -17,7 +17,8 @@ from backend.trace import trace_spec
 
 snapshots = Blueprint("snapshots", __name__)
 
-TRACE_MAX_BYTES_DEFAULT = 32 * 1024 * 1024
+TRACE_MAX_BYTES_DEFAULT = 32 * 1024 * 1024     # the document's JSON: what a read of the link sends back
+STORED_MAX_BYTES_DEFAULT = 2 * 1024 * 1024     # the row on disk, trace compressed (the worst accepted: 1.2 MiB)
 NOT_FOUND = "No snapshot has this id. Links are exact: check the whole link was copied."
 
 
@@ -50,13 +51,16 @@ def create_snapshot():
     wanted = parse_snapshot_request(json_body())
     trace = _trace(wanted.spec, wanted.checkpoint)
     _check_step_in_trace(wanted.view, trace)
+    config = current_app.config
     try:
         snapshot_id = stored_snapshots.create(
             current_db(), spec=wanted.spec, checkpoint=wanted.checkpoint, view=wanted.view, trace=trace,
             title=wanted.title,
-            max_trace_bytes=current_app.config.get("SNAPSHOT_MAX_TRACE_BYTES", TRACE_MAX_BYTES_DEFAULT))
+            max_trace_bytes=config.get("SNAPSHOT_MAX_TRACE_BYTES", TRACE_MAX_BYTES_DEFAULT),
+            max_stored_bytes=config.get("SNAPSHOT_MAX_STORED_BYTES", STORED_MAX_BYTES_DEFAULT))
     except stored_snapshots.StoredValueTooLarge as error:
-        raise ApiError(413, f"{error} Share a smaller model.")
+        raise ApiError(413, f"{error} Share a smaller model.", cap=error.cap, limit=error.limit_bytes,
+                       requested=error.size_bytes)
     url = f"/s/{snapshot_id}"
     response = jsonify({"id": snapshot_id, "url": url})
     response.headers["Location"] = url
@@ -82,17 +86,20 @@ def read_snapshot(snapshot_id: str):
 def copy_snapshot(snapshot_id: str):
     """"Make a copy": the snapshot's spec, checkpoint and view become the caller's workspace.
 
-    What the workspace held before is pushed on its undo stack, so a copy never destroys work.
+    What the workspace held before is pushed on its undo stack, so a copy never destroys work. The body must
+    be a JSON object (`{}`): a plain HTML form, which cannot send one, can never replace a workspace.
     """
     record = _snapshot_or_404(snapshot_id)
-    workspace = current_workspace(create=True)
-    history = workspace.history
-    if workspace.spec is not None:
+    if not isinstance(json_body(), dict):
+        raise ApiError(400, "The body must be a JSON object: send {}.")
+    workspace = current_workspace()
+    history = {"undo": [], "redo": []} if workspace is None else workspace.history
+    if workspace is not None and workspace.spec is not None:
         history = push_undo(history, {"spec": workspace.spec, "checkpoint": workspace.checkpoint,
                                       "view": workspace.view, "label": "Before copying a shared snapshot"})
     document = fit_session({"spec": record.spec, "checkpoint": record.checkpoint,
                             "view": {"zoom": None, **record.view}, "history": history})
-    response = jsonify(workspace_response_body(save_workspace(document)))
+    response = jsonify(workspace_response_body(save_workspace(document, workspace)))
     response.headers["Cache-Control"] = "no-store"
     return response
 

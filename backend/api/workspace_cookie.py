@@ -2,38 +2,50 @@
 
 The cookie is signed with SECRET_KEY, so a tampered cookie fails verification, reads as empty, and the
 browser simply gets a fresh workspace. The id never appears in a URL or a response body.
+
+A workspace row is made only by a write (PUT /api/session, a copy), never by a read: a browser that only
+looks costs nothing, and one cookie holds one workspace. Each creation counts against its client's
+"workspace_create" limit, so a client that drops its cookie every time cannot make rows without end.
 """
 from flask import session as cookie
 
-from backend.store import current_db
+from backend.api.limits import count_workspace_creation
+from backend.store import current_db, prune_if_due
 from backend.store import sessions as stored_sessions
-from backend.store.sessions import Workspace
+from backend.store.sessions import EMPTY_VIEW, Workspace
 
 COOKIE_FIELD = "workspace_id"
 
 
-def current_workspace(create: bool = True) -> Workspace | None:
-    """This browser's workspace; a new empty one (and a new cookie) when it has none and `create` is set."""
-    db = current_db()
+def current_workspace() -> Workspace | None:
+    """This browser's workspace, or None when its cookie names none (no cookie, tampered, or pruned)."""
     session_id = cookie.get(COOKIE_FIELD)
-    workspace = stored_sessions.get(db, session_id) if isinstance(session_id, str) else None
-    if workspace is None and create:
-        workspace = stored_sessions.create(db)
-        cookie[COOKIE_FIELD] = workspace.id
-        cookie.permanent = True  # survives a browser restart, for PERMANENT_SESSION_LIFETIME
+    return stored_sessions.get(current_db(), session_id) if isinstance(session_id, str) else None
+
+
+def _new_workspace() -> Workspace:
+    count_workspace_creation()
+    workspace = stored_sessions.create(current_db())
+    cookie[COOKIE_FIELD] = workspace.id
+    cookie.permanent = True  # survives a browser restart, for PERMANENT_SESSION_LIFETIME
+    prune_if_due()
     return workspace
 
 
-def save_workspace(document: dict) -> Workspace:
+def save_workspace(document: dict, workspace: Workspace | None = None) -> Workspace:
     """Replace this browser's workspace document, creating the workspace first if it has none."""
     db = current_db()
-    workspace = current_workspace(create=True)
+    workspace = workspace or current_workspace() or _new_workspace()
     saved = stored_sessions.save(db, workspace.id, document)
     if saved is None:  # pruned between the read and the write: start again under a new id
         cookie.pop(COOKIE_FIELD, None)
-        saved = stored_sessions.save(db, current_workspace(create=True).id, document)
+        saved = stored_sessions.save(db, _new_workspace().id, document)
     return saved
 
 
-def workspace_response_body(workspace: Workspace) -> dict:
+def workspace_response_body(workspace: Workspace | None) -> dict:
+    """The workspace as the API shows it; a browser without one sees the empty workspace, `updated_at` null."""
+    if workspace is None:
+        return {"spec": None, "checkpoint": None, "view": dict(EMPTY_VIEW), "history": {"undo": [], "redo": []},
+                "updated_at": None}
     return {**workspace.document(), "updated_at": workspace.updated_at.isoformat()}

@@ -1,17 +1,29 @@
-"""Wires the store into a Flask app: picks the URL, migrates to head, and scopes one ORM session per request.
+"""Wires the store into a Flask app: picks the URL, migrates to head, scopes one ORM session per request, and
+prunes what ages out (idle workspaces, ended rate-limit windows) now and then, or on `flask --app app prune`.
 
 Nothing here lives at module level: every app gets its own engine, so tests on separate files never share one.
 """
+import logging
 import os
+import threading
+import time
+from datetime import timedelta
 
+import click
 from flask import Flask, current_app
 from flask.globals import app_ctx
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, scoped_session, sessionmaker
 
-from backend.store.engine import make_engine
+from backend.store import ratelimits, sessions
+from backend.store.engine import StorageUnavailable, make_engine
 from backend.store.migrate import upgrade
+from backend.store.models import utc_now
 
+log = logging.getLogger(__name__)
 EXTENSION_KEY = "tapescope.store"
+SESSION_MAX_IDLE_DAYS_DEFAULT = 30      # a workspace untouched this long is deleted (snapshots never are)
+PRUNE_EVERY_S_DEFAULT = 3600            # how often one process prunes, at most
 
 
 class Store:
@@ -22,6 +34,30 @@ class Store:
             sessionmaker(bind=self.engine, expire_on_commit=False),
             scopefunc=lambda: id(app_ctx._get_current_object()),
         )
+        self._pruned_at = None
+        self._prune_lock = threading.Lock()
+
+    def prune(self, max_idle: timedelta) -> dict:
+        """Delete workspaces idle longer than `max_idle` and rate-limit counters whose window ended."""
+        with Session(self.engine) as db:      # its own session: the request's keeps its own transaction state
+            removed = sessions.prune(db, utc_now() - max_idle)
+        return {"sessions": removed, "rate_limits": ratelimits.prune(self.engine)}
+
+    def prune_if_due(self, max_idle: timedelta, every_s: float) -> None:
+        """`prune`, at most once per `every_s` in this process; a failure is logged, never the request's."""
+        now = time.monotonic()
+        if self._pruned_at is not None and now - self._pruned_at < every_s:
+            return
+        if not self._prune_lock.acquire(blocking=False):
+            return
+        try:
+            self._pruned_at = now
+            self.prune(max_idle)
+        except (StorageUnavailable, SQLAlchemyError):
+            log.warning("Pruning idle workspaces failed; the next write will try again", exc_info=True)
+            self._pruned_at = None
+        finally:
+            self._prune_lock.release()
 
 
 def database_url(app: Flask) -> str:
@@ -39,12 +75,32 @@ def init_store(app: Flask) -> Store:
     store.engine.dispose()
     app.extensions[EXTENSION_KEY] = store
     app.teardown_appcontext(lambda _exc: store.sessions.remove())
+
+    @app.cli.command("prune")
+    def prune_command():
+        """Delete idle workspaces and ended rate-limit windows now."""
+        removed = store.prune(session_max_idle(app))
+        click.echo(f"Deleted {removed['sessions']} idle workspaces and {removed['rate_limits']} rate-limit counters.")
     return store
+
+
+def session_max_idle(app: Flask) -> timedelta:
+    return timedelta(days=app.config.get("SESSION_MAX_IDLE_DAYS", SESSION_MAX_IDLE_DAYS_DEFAULT))
+
+
+def prune_if_due() -> None:
+    """Called after a write that grew the database; prunes at most every PRUNE_EVERY_S seconds per process."""
+    current_store().prune_if_due(session_max_idle(current_app),
+                                 current_app.config.get("PRUNE_EVERY_S", PRUNE_EVERY_S_DEFAULT))
+
+
+def current_store(app: Flask | None = None) -> Store:
+    return (app or current_app).extensions[EXTENSION_KEY]
 
 
 def current_db() -> Session:
     """The ORM session of the current request (or app context), closed when that context ends."""
-    return current_app.extensions[EXTENSION_KEY].sessions()
+    return current_store().sessions()
 
 
 def close_store(app: Flask) -> None:

@@ -25,7 +25,12 @@ def alembic_config() -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Bring the database at `engine` up to `revision`; safe to call from many processes at once."""
+    """Bring the database at `engine` up to `revision`; safe to call from many processes at once.
+
+    A database already at head is only read, never locked: a read-only database still starts and serves.
+    """
+    if revision == "head" and current_revision(engine) == head_revision():
+        return
     config = alembic_config()
     with engine.connect() as connection:
         connection = immediate(connection)

@@ -1,7 +1,8 @@
-"""The stored tables: a user's workspace session and an immutable shared snapshot (SQLAlchemy 2.0 ORM)."""
+"""The stored tables: a user's workspace session, an immutable shared snapshot, and the rate limiter's counters
+(SQLAlchemy 2.0 ORM)."""
 from datetime import datetime, timezone
 
-from sqlalchemy import DateTime, String, Text
+from sqlalchemy import DateTime, Float, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
@@ -53,6 +54,7 @@ class Snapshot(Base):
 
     Rows are written once and never updated; the trace is stored rather than recomputed so a link shows
     exactly what its author saw even after the engine changes (engine_version records which one ran).
+    It is stored xz-compressed (jsontext.compress): a trace's JSON repeats itself, and 28.5 MiB become 1.2 MiB.
     """
 
     __tablename__ = "snapshots"
@@ -61,8 +63,21 @@ class Snapshot(Base):
     spec_json: Mapped[str] = mapped_column(Text)
     checkpoint_json: Mapped[str] = mapped_column(Text, default="null")
     view_json: Mapped[str] = mapped_column(Text)
-    trace_json: Mapped[str] = mapped_column(Text)
+    trace_xz: Mapped[bytes] = mapped_column(LargeBinary)
     schema_version: Mapped[str] = mapped_column(String(32))
     engine_version: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
     title: Mapped[str | None] = mapped_column(String(120), nullable=True)
+
+
+class RateLimitCounter(Base):
+    """One fixed-window counter of the rate limiter: a client's hits on one limit, and when the window ends.
+
+    Kept in the app's database so that every gunicorn worker, and every server on one database, counts together.
+    """
+
+    __tablename__ = "rate_limits"
+
+    bucket: Mapped[str] = mapped_column(String(255), primary_key=True)
+    hits: Mapped[int] = mapped_column(Integer)
+    expires_at: Mapped[float] = mapped_column(Float, index=True)  # Unix seconds

@@ -1,4 +1,8 @@
-"""Snapshot rows: written once when a link is shared, read by id; never listed, never updated."""
+"""Snapshot rows: written once when a link is shared, read by id; never listed, never updated.
+
+Two caps guard a row: the trace document's JSON (what a read sends back) and the row's bytes on disk (the
+compressed trace plus spec, checkpoint, view and title), each raising StoredValueTooLarge before anything is written.
+"""
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -12,11 +16,12 @@ from backend.store.models import Snapshot
 
 
 class StoredValueTooLarge(ValueError):
-    """A value is over its stored-size cap; `what`, `size_bytes` and `limit_bytes` say which and by how much."""
+    """A value is over its stored-size cap; `what`, `size_bytes` and `limit_bytes` say which and by how much;
+    `cap` names the cap as a 413 reply does."""
 
-    def __init__(self, what: str, size_bytes: int, limit_bytes: int):
-        super().__init__(f"The {what} is {size_bytes} bytes; the limit is {limit_bytes} bytes.")
-        self.what, self.size_bytes, self.limit_bytes = what, size_bytes, limit_bytes
+    def __init__(self, what: str, size_bytes: int, limit_bytes: int, cap: str):
+        super().__init__(f"The {what} is {size_bytes:,} bytes; the limit is {limit_bytes:,} bytes.")
+        self.what, self.size_bytes, self.limit_bytes, self.cap = what, size_bytes, limit_bytes, cap
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,7 @@ class SnapshotRecord:
     spec: dict
     checkpoint: dict | None
     view: dict
-    trace_json: str  # kept as stored text: responses splice it in rather than parse and re-encode megabytes
+    trace_json: str  # kept as text: responses splice it in rather than parse and re-encode megabytes
     schema_version: str
     engine_version: str
     created_at: datetime
@@ -33,24 +38,33 @@ class SnapshotRecord:
 
 
 def create(db: Session, *, spec: dict, checkpoint: dict | None, view: dict, trace: dict,
-           title: str | None = None, max_trace_bytes: int | None = None) -> str:
+           title: str | None = None, max_trace_bytes: int | None = None, max_stored_bytes: int | None = None) -> str:
     """Store a snapshot and return its new id. 128 random bits make a collision not worth a retry loop."""
     trace_json = jsontext.dump(trace)
     if max_trace_bytes is not None and len(trace_json) > max_trace_bytes:
-        raise StoredValueTooLarge("trace document", len(trace_json), max_trace_bytes)
+        raise StoredValueTooLarge("trace document", len(trace_json), max_trace_bytes, "trace_bytes")
     row = Snapshot(
         id=new_snapshot_id(),
         spec_json=jsontext.dump(spec),
         checkpoint_json=jsontext.dump(checkpoint),
         view_json=jsontext.dump(view),
-        trace_json=trace_json,
+        trace_xz=jsontext.compress(trace_json),
         schema_version=str(trace.get("schema_version", "")),
         engine_version=str(trace.get("engine_version", "")),
         title=title,
     )
+    if max_stored_bytes is not None and (size := stored_bytes(row)) > max_stored_bytes:
+        raise StoredValueTooLarge("snapshot, compressed,", size, max_stored_bytes, "snapshot_stored_bytes")
     with write_transaction(db):
         db.add(row)
     return row.id
+
+
+def stored_bytes(row: Snapshot) -> int:
+    """What a row costs on disk, near enough: its values' bytes (the database adds a small fixed overhead)."""
+    texts = (row.id, row.spec_json, row.checkpoint_json, row.view_json, row.schema_version, row.engine_version,
+             row.title or "")
+    return len(row.trace_xz) + sum(len(text.encode("utf-8")) for text in texts)
 
 
 def exists(db: Session, snapshot_id: str) -> bool:
@@ -71,7 +85,7 @@ def get(db: Session, snapshot_id: str) -> SnapshotRecord | None:
         spec=jsontext.load(row.spec_json),
         checkpoint=jsontext.load(row.checkpoint_json),
         view=jsontext.load(row.view_json),
-        trace_json=row.trace_json,
+        trace_json=jsontext.decompress(row.trace_xz),
         schema_version=row.schema_version,
         engine_version=row.engine_version,
         created_at=row.created_at,

@@ -4,6 +4,7 @@ import pytest
 import backend.api.snapshots as snapshots_api
 from app import create_app
 from backend.models.errors import CapError, SpecError
+from tests.settings import app_config
 
 FAKE_STEP_COUNT = 30
 
@@ -30,5 +31,5 @@ def make_app(tmp_path):
     url = f"sqlite:///{tmp_path / 'tapescope.sqlite'}"
 
     def build(**config):
-        return create_app({"TESTING": True, "DATABASE_URL": url, **config})
+        return create_app(app_config(url, **config))
     return build

@@ -18,14 +18,32 @@ def _session_cookie(client):
     return None if cookie is None else cookie.value
 
 
-def test_first_get_creates_an_empty_workspace_and_a_cookie(client):
-    response = client.get("/api/session")
-    assert response.status_code == 200
-    body = response.get_json()
-    assert body["spec"] is None and body["view"]["step"] == 0 and body["history"] == {"undo": [], "redo": []}
+def _session_rows(app):
+    from sqlalchemy import text
+    with app.app_context():
+        from backend.store import current_db
+        return current_db().execute(text("SELECT count(*) FROM sessions")).scalar()
+
+
+def test_a_first_get_answers_the_empty_workspace_and_writes_nothing(app, client):
+    for _ in range(5):
+        response = client.get("/api/session")
+        assert response.status_code == 200
+        body = response.get_json()
+        assert body["spec"] is None and body["view"]["step"] == 0 and body["history"] == {"undo": [], "redo": []}
+        assert body["updated_at"] is None
+        assert "Set-Cookie" not in response.headers
+        assert response.headers["Cache-Control"] == "no-store"
+    assert _session_rows(app) == 0
+
+
+def test_the_first_write_creates_the_workspace_and_its_cookie(app, client):
+    response = client.put("/api/session", json=DOCUMENT)
     set_cookie = response.headers["Set-Cookie"]
     assert "HttpOnly" in set_cookie and "SameSite=Lax" in set_cookie and "Expires=" in set_cookie
-    assert response.headers["Cache-Control"] == "no-store"
+    for step in range(5):
+        client.put("/api/session", json={**DOCUMENT, "view": {"step": step}})
+    assert _session_rows(app) == 1          # one cookie, one workspace, however many writes
 
 
 def test_put_replaces_the_workspace_and_get_returns_it(client):

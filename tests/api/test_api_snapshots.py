@@ -143,7 +143,7 @@ def test_copy_forks_the_snapshot_into_my_session_and_keeps_my_work_undoable(clie
     client.put("/api/session", json={"spec": {"mine": 1}, "view": {"step": 2}})
     snapshot_id = _share(client, spec=SPEC, view=VIEW, checkpoint={"policy": "sqrt"}).get_json()["id"]
 
-    response = client.post(f"/api/snapshots/{snapshot_id}/copy")
+    response = client.post(f"/api/snapshots/{snapshot_id}/copy", json={})
     assert response.status_code == 200
     session = client.get("/api/session").get_json()
     assert session == response.get_json()
@@ -158,12 +158,12 @@ def test_copy_forks_the_snapshot_into_my_session_and_keeps_my_work_undoable(clie
 def test_copy_works_for_someone_with_no_session_yet(app, fake_trace):
     snapshot_id = _share(app.test_client()).get_json()["id"]
     stranger = app.test_client()
-    response = stranger.post(f"/api/snapshots/{snapshot_id}/copy")
+    response = stranger.post(f"/api/snapshots/{snapshot_id}/copy", json={})
     assert response.status_code == 200
     assert stranger.get("/api/session").get_json()["spec"] == SPEC
 
 
 def test_copy_of_an_unknown_snapshot_is_404_and_leaves_the_session_alone(client, fake_trace):
     client.put("/api/session", json={"spec": {"mine": 1}})
-    assert client.post("/api/snapshots/AAAAAAAAAAAAAAAAAAAAAA/copy").status_code == 404
+    assert client.post("/api/snapshots/AAAAAAAAAAAAAAAAAAAAAA/copy", json={}).status_code == 404
     assert client.get("/api/session").get_json()["spec"] == {"mine": 1}

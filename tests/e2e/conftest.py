@@ -5,13 +5,14 @@ import pytest
 from werkzeug.serving import make_server
 
 from app import create_app
+from tests.settings import app_config
 
 
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory):
     """The base URL (no trailing slash) of create_app() served by werkzeug in a background thread."""
     database = tmp_path_factory.mktemp("live_server") / "tapescope.sqlite"
-    app = create_app({"TESTING": True, "DATABASE_URL": f"sqlite:///{database}"})
+    app = create_app(app_config(f"sqlite:///{database}"))
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="live_server", daemon=True)
     thread.start()
