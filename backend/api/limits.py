@@ -40,6 +40,20 @@ def rate_limits(app: Flask) -> dict:
     return {**DEFAULT_RATE_LIMITS, **app.config.get("RATE_LIMITS", {})}
 
 
+def _checked(limits: dict) -> dict:
+    """The limits, each parsed once at startup: a typo must stop the server, not silently limit nothing."""
+    unknown = set(limits) - set(DEFAULT_RATE_LIMITS)
+    if unknown:
+        raise ValueError(f"RATE_LIMITS has unknown names {sorted(unknown)}; the names are {list(DEFAULT_RATE_LIMITS)}")
+    for name, value in limits.items():
+        try:
+            if not parse_many(value):
+                raise ValueError("no limit in it")
+        except ValueError as error:
+            raise ValueError(f"RATE_LIMITS[{name!r}] = {value!r} is not a limit like '10 per minute': {error}") from None
+    return limits
+
+
 def init_rate_limits(app: Flask) -> Limiter:
     """One Limiter per app (no module-level state), wrapped around the write endpoints already registered."""
     uri = app.config.setdefault("RATELIMIT_STORAGE_URI", STORAGE_URI)
@@ -47,7 +61,7 @@ def init_rate_limits(app: Flask) -> Limiter:
     app.config.setdefault("RATELIMIT_HEADERS_ENABLED", True)      # Retry-After on a 429
     app.config.setdefault("RATELIMIT_SWALLOW_ERRORS", True)       # a full or read-only database limits nothing
     limiter = Limiter(get_remote_address, app=app, storage_options=options, strategy="fixed-window")
-    limits = rate_limits(app)
+    limits = _checked(rate_limits(app))
     for endpoint, name in ROUTE_LIMITS.items():
         view = app.view_functions[endpoint]
         app.view_functions[endpoint] = limiter.limit(limits[name], error_message=_sentence(limits[name]))(view)
