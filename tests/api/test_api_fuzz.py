@@ -138,3 +138,152 @@ def test_random_garbage_never_causes_a_server_error(client, fake_trace, seed):
         assert saved.status_code in (200, 400, 413), saved.get_data(as_text=True)[:300]
         if saved.status_code == 200:
             assert client.get("/api/session").get_json() == saved.get_json()
+
+
+# ===== Mutation fuzzing through the real engine: every kind of body a client sends, zero 5xx ===================
+# Fixed seeds, so a failure reproduces; together the cases below send FUZZ_TOTAL (> 2,000) requests in well
+# under a minute: the traced specs are small presets (a valid mutation traces in milliseconds).
+import copy
+import urllib.parse
+
+from backend.ledger import FIELDS as LEDGER_FIELDS
+from backend.ledger import LedgerConfig
+from backend.models import presets
+
+AWKWARD_VALUES = [None, True, False, -1, 0, 1, 2, 1.5, -0.0, 1e308, 10**12, 2**63, "", "relu", "linear", "x" * 300,
+                  "\ud800", "é\u0000", [], [1, "a"], [{}], {}, {"type": "linear"}, {"type": "repeat", "times": 2},
+                  {"policy": "sqrt"}]
+AWKWARD_QUERY_VALUES = ["", "0", "-1", "1.5", "1e309", "nan", "inf", "0x10", "１２", "9" * 400, "true", "yes",
+                        "fp8", "flash", "%00", "<script>", "1,2", " 12", "12 ", "+3"]
+SPEC_PRESETS = ["seed-tape", "lab1-mlp", "residual-unit", "seed-tape", "lab1-mlp", "residual-unit", "transformer-tiny"]
+CHECKPOINT_PRESETS = ["seed-tape", "lab1-mlp", "residual-unit"]
+VALID_CHECKPOINTS = [{"policy": "none"}, {"policy": "every_k", "k": 1}, {"policy": "every_k", "k": 2},
+                     {"policy": "sqrt", "preserve_rng_state": False}, {"policy": "selective"},
+                     {"policy": "optimal", "budget_bytes": 4096}, {"policy": "manual", "recompute": [2, 4]}]
+FUZZ_CASES = {"spec": 800, "checkpoint": 400, "snapshot": 300, "session": 300, "ledger": 400}
+FUZZ_TOTAL = sum(FUZZ_CASES.values())
+
+
+def _mutate_once(value, rng):
+    """One edit somewhere inside `value`: a field replaced by an awkward value, removed, added or duplicated."""
+    value = copy.deepcopy(value)
+    node = value
+    while True:
+        keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+        if not keys:
+            return value
+        key = rng.choice(keys)
+        child = node[key]
+        if isinstance(child, (dict, list)) and child and rng.random() < 0.6:
+            node = child
+            continue
+        roll = rng.random()
+        if roll < 0.15 and isinstance(node, dict):
+            del node[key]
+        elif roll < 0.25 and isinstance(node, dict):
+            node[rng.choice(["extra", "type", "times", "layers", "out", "\ud800"])] = rng.choice(AWKWARD_VALUES)
+        elif roll < 0.35 and isinstance(node, list):
+            node.insert(key, copy.deepcopy(node[key]))
+        else:
+            node[key] = rng.choice(AWKWARD_VALUES)
+        return value
+
+
+def _mutated(value, rng):
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        value = _mutate_once(value, rng)
+    return value
+
+
+def _assert_no_server_errors(sent):
+    """`sent` is a list of (what was sent, response); every answer must be a 2xx or a 4xx with a JSON sentence."""
+    errors = [(what, response.status_code, response.get_data(as_text=True)[:200]) for what, response in sent
+              if response.status_code >= 500
+              or (response.status_code >= 400 and not (response.is_json and response.get_json().get("error")))]
+    assert errors == [], errors[:5]
+
+
+def _post_json(client, path, body):
+    return client.post(path, data=json.dumps(body), content_type="application/json")
+
+
+def test_fuzz_mutated_preset_specs(client):
+    rng = random.Random("specs")
+    sent = []
+    for _ in range(FUZZ_CASES["spec"]):
+        spec = _mutated(presets.get(rng.choice(SPEC_PRESETS)), rng)
+        sent.append((spec, _post_json(client, "/api/trace", {"spec": spec})))
+    _assert_no_server_errors(sent)
+    assert 0 < sum(response.status_code == 200 for _, response in sent) < len(sent)   # both kinds were reached
+
+
+def test_fuzz_checkpoint_objects(client):
+    rng = random.Random("checkpoints")
+    sent = []
+    for _ in range(FUZZ_CASES["checkpoint"]):
+        spec = presets.get(rng.choice(CHECKPOINT_PRESETS))
+        checkpoint = _mutated(rng.choice(VALID_CHECKPOINTS), rng) if rng.random() < 0.8 else rng.choice(AWKWARD_VALUES)
+        sent.append(((spec["name"], checkpoint), _post_json(client, "/api/trace", {"spec": spec, "checkpoint": checkpoint})))
+    _assert_no_server_errors(sent)
+    assert 0 < sum(response.status_code == 200 for _, response in sent) < len(sent)
+
+
+def test_fuzz_snapshot_bodies(client):
+    rng = random.Random("snapshots")
+    sent = []
+    for _ in range(FUZZ_CASES["snapshot"]):
+        valid = {"spec": presets.get(rng.choice(CHECKPOINT_PRESETS)), "checkpoint": rng.choice(VALID_CHECKPOINTS + [None]),
+                 "view": {"step": rng.randrange(12), "selected": "n1", "zoom": {"k": 1, "x": 0, "y": 0}}, "title": "t"}
+        body = _mutated(valid, rng)
+        response = _post_json(client, "/api/snapshots", body)
+        sent.append((body, response))
+        if response.status_code == 201:
+            snapshot_id = response.get_json()["id"]
+            sent.append((snapshot_id, client.get(f"/api/snapshots/{snapshot_id}")))
+            if rng.random() < 0.3:
+                sent.append((snapshot_id, _post_json(client, f"/api/snapshots/{snapshot_id}/copy", _mutated({"a": 1}, rng))))
+    _assert_no_server_errors(sent)
+    assert any(response.status_code == 201 for _, response in sent)
+
+
+def test_fuzz_session_bodies(client):
+    rng = random.Random("sessions")
+    valid = {"spec": presets.get("residual-unit"), "checkpoint": {"policy": "sqrt"},
+             "view": {"step": 3, "selected": "n2", "zoom": {"k": 1.5, "x": 0, "y": 2}},
+             "history": {"undo": [{"spec": {"name": "a"}, "label": "edit"}], "redo": [{"spec": {}}]}}
+    sent = []
+    for _ in range(FUZZ_CASES["session"]):
+        body = _mutated(valid, rng)
+        response = client.put("/api/session", data=json.dumps(body), content_type="application/json")
+        sent.append((body, response))
+        if response.status_code == 200:
+            assert client.get("/api/session").get_json() == response.get_json()
+    _assert_no_server_errors(sent)
+    assert any(response.status_code == 200 for _, response in sent)
+
+
+def test_fuzz_ledger_queries(client):
+    rng = random.Random("ledger")
+    sent = []
+    for _ in range(FUZZ_CASES["ledger"]):
+        pairs = [(name, str(getattr(LedgerConfig, name))) for name in rng.sample(list(LEDGER_FIELDS), rng.randrange(1, 6))]
+        for _ in range(rng.choice([1, 1, 2, 3])):
+            index = rng.randrange(len(pairs))
+            roll = rng.random()
+            if roll < 0.6:
+                pairs[index] = (pairs[index][0], rng.choice(AWKWARD_QUERY_VALUES))
+            elif roll < 0.75:
+                pairs.append(pairs[index])                                 # a field given twice
+            elif roll < 0.9:
+                pairs.append((rng.choice(["colour", "", "layers[0]", "\u202e"]), "1"))
+            else:
+                del pairs[index]
+                pairs = pairs or [("layers", "2")]
+        query = urllib.parse.urlencode(pairs)
+        sent.append((query, client.get(f"/api/ledger?{query}")))
+    _assert_no_server_errors(sent)
+    assert 0 < sum(response.status_code == 200 for _, response in sent) < len(sent)
+
+
+def test_the_fuzz_sends_at_least_two_thousand_requests():
+    assert FUZZ_TOTAL >= 2000
