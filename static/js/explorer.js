@@ -181,7 +181,7 @@ async function start() {
     if (snapshot.checkpoint) state.checkpoint = normalizeRequest(snapshot.checkpoint);
     await showTrace(snapshot.trace, snapshot.spec, { keepStep: snapshot.view.step });
     document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec: snapshot.spec, source: "snapshot", readOnly: true, checkpoint: state.checkpoint } }));
-    bindMakeCopy(byTestId("make-copy"), snapshotId);
+    bindMakeCopy(byTestId("make-copy"), snapshotId, document.getElementById("share-output"));
     return;
   }
   const session = await sessionRequest;

@@ -27,11 +27,17 @@ export function bindShare({ button, output }, getState) {
   });
 }
 
-export function bindMakeCopy(button, snapshotId) {
+/** "Make a copy": the server's sentence (a 429 rate limit, a 507 full disk) is shown when it refuses. */
+export function bindMakeCopy(button, snapshotId, output) {
   button.hidden = false;
   button.addEventListener("click", async () => {
     button.disabled = true;
-    await copySnapshot(snapshotId);
-    window.location.assign("/");
+    try {
+      await copySnapshot(snapshotId);
+      window.location.assign("/");
+    } catch (error) {
+      output.textContent = `Could not copy: ${error.message}`;
+      button.disabled = false;
+    }
   });
 }
