@@ -94,5 +94,5 @@ def count_workspace_creation() -> None:
                                headers={"Retry-After": str(wait_s)})
     except ApiError:
         raise
-    except Exception:  # the limiter's storage failed: as RATELIMIT_SWALLOW_ERRORS, let the write decide
-        log.exception("Counting a workspace creation failed; not limiting it")
+    except Exception as error:  # the limiter's storage failed: as RATELIMIT_SWALLOW_ERRORS, let the write decide
+        log.warning("Counting a workspace creation failed (%s); not limiting it", error)

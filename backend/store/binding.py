@@ -12,12 +12,13 @@ from datetime import timedelta
 import click
 from flask import Flask, current_app
 from flask.globals import app_ctx
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, scoped_session, sessionmaker
 
 from backend.store import ratelimits, sessions
-from backend.store.engine import StorageUnavailable, make_engine
-from backend.store.migrate import upgrade
+from backend.store.engine import StorageReadOnly, StorageUnavailable, make_engine, unavailable_kind
+from backend.store.migrate import current_revision, head_revision, upgrade
 from backend.store.models import utc_now
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,23 @@ class Store:
             self._prune_lock.release()
 
 
+def read_only_url(url: str, error: OperationalError) -> str | None:
+    """For a SQLite file that refused even to be read for writing's sake, the URL that opens it read-only.
+
+    A WAL database needs its -shm file to be read at all; in a folder the server may not write, or of a file it
+    may not write, SQLite cannot make one and refuses every read. Opened immutable, no -shm is needed: right
+    while nothing can write the file, which is the situation here. None for any other database or error.
+    """
+    parsed = make_url(url)
+    path = parsed.database
+    readable = unavailable_kind(error) is StorageReadOnly or "unable to open database file" in str(error.orig)
+    if parsed.get_backend_name() != "sqlite" or not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    if not readable or not os.path.exists(path):
+        return None
+    return f"sqlite:///file:{os.path.abspath(path)}?mode=ro&immutable=1&uri=true"
+
+
 def database_url(app: Flask) -> str:
     """test_config's DATABASE_URL, else the DATABASE_URL environment variable, else a file under instance/."""
     return (app.config.get("DATABASE_URL")
@@ -70,7 +88,18 @@ def database_url(app: Flask) -> str:
 def init_store(app: Flask) -> Store:
     os.makedirs(app.instance_path, exist_ok=True)
     store = Store(database_url(app))
-    upgrade(store.engine)
+    try:
+        upgrade(store.engine)
+    except OperationalError as error:
+        fallback = read_only_url(store.url, error)
+        if fallback is None:
+            raise
+        store.engine.dispose()
+        log.warning("The database %s cannot be written (%s): serving reads only", store.url, error.orig)
+        store = Store(fallback)
+        if current_revision(store.engine) != head_revision():
+            raise RuntimeError(f"The database {database_url(app)} is read-only and at an older schema than this "
+                               "code: start once with write access so it can be migrated.") from error
     # No pooled connection survives startup, so gunicorn's --preload can fork without sharing a socket or file.
     store.engine.dispose()
     app.extensions[EXTENSION_KEY] = store

@@ -173,3 +173,30 @@ def test_a_read_only_database_starts_serves_reads_and_refuses_writes_with_503(tm
     assert browser.post("/api/snapshots", json=SNAPSHOT).status_code == 503
     assert browser.post(f"/api/snapshots/{snapshot_id}/copy", json={}).status_code == 503
     close_store(reader)
+
+
+def test_a_database_that_refuses_even_to_open_for_writing_is_served_read_only(tmp_path, make_app, fake_trace,
+                                                                              monkeypatch):
+    """A WAL file the server may not write, in a folder it may not write, refuses every read ("attempt to write
+    a readonly database": no -shm can be made) and stopped gunicorn from booting. As root no permission bites,
+    so the refusal is raised where startup first meets it; the app must reopen the file immutable and serve."""
+    import backend.store.binding as binding
+    writer = make_app()
+    snapshot_id = writer.test_client().post("/api/snapshots", json=SNAPSHOT).get_json()["id"]
+    close_store(writer)
+    real_upgrade, refusals = binding.upgrade, []
+
+    def refusing_upgrade(engine):
+        if "immutable" not in str(engine.url):
+            refusals.append(engine.url)
+            raise OperationalError("PRAGMA main.table_info", {}, sqlite3.OperationalError(
+                "attempt to write a readonly database"))
+        real_upgrade(engine)
+    monkeypatch.setattr(binding, "upgrade", refusing_upgrade)
+
+    reader = make_app()
+    assert refusals and "immutable=1" in current_store(reader).url
+    client = reader.test_client()
+    assert client.get(f"/api/snapshots/{snapshot_id}").status_code == 200
+    assert client.put("/api/session", json=DOCUMENT).status_code == 503
+    close_store(reader)
