@@ -6,13 +6,14 @@
 Two phases against a fresh SQLite file, each bounded in time and count:
 1. `--clients` clients PUT a ~740 KiB workspace with no cookie, as fast as they can, for `--seconds`;
 2. `--snapshots` POSTs of the 204-byte spec (repeat 64 x repeat 60 x [linear 1, tanh]) whose trace is 28.5 MiB.
-Printed: the answers by status, and the database's growth (file plus WAL) per phase. Run by hand.
+Printed: the answers by status, and the database's growth in used pages per phase. Run by hand.
 """
 import argparse
 import collections
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -49,8 +50,11 @@ def send(request: urllib.request.Request) -> int:
 
 
 def database_bytes(folder: str) -> int:
-    return sum(os.path.getsize(os.path.join(folder, name)) for name in os.listdir(folder)
-               if name.startswith("storage.sqlite"))
+    """The database's used bytes as a reader sees them (committed pages, WAL included, free pages not)."""
+    with sqlite3.connect(os.path.join(folder, "storage.sqlite")) as connection:
+        pages, free, size = (connection.execute(f"PRAGMA {name}").fetchone()[0]
+                             for name in ("page_count", "freelist_count", "page_size"))
+    return (pages - free) * size
 
 
 def wait_until_ready(base: str, server: subprocess.Popen) -> None:

@@ -1,8 +1,14 @@
-"""Fuzzing the snapshot and session endpoints: malformed bodies and ids get a 4xx sentence, never a 500."""
+"""Fuzzing every endpoint: malformed bodies and ids, and 2,200 mutated valid requests, get a 4xx sentence, never a 500."""
 import json
 import random
+import urllib.parse
 
 import pytest
+
+from backend.ledger import FIELDS as LEDGER_FIELDS
+from backend.ledger import LedgerConfig
+from backend.models import presets
+from tests.mutation import AWKWARD_VALUES, mutated
 
 PADDING_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -143,16 +149,7 @@ def test_random_garbage_never_causes_a_server_error(client, fake_trace, seed):
 # ===== Mutation fuzzing through the real engine: every kind of body a client sends, zero 5xx ===================
 # Fixed seeds, so a failure reproduces; together the cases below send FUZZ_TOTAL (> 2,000) requests in well
 # under a minute: the traced specs are small presets (a valid mutation traces in milliseconds).
-import copy
-import urllib.parse
 
-from backend.ledger import FIELDS as LEDGER_FIELDS
-from backend.ledger import LedgerConfig
-from backend.models import presets
-
-AWKWARD_VALUES = [None, True, False, -1, 0, 1, 2, 1.5, -0.0, 1e308, 10**12, 2**63, "", "relu", "linear", "x" * 300,
-                  "\ud800", "é\u0000", [], [1, "a"], [{}], {}, {"type": "linear"}, {"type": "repeat", "times": 2},
-                  {"policy": "sqrt"}]
 AWKWARD_QUERY_VALUES = ["", "0", "-1", "1.5", "1e309", "nan", "inf", "0x10", "１２", "9" * 400, "true", "yes",
                         "fp8", "flash", "%00", "<script>", "1,2", " 12", "12 ", "+3"]
 SPEC_PRESETS = ["seed-tape", "lab1-mlp", "residual-unit", "seed-tape", "lab1-mlp", "residual-unit", "transformer-tiny"]
@@ -162,37 +159,6 @@ VALID_CHECKPOINTS = [{"policy": "none"}, {"policy": "every_k", "k": 1}, {"policy
                      {"policy": "optimal", "budget_bytes": 4096}, {"policy": "manual", "recompute": [2, 4]}]
 FUZZ_CASES = {"spec": 800, "checkpoint": 400, "snapshot": 300, "session": 300, "ledger": 400}
 FUZZ_TOTAL = sum(FUZZ_CASES.values())
-
-
-def _mutate_once(value, rng):
-    """One edit somewhere inside `value`: a field replaced by an awkward value, removed, added or duplicated."""
-    value = copy.deepcopy(value)
-    node = value
-    while True:
-        keys = list(node) if isinstance(node, dict) else list(range(len(node)))
-        if not keys:
-            return value
-        key = rng.choice(keys)
-        child = node[key]
-        if isinstance(child, (dict, list)) and child and rng.random() < 0.6:
-            node = child
-            continue
-        roll = rng.random()
-        if roll < 0.15 and isinstance(node, dict):
-            del node[key]
-        elif roll < 0.25 and isinstance(node, dict):
-            node[rng.choice(["extra", "type", "times", "layers", "out", "\ud800"])] = rng.choice(AWKWARD_VALUES)
-        elif roll < 0.35 and isinstance(node, list):
-            node.insert(key, copy.deepcopy(node[key]))
-        else:
-            node[key] = rng.choice(AWKWARD_VALUES)
-        return value
-
-
-def _mutated(value, rng):
-    for _ in range(rng.choice([1, 1, 1, 2, 3])):
-        value = _mutate_once(value, rng)
-    return value
 
 
 def _assert_no_server_errors(sent):
@@ -211,7 +177,7 @@ def test_fuzz_mutated_preset_specs(client):
     rng = random.Random("specs")
     sent = []
     for _ in range(FUZZ_CASES["spec"]):
-        spec = _mutated(presets.get(rng.choice(SPEC_PRESETS)), rng)
+        spec = mutated(presets.get(rng.choice(SPEC_PRESETS)), rng)
         sent.append((spec, _post_json(client, "/api/trace", {"spec": spec})))
     _assert_no_server_errors(sent)
     assert 0 < sum(response.status_code == 200 for _, response in sent) < len(sent)   # both kinds were reached
@@ -222,7 +188,7 @@ def test_fuzz_checkpoint_objects(client):
     sent = []
     for _ in range(FUZZ_CASES["checkpoint"]):
         spec = presets.get(rng.choice(CHECKPOINT_PRESETS))
-        checkpoint = _mutated(rng.choice(VALID_CHECKPOINTS), rng) if rng.random() < 0.8 else rng.choice(AWKWARD_VALUES)
+        checkpoint = mutated(rng.choice(VALID_CHECKPOINTS), rng) if rng.random() < 0.8 else rng.choice(AWKWARD_VALUES)
         sent.append(((spec["name"], checkpoint), _post_json(client, "/api/trace", {"spec": spec, "checkpoint": checkpoint})))
     _assert_no_server_errors(sent)
     assert 0 < sum(response.status_code == 200 for _, response in sent) < len(sent)
@@ -234,14 +200,14 @@ def test_fuzz_snapshot_bodies(client):
     for _ in range(FUZZ_CASES["snapshot"]):
         valid = {"spec": presets.get(rng.choice(CHECKPOINT_PRESETS)), "checkpoint": rng.choice(VALID_CHECKPOINTS + [None]),
                  "view": {"step": rng.randrange(12), "selected": "n1", "zoom": {"k": 1, "x": 0, "y": 0}}, "title": "t"}
-        body = _mutated(valid, rng)
+        body = mutated(valid, rng)
         response = _post_json(client, "/api/snapshots", body)
         sent.append((body, response))
         if response.status_code == 201:
             snapshot_id = response.get_json()["id"]
             sent.append((snapshot_id, client.get(f"/api/snapshots/{snapshot_id}")))
             if rng.random() < 0.3:
-                sent.append((snapshot_id, _post_json(client, f"/api/snapshots/{snapshot_id}/copy", _mutated({"a": 1}, rng))))
+                sent.append((snapshot_id, _post_json(client, f"/api/snapshots/{snapshot_id}/copy", mutated({"a": 1}, rng))))
     _assert_no_server_errors(sent)
     assert any(response.status_code == 201 for _, response in sent)
 
@@ -253,7 +219,7 @@ def test_fuzz_session_bodies(client):
              "history": {"undo": [{"spec": {"name": "a"}, "label": "edit"}], "redo": [{"spec": {}}]}}
     sent = []
     for _ in range(FUZZ_CASES["session"]):
-        body = _mutated(valid, rng)
+        body = mutated(valid, rng)
         response = client.put("/api/session", data=json.dumps(body), content_type="application/json")
         sent.append((body, response))
         if response.status_code == 200:

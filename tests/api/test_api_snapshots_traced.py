@@ -1,5 +1,4 @@
 """Snapshots with the real tracer: presets shared and read back, spec errors and caps as 4xx, mutated specs fuzzed."""
-import copy
 import random
 
 import pytest
@@ -7,6 +6,7 @@ import pytest
 from backend.models import presets
 from backend.tape import ENGINE_VERSION
 from backend.trace import SCHEMA_VERSION
+from tests.mutation import mutate_once
 
 
 def _backward_step(trace):
@@ -57,31 +57,11 @@ def test_a_step_past_the_trace_is_refused(client):
 AWKWARD = [None, True, -1, 0, 1.5, 10**12, "", "relu", "x" * 300, [], [1, "a"], {}, {"type": "linear"}]
 
 
-def _mutate(spec, rng):
-    """Replace one field anywhere in the spec with an awkward value, or delete it."""
-    spec = copy.deepcopy(spec)
-    node = spec
-    while True:
-        keys = list(node.keys()) if isinstance(node, dict) else list(range(len(node)))
-        if not keys:
-            return spec
-        key = rng.choice(keys)
-        child = node[key]
-        if isinstance(child, (dict, list)) and child and rng.random() < 0.6:
-            node = child
-            continue
-        if isinstance(node, dict) and rng.random() < 0.2:
-            del node[key]
-        else:
-            node[key] = rng.choice(AWKWARD)
-        return spec
-
-
 @pytest.mark.parametrize("preset_id", ["seed-tape", "residual-unit", "transformer-tiny"])
 def test_mutated_presets_never_cause_a_server_error(client, preset_id):
     rng = random.Random(preset_id)
     for _ in range(40):
-        spec = _mutate(presets.get(preset_id), rng)
+        spec = mutate_once(presets.get(preset_id), rng, AWKWARD, grow=False)
         response = client.post("/api/snapshots", json={"spec": spec, "view": {"step": 0}})
         assert response.status_code in (201, 400, 413), (spec, response.get_data(as_text=True)[:500])
 
