@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 
+from backend.trace.peak import assign_scopes, explain_peak
 from backend.trace.recompute import mark as mark_recomputable
 
 SCHEMA_VERSION = 1
@@ -22,9 +23,10 @@ def build_document(recorder, spec, engine_version, loss):
     freed_at = {s["id"]: s["freed"] for s in storages}
     for t in tensors:
         t["freed"] = freed_at[t["storage"]]
+    assign_scopes(tensors, storages)
     peak_step = int(np.argmax(live))
     forward_end = max((s["index"] for s in steps if s["phase"] == "forward"), default=0)
-    return {
+    document = {
         "schema_version": SCHEMA_VERSION,
         "engine_version": engine_version,
         "spec": spec,
@@ -51,6 +53,8 @@ def build_document(recorder, spec, engine_version, loss):
             "measured_peak_bytes": None,
         },
     }
+    document["summary"]["peak"] = explain_peak(document)
+    return document
 
 
 def _live_bytes(storages, n_steps):
