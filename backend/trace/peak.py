@@ -60,8 +60,13 @@ def explain_peak(document):
     step = summary["peak_step"]
     record = document["steps"][step]
     holders = holders_at(step, document["tensors"], document["storages"])
+    recompute_steps = {s["index"] for s in document["steps"] if s["phase"] == "recompute"}
+    storages = {s["id"]: s for s in document["storages"]}
+    recomputed = sum(storages[sid]["nbytes"] for group in holders if group["kind"] == "activation"
+                     for sid in group["storages"] if storages[sid]["born"] in recompute_steps)
     peak = {"step": step, "phase": record["phase"], "live_bytes": record["live_bytes"],
-            "by_kind": dict(record["by_kind"]), "holders": holders}
+            "by_kind": dict(record["by_kind"]), "recomputed_bytes": recomputed, "holders": holders,
+            "checkpointed": bool(recompute_steps)}
     peak["verdict"] = verdict(peak, document)
     return peak
 
@@ -87,8 +92,11 @@ def verdict(peak, document):
     if dominant == "activation":
         layer, held = _largest_layer(peak["holders"], "activation")
         most = f", most of them in {layer} ({format_bytes(held)})" if layer else ""
+        recomputed = (f", {format_bytes(peak['recomputed_bytes'])} of them recomputed in backward"
+                      if peak["recomputed_bytes"] else "")
+        lever = ("another schedule may lower it" if peak["checkpointed"] else "checkpointing can lower it")
         return (f"The peak is {where}, where activations kept for backward ({format_bytes(by_kind['activation'])}, "
-                f"{share:.0%} of {format_bytes(total)}) dominate{most}; checkpointing can lower it.")
+                f"{share:.0%} of {format_bytes(total)}{recomputed}) dominate{most}; {lever}.")
     activations = by_kind["activation"]
     tail = ("checkpointing can trim the activations' part" if activations and activations >= 0.2 * total
             else "checkpointing can do little here")
