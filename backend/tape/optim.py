@@ -47,9 +47,10 @@ class Optimizer:
         raise NotImplementedError
 
     @staticmethod
-    def buffer(p, suffix, values):
-        """A state tensor for `p`: a fresh optimizer-kind allocation holding a copy of `values`."""
-        return Tensor.allocate(np.array(values, dtype=p.data.dtype), "optimizer", name=f"{p.name or 'param'}.{suffix}")
+    def buffer(p, suffix, values=None):
+        """A state tensor for `p`: a fresh optimizer-kind allocation holding a copy of `values` (zeros if None)."""
+        data = np.zeros_like(p.data) if values is None else np.array(values, dtype=p.data.dtype)
+        return Tensor.allocate(data, "optimizer", name=f"{p.name or 'param'}.{suffix}")
 
 
 class SGD(Optimizer):
@@ -67,7 +68,7 @@ class SGD(Optimizer):
     def update(self, index, p):
         d = p.grad
         if self.weight_decay != 0:
-            d = d + self.weight_decay * p.data
+            d = _plus_scaled(d, self.weight_decay, p.data)
         if self.momentum != 0:
             state = self.state.get(index)
             if state is None:
@@ -102,16 +103,18 @@ class Adam(Optimizer):
             if self.decoupled_weight_decay:
                 p.data *= 1 - self.lr * self.weight_decay
             else:
-                g = g + self.weight_decay * p.data
+                g = _plus_scaled(g, self.weight_decay, p.data)
         if index not in self.state:
-            self.state[index] = {"step": 0, "m": self.buffer(p, "m", np.zeros_like(p.data)),
-                                 "v": self.buffer(p, "v", np.zeros_like(p.data))}
+            self.state[index] = {"step": 0, "m": self.buffer(p, "m"), "v": self.buffer(p, "v")}
         state = self.state[index]
         state["step"] += 1
         m, v = state["m"].data, state["v"].data
         _lerp_(m, g, 1 - beta1)
         v *= beta2
-        v += (1 - beta2) * g * g
+        squared = (1 - beta2) * g              # torch's addcmul order, (value·g)·g, with one temporary
+        squared *= g
+        v += squared
+        del squared, g                         # g may be the decayed copy: free it before the update's temporaries
         step_size = self.lr / (1 - beta1 ** state["step"])
         denom = np.sqrt(v)
         denom /= (1 - beta2 ** state["step"]) ** 0.5
@@ -128,6 +131,13 @@ class AdamW(Adam):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
         super().__init__(params, lr, betas, eps, weight_decay)
+
+
+def _plus_scaled(g, scale, p):
+    """g + scale·p in a new array, with one temporary the size of p (torch's grad.add(param, alpha=scale))."""
+    out = scale * p
+    out += g
+    return out
 
 
 def _lerp_(start, end, weight):
