@@ -65,9 +65,10 @@ function optimizerFields(spec, ctx) {
     box.append(titled(numberControl("lr", at("lr"), shown.lr, ctx.value, { min: 0, max: 10, step: "any" }), "learning rate"));
   }
   if (type === "sgd") {
+    const momentum = numberControl("momentum", at("momentum"), shown.momentum, ctx.value, { min: 0, max: 0.999, step: "any" });
+    momentum.classList.add("wide");
     box.append(
-      titled(numberControl("momentum", at("momentum"), shown.momentum, ctx.value, { min: 0, max: 0.999, step: "any" }),
-        "momentum: the share of the last update carried into this one (0.9 is usual; 0 is plain SGD)"),
+      titled(momentum, "momentum: the share of the last update carried into this one (0.9 is usual; 0 is plain SGD)"),
       titled(checkControl("nesterov", at("nesterov"), shown.nesterov, ctx.value), "Nesterov momentum (needs momentum > 0)"));
   }
   if (type === "adam" || type === "adamw") {
