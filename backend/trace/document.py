@@ -46,6 +46,8 @@ def build_document(recorder, spec, engine_version, loss):
             "peak_step": peak_step,
             "saved_bytes": _saved_bytes(recorder.tape, recorder.tensors, storages),
             "by_kind_at_peak": {kind: int(by_kind[kind][peak_step]) for kind in KINDS},
+            # What the next training step starts from: params, grads and the optimizer's state (momentum, m, v).
+            "by_kind_at_end": {kind: int(by_kind[kind][len(steps) - 1]) for kind in KINDS},
             "forward_end_step": forward_end,
             "steps": len(steps),
             "entries": len(recorder.tape),
