@@ -19,12 +19,13 @@ def plan_document(spec, checkpoint):
     request = validate(checkpoint, n_blocks, activations)
     schedule = planner.schedule(request)
     document = schedule.pop("document")
+    schedule["verdict"] = document["summary"]["peak"]["verdict"]
     schedules = []
     for heuristic in HEURISTICS:
         if heuristic.get("k", 1) > n_blocks:
             continue
         point = planner.schedule(validate({**heuristic, "preserve_rng_state": True}, n_blocks, activations))
-        point.pop("document")
+        point["verdict"] = point.pop("document")["summary"]["peak"]["verdict"]    # why its peak is where it is
         schedules.append(point)
     document.update({"schedule": schedule, "schedules": schedules, "pareto": planner.pareto()})
     return document

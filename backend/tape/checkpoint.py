@@ -77,10 +77,12 @@ def checkpoint(fn, *inputs, preserve_rng_state=True):
         node.save(f"inputs[{i}]", t.data, t.storage, t.uid, origin)
     if events.active:
         events.emit("checkpoint_begin", node=node)
-    with modes.no_grad():
+    with modes.no_grad(), modes.watching_for_grad() as touched_grad:
         out = fn(*inputs)
     if events.active:
         events.emit("checkpoint_end", node=node)
+    if not touched_grad[0]:
+        return out          # nothing in the region requires grad: no entry, and the output does not either
     output = Tensor.view_of(out.data, out, requires_grad=True, grad_fn=node)
     node.output_uid = output.uid
     return output

@@ -1,11 +1,12 @@
 """Applying an op: run its forward, and when an input requires grad, append a tape entry and save what its vjp needs."""
 import numpy as np
 
-from backend.tape import events, modes, remat
+from backend.tape import events, modes, remat, views
 from backend.tape.node import Node
 from backend.tape.registry import plan_of
 from backend.tape.storage import Storage, next_uid
 from backend.tape.tensor import Tensor
+from backend.tape.views import View
 
 NO_ATTRS = {}
 
@@ -15,19 +16,23 @@ def apply(op, inputs, attrs=NO_ATTRS):
     arrays = [t.data for t in inputs]
     result = op.forward(attrs, *arrays)
     out, extras = result if op.extras else (result, None)
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)               # numpy hands back scalars for 0-d results; a Tensor always holds an array
     if modes.enabled:
         needs = tuple([t.requires_grad for t in inputs])
         recording = True in needs
     else:
         recording = False
+        if modes.watching:
+            modes.note_grad(inputs)
     if not recording:
         if events.active:
             events.emit("op", op=op)       # an unrecorded op: a step only inside a checkpoint's forward
-        return _output(op, out, inputs, None)
+        return _output(op, attrs, out, inputs, None)
     node = Node(op, attrs, inputs, needs)
     if events.active:
         events.emit("record", node=node, inputs=inputs, out_shape=out.shape)
-    output = _output(op, out, inputs, node)
+    output = _output(op, attrs, out, inputs, node)
     node.output_uid = output.uid
     if remat.enabled:
         remat.on_record(node, inputs, output)       # before saving: an op saving its own output keeps a recipe
@@ -36,32 +41,53 @@ def apply(op, inputs, attrs=NO_ATTRS):
 
 
 def apply_inplace(op, target, others, attrs=NO_ATTRS):
-    """Run `op` writing into `target`'s storage; bump its version and, if recording, rebase its history."""
+    """Run `op` writing into `target`'s storage; bump its version and, if recording, rebase its history.
+
+    On a view, the history rebased is the base's (views.through_view), and the view's own is regenerated from it.
+    """
     inputs = [target, *others]
-    recording = modes.enabled and any(t.requires_grad for t in inputs)
-    if recording and target.requires_grad and target.grad_fn is None:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    node = None
+    needs = tuple([t.requires_grad for t in inputs])
+    recording = modes.enabled and True in needs
+    base = target.base if type(target) is View else None
     if recording:
-        node = Node(op, attrs, inputs, tuple(t.requires_grad for t in inputs))
-        if events.active:
-            events.emit("record", node=node, inputs=inputs, out_shape=target.data.shape)
-        _save(node, inputs, None, None, before_write=True)
-    target.data[...] = op.forward(attrs, *[t.data for t in inputs])
-    target.storage.version += 1
+        if base is None and needs[0] and target.grad_fn is None:
+            raise RuntimeError(views.LEAF)
+        if base is not None and base.requires_grad and base.grad_fn is None:
+            raise RuntimeError(views.VIEW_OF_LEAF)
+    elif modes.watching:
+        modes.note_grad(inputs)
+    if not recording:
+        _write(op, attrs, target, inputs)
+        return target
+    if base is None:
+        node = Node(op, attrs, inputs, needs)
+    else:
+        node = Node(views.through_view(op), {**attrs, "view": views.ViewOf(base.data.shape, target.chain)},
+                    inputs, needs)
+        node.next = (views.edge_to(base), *node.next[1:])    # the region's old values came from the base's history
     if events.active:
-        events.emit("inplace", tensor=target, version=target.storage.version)
-    if recording:
-        target.grad_fn, target.requires_grad = node, True
-        node.output_uid = target.uid
-        _save(node, inputs, target, None, before_write=False)
+        events.emit("record", node=node, inputs=inputs, out_shape=target.data.shape)
+    _save(node, inputs, None, None, before_write=True)
+    _write(op, attrs, target, inputs)
+    views.rebase(target if base is None else base, node)
+    if base is not None:
+        target.grad_fn                                    # regenerate the view's own history now, as PyTorch does
+    _save(node, inputs, target, None, before_write=False)
     return target
 
 
-def _output(op, out, inputs, node):
+def _write(op, attrs, target, inputs):
+    result = op.forward(attrs, *[t.data for t in inputs])
+    target.data[...] = result[0] if op.extras else result
+    target.storage.version += 1
+    if events.active:
+        events.emit("inplace", tensor=target, version=target.storage.version)
+
+
+def _output(op, attrs, out, inputs, node):
     requires_grad = node is not None
     if op.view and np.may_share_memory(out, inputs[0].data):
-        return Tensor.view_of(out, inputs[0], requires_grad, node)
+        return View.of(out, inputs[0], op, attrs, requires_grad, node)
     return Tensor.allocate(out, "activation", requires_grad, node)
 
 
@@ -75,6 +101,9 @@ def _save(node, inputs, output, extras, before_write=None):
             if before_write is False:
                 continue
             tensor = inputs[where]
+            if before_write and where == 0:
+                _save_original(node, saved_name, tensor)
+                continue
             if tensor.recipe is not None:
                 node.save_recipe(saved_name, tensor.recipe, tensor.uid)
                 continue
@@ -96,6 +125,11 @@ def _any_needed(needs, indices):
         if needs[i]:
             return True
     return False
+
+
+def _save_original(node, saved_name, target):
+    """An in-place op's target as it was before the write: a clone, as PyTorch saves `original_self`."""
+    _save_extra(node, saved_name, target.data.copy())
 
 
 def _save_extra(node, saved_name, array):

@@ -1,7 +1,6 @@
 """Tensor's operators and methods, each a call into the functional API; in-place ones bump the version."""
 
 from backend.tape import functional as F
-from backend.tape import modes
 from backend.tape.dispatch import apply_inplace
 from backend.tape.registry import OPS
 from backend.tape.tensor import Tensor
@@ -12,22 +11,25 @@ def _reflected(fn):
 
 
 def _setitem(self, key, value):
-    if modes.enabled and self.requires_grad:
-        if self.grad_fn is None:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        raise RuntimeError("item assignment into a tensor on the tape is not recorded: do it under no_grad(), "
-                           "or build the result with masked_fill")
-    self.data[key] = value.data if isinstance(value, Tensor) else value
-    self.storage.version += 1
+    """`t[key] = value`, recorded as PyTorch's index_put_: the written elements take value's gradient."""
+    if isinstance(key, Tensor):
+        key = key.data
+    apply_inplace(OPS["index_put"], self, (F.as_tensor(value, self),), {"key": key})
 
 
 def _zero_(self):
-    if modes.enabled and self.requires_grad:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation."
-                           if self.grad_fn is None else "zero_ on a tensor on the tape is not recorded")
-    self.data[...] = 0
-    self.storage.version += 1
-    return self
+    return apply_inplace(OPS["fill"], self, (), {"value": 0})
+
+
+def _view(self, *shape):
+    """reshape that refuses to copy, as torch's view does."""
+    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    try:
+        self.data.view().shape = shape
+    except AttributeError:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.") from None
+    return F.reshape(self, shape)
 
 
 def _inplace(name):
@@ -47,7 +49,7 @@ METHODS = {
     "__getitem__": F.getitem, "__setitem__": _setitem,
     "relu": F.relu, "tanh": F.tanh, "sigmoid": F.sigmoid, "exp": F.exp, "log": F.log, "gelu": F.gelu,
     "sum": F.sum, "mean": F.mean, "max": F.max, "softmax": F.softmax, "log_softmax": F.log_softmax,
-    "reshape": F.reshape, "view": F.reshape, "permute": F.permute, "transpose": F.transpose,
+    "reshape": F.reshape, "view": _view, "permute": F.permute, "transpose": F.transpose,
     "masked_fill": F.masked_fill,
     "add_": _inplace("add"), "mul_": _inplace("mul"), "relu_": _inplace("relu"), "zero_": _zero_,
 }

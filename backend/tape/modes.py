@@ -3,6 +3,8 @@ from contextlib import contextmanager
 
 enabled = True
 scope = ""          # the model layer being built ("layers[3]"); tape entries remember it
+watching = False    # while an unrecorded region runs: note whether any op in it read a tensor that requires grad
+saw_grad = False
 
 
 @contextmanager
@@ -35,3 +37,27 @@ def enable_grad():
         yield
     finally:
         enabled = previous
+
+
+@contextmanager
+def watching_for_grad():
+    """Run a block unrecorded and find out whether it touched anything that requires grad.
+
+    Yields a list that holds, once the block is done, one bool: whether any op in it read such a tensor.
+    """
+    global watching, saw_grad
+    previous = (watching, saw_grad)
+    watching, saw_grad = True, False
+    found = []
+    try:
+        yield found
+    finally:
+        found.append(saw_grad)
+        watching, saw_grad = previous[0], previous[1] or saw_grad     # an enclosing watcher saw it too
+
+
+def note_grad(inputs):
+    """Called by ops that run unrecorded while `watching`."""
+    global saw_grad
+    if not saw_grad:
+        saw_grad = True in [t.requires_grad for t in inputs]

@@ -25,10 +25,11 @@ class Op:
     variadic: bool = False      # takes any number of inputs (concat)
     why: str = ""               # one sentence on why it saves what it saves, shown in the sweep
     takes_adjoint: bool = False  # vjp takes and returns engine Adjoints (a checkpoint's nested sweep)
+    backward: str = ""          # the grad_fn's name when it is not <Name>Backward (CopySlices)
 
     @cached_property
     def backward_name(self):
-        return "".join(part.capitalize() for part in self.name.split("_")) + "Backward"
+        return self.backward or "".join(part.capitalize() for part in self.name.split("_")) + "Backward"
 
     def save_plan(self):
         """(saved name, where it comes from, which input grads need it) for every declared saved value."""

@@ -86,7 +86,10 @@ class Tensor:
 
     # ----- numpy interop and description --------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
+        # numpy-first: np.asarray works even on a tensor that requires grad (torch would ask for .detach())
+        if dtype is not None and dtype != self.data.dtype:
+            return self.data.astype(dtype)
+        return self.data.copy() if copy else self.data
 
     @property
     def shape(self):
@@ -105,12 +108,46 @@ class Tensor:
         return self.data.size
 
     def item(self):
+        if self.data.size != 1:
+            raise RuntimeError(f"a Tensor with {self.data.size} elements cannot be converted to Scalar")
         return self.data.item()
+
+    # ----- Python scalars, with torch's rules ---------------------------------------------------
+    def _one_element(self):
+        if self.data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.data.item()
+
+    def __float__(self):
+        return float(self._one_element())
+
+    def __int__(self):
+        return int(self._one_element())
+
+    def __index__(self):
+        if self.data.size != 1 or self.data.dtype.kind not in "iub":
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.data.item())
+
+    def __bool__(self):
+        if self.data.size == 1:
+            return bool(self.data.item())
+        amount = "no values" if self.data.size == 0 else "more than one value"
+        raise RuntimeError(f"Boolean value of Tensor with {amount} is ambiguous")
+
+    def __format__(self, spec):
+        if self.data.ndim == 0:
+            return self.data.item().__format__(spec)
+        if spec:
+            raise TypeError("unsupported format string passed to Tensor.__format__")
+        return repr(self)
 
     def numpy(self):
         return self.data
 
     def __len__(self):
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
         return len(self.data)
 
     def __repr__(self):
@@ -131,9 +168,10 @@ def parameter(data, name=None):
 
 
 def _as_array(data):
+    """A numpy array or scalar keeps its dtype; Python floats (and lists of them) become float32."""
     if isinstance(data, Tensor):
         return data.data
-    if isinstance(data, np.ndarray):
-        return data
+    if isinstance(data, (np.ndarray, np.generic)):
+        return np.asarray(data)
     array = np.asarray(data)
     return array.astype(np.float32) if array.dtype == np.float64 else array

@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 
+from backend.trace.peak import assign_scopes, explain_peak
 from backend.trace.recompute import mark as mark_recomputable
 
 SCHEMA_VERSION = 1
@@ -22,9 +23,10 @@ def build_document(recorder, spec, engine_version, loss):
     freed_at = {s["id"]: s["freed"] for s in storages}
     for t in tensors:
         t["freed"] = freed_at[t["storage"]]
+    assign_scopes(tensors, storages)
     peak_step = int(np.argmax(live))
     forward_end = max((s["index"] for s in steps if s["phase"] == "forward"), default=0)
-    return {
+    document = {
         "schema_version": SCHEMA_VERSION,
         "engine_version": engine_version,
         "spec": spec,
@@ -44,6 +46,8 @@ def build_document(recorder, spec, engine_version, loss):
             "peak_step": peak_step,
             "saved_bytes": _saved_bytes(recorder.tape, recorder.tensors, storages),
             "by_kind_at_peak": {kind: int(by_kind[kind][peak_step]) for kind in KINDS},
+            # What the next training step starts from: params, grads and the optimizer's state (momentum, m, v).
+            "by_kind_at_end": {kind: int(by_kind[kind][len(steps) - 1]) for kind in KINDS},
             "forward_end_step": forward_end,
             "steps": len(steps),
             "entries": len(recorder.tape),
@@ -51,6 +55,8 @@ def build_document(recorder, spec, engine_version, loss):
             "measured_peak_bytes": None,
         },
     }
+    document["summary"]["peak"] = explain_peak(document)
+    return document
 
 
 def _live_bytes(storages, n_steps):

@@ -4,6 +4,7 @@ It only collects; document.py derives live bytes, intervals and the summary from
 """
 import math
 
+from backend.tape import modes
 from backend.trace.values import MAX_VALUE_ELEMENTS, ValueTable
 
 SMALL_TENSOR_ELEMENTS = 1024     # tensors this small carry their values at birth (heatmaps)
@@ -57,7 +58,8 @@ class Recorder:
             "kind": kind, "shape": list(shape), "dtype": _dtype_name(dtype), "nbytes": storage.nbytes,
             "storage": self._storage(storage)["id"], "address": f"0x{storage.address:x}",
             "born": self.step, "freed": None, "saved_by": [], "produced_by": produced_by,
-            "scope": node.scope if node is not None else None, **extra,
+            # unrecorded ops (a checkpoint's forward) have no node: the layer being run then is the scope
+            "scope": node.scope if node is not None else (modes.scope or None), **extra,
         }
         if array is not None:
             record["value"] = {}

@@ -63,7 +63,34 @@ CASES = {
     "concat": [(lambda a, b: T.cat([a, b], dim=1), (p(2, 3), p(2, 2)))],
     "checkpoint": [(lambda a, b: T.checkpoint(lambda x, w: (x @ w).tanh() * x.sum(), a, b), (p(3, 4), p(4, 4))),
                    (lambda a: _seeded(lambda: T.checkpoint(lambda x: T.dropout(x.exp(), 0.3), a)), (p(4, 5),))],
+    "as_strided": [(lambda a: _view_after_base_write(a), (p(3, 4),))],
+    "index_put": [(lambda a, b: _assigned(a, b, (0, slice(1, 3))), (p(3, 4), p(2))),
+                  (lambda a, b: _assigned(a, b, (np.array([2, 0]), np.array([1, 3]))), (p(3, 4), p(2))),
+                  (lambda a, b: _assigned(a.T, b, (slice(None), 1)), (p(3, 4), p(4)))],
+    "fill": [(lambda a: _filled(a), (p(3, 4),))],
 }
+
+
+def _view_after_base_write(a):
+    """A view taken before an in-place op on its base reads the base's new history (AsStrided)."""
+    h = a * 1.0
+    view = h[1:, :2]
+    h.mul_(a)
+    return view * 1.0
+
+
+def _assigned(a, b, key):
+    """Item assignment of a tensor that requires grad into one built from another (index_put)."""
+    h = a * 1.0
+    h[key] = b * b
+    return h * a
+
+
+def _filled(a):
+    """zero_ on a view: the zeroed region gets no gradient through h, only through the other factor."""
+    h = a.exp() + 1.0           # (tanh would save its output, and zero_ on it is a version error, as in torch)
+    h[1:].zero_()
+    return h * a
 
 
 def _seeded(make):
