@@ -23,8 +23,7 @@ def plan_document(spec, checkpoint):
     for heuristic in HEURISTICS:
         if heuristic.get("k", 1) > n_blocks:
             continue
-        point = planner.schedule(validate({**heuristic, "preserve_rng_state": True}, n_blocks, activations))
-        point.pop("document")
-        schedules.append(point)
+        point = validate({**heuristic, "preserve_rng_state": True}, n_blocks, activations)
+        schedules.append(planner.schedule(point, keep_document=False))
     document.update({"schedule": schedule, "schedules": schedules, "pareto": planner.pareto()})
     return document

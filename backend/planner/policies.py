@@ -24,6 +24,18 @@ def sqrt_k(n_blocks):
     return max(1, round(math.sqrt(n_blocks)))
 
 
+def sweep_ks(n_blocks, every_up_to=16, growth=1.5):
+    """The segment lengths the planner scores: every k up to 16, then each about 1.5x the last, then sqrt and L.
+
+    O(log L) of them, so scoring every_k costs O(L log L) however deep the model is.
+    """
+    ks, k = set(range(1, min(n_blocks, every_up_to) + 1)), every_up_to
+    while k < n_blocks:
+        k = max(k + 1, int(k * growth))
+        ks.add(min(k, n_blocks))
+    return sorted(ks | {sqrt_k(n_blocks), n_blocks})
+
+
 def chain_optimum(base):
     """The chain DP's minimum-peak segmentation over the blocks' boundary and internal activation bytes."""
     layer_bytes, boundary_bytes = block_bytes(base)
@@ -43,10 +55,10 @@ def block_bytes(base):
         block = base.entry_block[entry]
         if block is not None:
             layer_bytes[block] += st["nbytes"]
+    nbytes = {st["id"]: st["nbytes"] for st in base.storages}
     for entry, block in enumerate(base.entry_block):
         if block is not None and block + 1 < base.n_blocks and base.entry_block[entry + 1:entry + 2] != [block]:
-            storage = base.output_storage.get(entry)
-            boundary_bytes[block + 1] = next((s["nbytes"] for s in base.storages if s["id"] == storage), 0)
+            boundary_bytes[block + 1] = nbytes.get(base.output_storage.get(entry), 0)
     return layer_bytes, boundary_bytes
 
 

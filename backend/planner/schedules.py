@@ -12,9 +12,12 @@ from backend.planner.selective import SelectiveBase
 from backend.planner.selective import predict_live_bytes as predict_selective
 from backend.planner.timeline import BaseRun
 from backend.planner.timeline import predict_live_bytes as predict_regions
+from backend.trace import deadline
 from backend.trace.run import record
 
-PARETO_BUDGETS = 8
+PARETO_BUDGETS = 8              # the sweep solves the program at most this many + 1 times
+SWEEP_SOLVE_S = 1.0             # each sweep solve's time limit (the requested plan's solve gets REQUESTED_SOLVE_S)
+REQUESTED_SOLVE_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -25,16 +28,22 @@ class Plan:
 
 
 class Planner:
-    """Everything the schedules of one spec share: the base (un-checkpointed) run and its gradients."""
+    """Everything the schedules of one spec share: the base (un-checkpointed) run and its gradients.
+
+    The base run is recorded once; every prediction, the program, the sweep and the region search read it. Each
+    distinct plan is executed (recorded) at most once: its executed peak and gradient check are kept by plan.
+    """
 
     def __init__(self, spec):
         self.spec = spec
         self.base_document, self.base_grads = record_regions(spec, [])
+        deadline.check()
         self.base = BaseRun.from_document(self.base_document)
         self.selective_base = SelectiveBase(self.base_document)
         self.program = ilp.Program(self.selective_base)
         self.units = self.program.choices
         self._peaks, self._flops = {}, {}          # memo per plan: the Pareto sweep scores plans many times
+        self._executed = {}                        # (plan, preserve_rng_state) -> executed peak, grad mismatch
         self.forward_flops = sum(self.base.flops) or 1
         self.entry_activations = self._entry_activations()
         self._saved_activations = {t["id"] for t in self.base_document["tensors"]
@@ -65,15 +74,16 @@ class Planner:
 
     def heuristic_plans(self):
         n = self.base.n_blocks
-        plans = [Plan(), *(Plan(regions=_tuples(policies.every_k(n, k))) for k in range(1, n + 1)),
+        plans = [Plan(), *(Plan(regions=_tuples(policies.every_k(n, k))) for k in policies.sweep_ks(n)),
                  Plan(regions=_tuples(policies.chain_optimum(self.base))),
                  Plan(recompute=tuple(policies.selective_entries(self.selective_base, self.units)))]
         return list(dict.fromkeys(plans))
 
-    def optimal(self, budget_bytes):
+    def optimal(self, budget_bytes, time_limit_s=REQUESTED_SOLVE_S):
         """The least recompute whose predicted peak fits: the integer program over recompute units, against
         every region schedule (the chain DP's included). Infeasible budgets get the lowest peak found."""
-        solved = self.program.solve(budget_bytes)
+        solved = self.program.solve(budget_bytes, deadline.limit(time_limit_s))
+        deadline.check()
         ilp_plan = Plan(recompute=tuple(solved["entries"]), solver={k: solved[k] for k in ("status", "gap", "solve_s")})
         scored = [(self.predicted_peak(p), self.recompute_flops(p), p) for p in [*self.heuristic_plans(), ilp_plan]]
         fitting = [s for s in scored if s[0] <= budget_bytes]
@@ -84,6 +94,7 @@ class Planner:
     # ----- measures ---------------------------------------------------------------------------------------
     def predicted_peak(self, plan):
         if plan not in self._peaks:
+            deadline.check()
             live = (predict_selective(self.selective_base, plan.recompute) if plan.recompute
                     else predict_regions(self.base, [list(r) for r in plan.regions]))
             self._peaks[plan] = int(live.max())
@@ -105,8 +116,9 @@ class Planner:
         blocks = {b for region in plan.regions for b in region}
         return sorted(t for t, e in self.entry_activations.items() if self.base.entry_block[e] in blocks)
 
-    def schedule(self, request, execute=True):
-        """The schedule for a normalized request; `execute` runs it for the executed peak and gradients."""
+    def schedule(self, request, execute=True, keep_document=True):
+        """The schedule for a normalized request; `execute` runs it for the executed peak and gradients (once
+        per distinct plan); `keep_document` adds that run's trace document under "document"."""
         plan = self.plan(request)
         recomputed = self.recomputed_tensors(plan)
         kept = self._saved_activations - set(recomputed)
@@ -128,13 +140,20 @@ class Planner:
             schedule["feasible"] = predicted <= request["params"]["budget_bytes"]
             schedule["solver"] = plan.solver
         if execute:
-            document, grads = self.execute(plan, request["preserve_rng_state"])
-            mismatch = grad_mismatch(grads, self.base_grads)
-            schedule.update(executed_peak_bytes=document["summary"]["peak_bytes"], grad_mismatch=mismatch,
-                            grads_match=all(v == 0.0 for v in mismatch.values()), document=document)
+            key = (plan, request["preserve_rng_state"])
+            document = None
+            if key not in self._executed or keep_document:
+                document, grads = self.execute(*key)
+                self._executed[key] = (document["summary"]["peak_bytes"], grad_mismatch(grads, self.base_grads))
+            peak, mismatch = self._executed[key]
+            schedule.update(executed_peak_bytes=peak, grad_mismatch=dict(mismatch),
+                            grads_match=all(v == 0.0 for v in mismatch.values()))
+            if keep_document:
+                schedule["document"] = document
         return schedule
 
     def execute(self, plan, preserve_rng_state=True):
+        deadline.check()
         if plan.recompute:
             return record(self.spec, (), preserve_rng_state, recompute=plan.recompute)
         if plan.regions:
@@ -146,8 +165,8 @@ class Planner:
         scored = {(self.predicted_peak(p), self.recompute_flops(p)) for p in self.heuristic_plans()}
         top = max(peak for peak, _ in scored)
         low = min(peak for peak, _ in scored)
-        for budget in {int(low + (top - low) * i / PARETO_BUDGETS) for i in range(PARETO_BUDGETS + 1)}:
-            plan = self.optimal(budget)
+        for budget in sorted({int(low + (top - low) * i / PARETO_BUDGETS) for i in range(PARETO_BUDGETS + 1)}):
+            plan = self.optimal(budget, SWEEP_SOLVE_S)
             scored.add((self.predicted_peak(plan), self.recompute_flops(plan)))
         frontier, best_flops = [], math.inf
         for peak, flops in sorted(scored):

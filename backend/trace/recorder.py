@@ -4,6 +4,7 @@ It only collects; document.py derives live bytes, intervals and the summary from
 """
 import math
 
+from backend.trace.deadline import check as check_deadline
 from backend.trace.values import MAX_VALUE_ELEMENTS, ValueTable
 
 SMALL_TENSOR_ELEMENTS = 1024     # tensors this small carry their values at birth (heatmaps)
@@ -34,6 +35,7 @@ class Recorder:
         self.phase = phase
 
     def _new_step(self, entry, **extra):
+        check_deadline()             # a run past its time budget stops here, between two steps
         self.step = len(self.steps)
         self.steps.append({"index": self.step, "phase": self.phase, "entry": entry, **extra})
 

@@ -2,7 +2,7 @@
 import numpy as np
 
 from backend.models import presets
-from backend.trace import trace_spec
+from backend.driver import trace_spec
 from backend.trace.values import decode
 
 

@@ -1,0 +1,42 @@
+"""A trace request, start to end: validate the spec, price its work, take the engine, run (and plan) it under a
+deadline, measure it. The trace and snapshot APIs both call `trace_spec`; the trace and planner packages never
+call back up here, so neither imports the other's caller."""
+from backend.driver.engine_slot import ENGINE_WAIT_S, EngineBusy, engine_slot
+from backend.driver.work import check_work
+from backend.models import validate_spec
+from backend.planner import plan_document
+from backend.trace import deadline
+from backend.trace.deadline import TimeBudgetExceeded
+from backend.trace.run import measure_peak, record
+
+__all__ = ["DEADLINE_S", "EngineBusy", "TimeBudgetExceeded", "trace_spec"]
+
+# An accepted request is priced to finish in about half of this (backend/driver/work.py); the deadline is for
+# a machine busier than the one the price was measured on. Past it the run stops and the API answers 503.
+DEADLINE_S = 8.0
+
+
+def trace_spec(spec, checkpoint=None, measure=True, deadline_s=None, wait_s=None):
+    """Validate `spec`, run it under the recorder and return the trace document.
+
+    With `checkpoint` ({"policy", ...}), the planner picks the regions, the document is the checkpointed run
+    (recompute steps included) and gains `schedule`, `schedules` and `pareto`. Raises SpecError / CapError
+    (from backend.models) for a bad or oversized spec before allocating, CapError("work") for one that would
+    run too long, PolicyError for a bad checkpoint, EngineBusy when the engine stays taken for `wait_s`, and
+    TimeBudgetExceeded when the run passes `deadline_s`.
+    """
+    normalized = validate_spec(spec)
+    check_work(normalized, checkpoint)
+    deadline_s = DEADLINE_S if deadline_s is None else deadline_s
+    with engine_slot(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s):
+        regions, preserve, recompute = (), True, None
+        if checkpoint is None:
+            document, _ = record(normalized)
+        else:
+            document = plan_document(normalized, checkpoint)
+            schedule = document["schedule"]
+            regions, preserve = schedule["block_regions"], schedule["preserve_rng_state"]
+            recompute = schedule["recompute_entries"] or None
+        if measure:
+            document["summary"]["measured_peak_bytes"] = measure_peak(normalized, regions, preserve, recompute)
+    return document
