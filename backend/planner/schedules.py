@@ -13,7 +13,7 @@ from backend.planner.selective import predict_live_bytes as predict_selective
 from backend.planner.timeline import BaseRun
 from backend.planner.timeline import predict_live_bytes as predict_regions
 from backend.trace import deadline
-from backend.trace.run import record
+from backend.trace.run import record, record_peak
 
 PARETO_BUDGETS = 8              # the sweep solves the program at most this many + 1 times
 SWEEP_SOLVE_S = 1.0             # each sweep solve's time limit (the requested plan's solve gets REQUESTED_SOLVE_S)
@@ -142,9 +142,12 @@ class Planner:
         if execute:
             key = (plan, request["preserve_rng_state"])
             document = None
-            if key not in self._executed or keep_document:
+            if keep_document:
                 document, grads = self.execute(*key)
                 self._executed[key] = (document["summary"]["peak_bytes"], grad_mismatch(grads, self.base_grads))
+            elif key not in self._executed:
+                peak, grads = self.execute_peak(*key)
+                self._executed[key] = (peak, grad_mismatch(grads, self.base_grads))
             peak, mismatch = self._executed[key]
             schedule.update(executed_peak_bytes=peak, grad_mismatch=dict(mismatch),
                             grads_match=all(v == 0.0 for v in mismatch.values()))
@@ -159,6 +162,13 @@ class Planner:
         if plan.regions:
             return record_regions(self.spec, plan.regions, preserve_rng_state)
         return self.base_document, self.base_grads       # nothing checkpointed: the base run is this run
+
+    def execute_peak(self, plan, preserve_rng_state=True):
+        """(executed peak bytes, gradients) of a plan, recorded without values or a document."""
+        deadline.check()
+        if not plan.recompute and not plan.regions:
+            return self.base_document["summary"]["peak_bytes"], self.base_grads
+        return record_peak(self.spec, [list(r) for r in plan.regions], preserve_rng_state, plan.recompute or None)
 
     def pareto(self):
         """Budget sweep from the smallest feasible peak to no checkpointing: the non-dominated points."""

@@ -53,6 +53,12 @@ def build_document(recorder, spec, engine_version, loss):
     }
 
 
+def peak_bytes(recorder):
+    """The document's summary.peak_bytes for a recorder, without building the document."""
+    live, _ = _live_bytes(list(recorder.storages.values()), max(1, len(recorder.steps)))
+    return int(live.max())
+
+
 def _live_bytes(storages, n_steps):
     """Storages alive at step s are those with born ≤ s ≤ freed: one difference array per kind."""
     delta = {kind: np.zeros(n_steps + 1, dtype=np.int64) for kind in KINDS}

@@ -11,10 +11,11 @@ SMALL_TENSOR_ELEMENTS = 1024     # tensors this small carry their values at birt
 
 
 class Recorder:
-    def __init__(self):
+    def __init__(self, values=True):
+        """`values=False` keeps no tensor values or statistics: a run recorded only for its memory and steps."""
         self.phase = "setup"
         self.tensors = {}          # uid -> tensor record
-        self.values = ValueTable()  # tensor values, described when the document is built
+        self.values = ValueTable() if values else _NoValues()   # described when the document is built
         self.storages = {}         # address -> storage record
         self.tape = []             # entries in record order
         self.entry_of = {}         # node.seq -> tape index
@@ -236,6 +237,16 @@ class Recorder:
     # ----- optimizer ----------------------------------------------------------------------------
     def on_optimizer_step(self, param, index):
         self._new_step(None, param=param.uid)
+
+
+class _NoValues:
+    """A ValueTable that keeps nothing (see Recorder(values=False))."""
+
+    def add(self, target, array, with_values):
+        pass
+
+    def fill(self):
+        pass
 
 
 _DTYPE_NAMES = {}

@@ -11,7 +11,7 @@ from backend.tape.events import listening
 from backend.tape.remat import recomputing
 from backend.tape.storage import reset_addresses
 from backend.trace.deadline import check as check_deadline
-from backend.trace.document import build_document
+from backend.trace.document import build_document, peak_bytes
 from backend.trace.recorder import Recorder
 
 
@@ -66,13 +66,23 @@ def _noted(recorder, path, fn):
 
 def record(spec, regions=(), preserve_rng_state=True, recompute=None):
     """(trace document, parameter gradients) of one run of a normalized spec."""
+    recorder, loss, grads = _recorded(spec, regions, preserve_rng_state, recompute, Recorder())
+    return build_document(recorder, spec, ENGINE_VERSION, float(loss.data)), grads
+
+
+def record_peak(spec, regions=(), preserve_rng_state=True, recompute=None):
+    """(peak live bytes, parameter gradients) of one run, recorded as `record` does but without tensor values
+    or a document: a schedule that is executed only to check its predicted peak and gradients."""
+    recorder, _loss, grads = _recorded(spec, regions, preserve_rng_state, recompute, Recorder(values=False))
+    return peak_bytes(recorder), grads
+
+
+def _recorded(spec, regions, preserve_rng_state, recompute, recorder):
     reset_addresses()
-    recorder = Recorder()
     with listening(recorder):
         model, loss, grads = run_model(spec, regions, preserve_rng_state, recorder, recompute)
-    document = build_document(recorder, spec, ENGINE_VERSION, float(loss.data))
-    del model, loss       # after the listener is gone: end-of-run teardown is not part of the trace
-    return document, grads
+    del model             # after the listener is gone: end-of-run teardown is not part of the trace
+    return recorder, loss, grads
 
 
 def measure_peak(spec, regions=(), preserve_rng_state=True, recompute=None):
