@@ -1,7 +1,8 @@
 """How trace cost grows with the tape: time per tape entry and document bytes per entry, run by hand.
 
     .venv/bin/python bench/scale.py              # 500, 2,000, 8,000 and 20,000 entries (those the work cap accepts)
-    .venv/bin/python bench/scale.py --uncapped   # every size, the work cap lifted (how the cap was calibrated)
+    .venv/bin/python bench/scale.py --uncapped   # every size, the work cap lifted
+    .venv/bin/python bench/scale.py --calibrate  # the work cap's price against CPU time (how it was calibrated)
 
 The specs are issue 15's: repeat 64 x repeat N x [linear 1, tanh, linear 1, tanh, linear 1], then linear 1, on a
 1-feature input, N scaled for the tape length. Each is traced as POST /api/trace would (tracemalloc run
@@ -32,6 +33,28 @@ def issue_spec(inner, outer=64):
                                                                       "layers": body}]}, LINEAR]}
 
 
+CALIBRATION = {        # the work cap's three terms, each dominating one spec (CPU time against the price)
+    "entries: issue 15's spec, repeat 64 x 16": issue_spec(16),
+    "matmul FLOPs: batch 1024, 4 x linear 1024": {
+        "batch": 1024, "input": {"kind": "features", "size": 1024},
+        "layers": [{"type": "linear", "out": 1024}] * 4},
+    "elements: batch 4096 x 1024, linear 1024 + 6 x tanh": {
+        "batch": 4096, "input": {"kind": "features", "size": 1024},
+        "layers": [{"type": "linear", "out": 1024}] + [{"type": "tanh"}] * 6},
+}
+
+
+def calibrate(rounds):
+    """Measured CPU seconds against the priced ones for the specs that each stress one term of the price."""
+    print(f"{'spec':<52} {'checkpoint':>10} {'cpu':>8} {'priced':>8} {'priced/cpu':>10}")
+    for name, spec in CALIBRATION.items():
+        for policy in (None, "sqrt"):
+            checkpoint = {"policy": policy} if policy else None
+            estimate = work.estimate_work_us(driver.validate_spec(spec), checkpoint) / 1e6
+            _wall, seconds, _document = timed(spec, checkpoint, rounds)
+            print(f"{name:<52} {policy or '-':>10} {seconds:>7.2f}s {estimate:>7.2f}s {estimate / seconds:>10.2f}")
+
+
 def timed(spec, checkpoint, rounds):
     """(best wall seconds, best CPU seconds of this process, the document): CPU time is what the work cap
     prices; wall time is what a client waits, and grows when other processes share the two cores."""
@@ -48,11 +71,14 @@ def timed(spec, checkpoint, rounds):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--uncapped", action="store_true", help="lift the work cap and the deadline")
+    parser.add_argument("--calibrate", action="store_true", help="price against CPU time on the calibration specs")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    if args.uncapped:
+    if args.uncapped or args.calibrate:
         work.WORK_BUDGET_US = 10 ** 15
         driver.DEADLINE_S = 10 ** 6
+    if args.calibrate:
+        return calibrate(args.rounds)
     rows = {None: [], "sqrt": []}
     print(f"{'entries':>8} {'checkpoint':>10} {'wall':>8} {'cpu':>8} {'µs/entry':>9} {'B/entry':>8} {'priced':>8}")
     for target, inner in SIZES.items():
@@ -63,7 +89,11 @@ def main():
             try:
                 wall, seconds, document = timed(spec, checkpoint, args.rounds)
             except CapError as refused:
-                print(f"{target:>8,} {policy or '-':>10}  refused: {refused.message}")
+                print(f"{target:>8,} {policy or '-':>10}  refused (413): {refused.message}")
+                continue
+            except driver.TimeBudgetExceeded as stopped:
+                print(f"{target:>8,} {policy or '-':>10}  stopped (503): {stopped}; the machine is busier than "
+                      f"the price assumes (priced {estimate / 1e6:.2f} s of CPU)")
                 continue
             entries = len(document["tape"])
             size = len(json.dumps(document, separators=(",", ":")))

@@ -29,7 +29,7 @@ def trace_spec(spec, checkpoint=None, measure=True, deadline_s=None, wait_s=None
     TimeBudgetExceeded when the run passes `deadline_s`.
     """
     normalized = validate_spec(spec)
-    check_work(normalized, checkpoint)
+    priced = check_work(normalized, checkpoint)
     deadline_s = DEADLINE_S if deadline_s is None else deadline_s
     with engine_slot(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s), \
             _collector_paused():
@@ -37,7 +37,7 @@ def trace_spec(spec, checkpoint=None, measure=True, deadline_s=None, wait_s=None
         if checkpoint is None:
             document, _ = record(normalized)
         else:
-            document = plan_document(normalized, checkpoint)
+            document = plan_document(normalized, checkpoint, priced.limits)
             schedule = document["schedule"]
             regions, preserve = schedule["block_regions"], schedule["preserve_rng_state"]
             recompute = schedule["recompute_entries"] or None

@@ -110,13 +110,14 @@ class Program:
                 rows.append(stretch_of[step]); cols.append(u); values.append(-float(nbytes))
         self.balance = coo_array((values, (rows, cols)), shape=(n_stretches, n_units + n_stretches)).tocsr()
         self.n_units = n_units
+        self.floor_bytes = _floor(self.base_live, changes)
 
     def solve(self, budget_bytes, time_limit_s=10.0):
         """{entries, predicted_peak_bytes, recompute_flops, status, gap, solve_s} for the cheapest fitting choice."""
         started, base, base_live = time.perf_counter(), self.base, self.base_live
-        if base_live.max() <= budget_bytes or not self.choices:
+        if base_live.max() <= budget_bytes or not self.choices or self.floor_bytes > budget_bytes:
             status = "optimal" if base_live.max() <= budget_bytes else "infeasible"
-            return _result(base, [], base_live, status, 0.0, started)
+            return _result(base, [], base_live, status, 0.0 if status == "optimal" else None, started)
         n_stretches = len(self.stretch_peak)
         constraints = [LinearConstraint(self.balance, 0.0, 0.0)]
         if self.exclusive:
@@ -142,6 +143,22 @@ class Program:
 def solve(base, budget_bytes, time_limit_s=10.0):
     """One solve from scratch (the planner keeps a Program and re-solves it per budget)."""
     return Program(base).solve(budget_bytes, time_limit_s)
+
+
+def _floor(base_live, changes):
+    """A peak no choice of units can go below: every unit's savings taken at once, exclusions ignored. A budget
+    under it is infeasible without asking the solver (the sweep's low budgets often are)."""
+    savings = np.zeros(len(base_live) + 1)
+    for unit in changes:
+        level, previous = 0, 0
+        for step in sorted(unit):
+            if level < 0:
+                savings[previous] += level
+                savings[step] -= level
+            level, previous = level + unit[step], step
+        if level < 0:
+            savings[previous] += level
+    return int((base_live + np.cumsum(savings)[:len(base_live)]).max())
 
 
 def _merged(changes, n_steps):

@@ -4,6 +4,7 @@ A plan either checkpoints regions of blocks (re-run in backward) or recomputes c
 recomputation); each has its own exact predictor over the same base run.
 """
 import math
+import time
 from dataclasses import dataclass, field
 
 from backend.planner import ilp, policies
@@ -16,8 +17,13 @@ from backend.trace import deadline
 from backend.trace.run import record, record_peak
 
 PARETO_BUDGETS = 8              # the sweep solves the program at most this many + 1 times
-SWEEP_SOLVE_S = 1.0             # each sweep solve's time limit (the requested plan's solve gets REQUESTED_SOLVE_S)
-REQUESTED_SOLVE_S = 3.0
+
+
+@dataclass(frozen=True)
+class SolveLimits:
+    """Time limits for the integer program: the requested "optimal" plan's solve, and the whole sweep's."""
+    requested_s: float = 3.0
+    sweep_s: float = 1.5
 
 
 @dataclass(frozen=True)
@@ -34,8 +40,8 @@ class Planner:
     distinct plan is executed (recorded) at most once: its executed peak and gradient check are kept by plan.
     """
 
-    def __init__(self, spec):
-        self.spec = spec
+    def __init__(self, spec, limits=SolveLimits()):
+        self.spec, self.limits = spec, limits
         self.base_document, self.base_grads = record_regions(spec, [])
         deadline.check()
         self.base = BaseRun.from_document(self.base_document)
@@ -79,10 +85,11 @@ class Planner:
                  Plan(recompute=tuple(policies.selective_entries(self.selective_base, self.units)))]
         return list(dict.fromkeys(plans))
 
-    def optimal(self, budget_bytes, time_limit_s=REQUESTED_SOLVE_S):
+    def optimal(self, budget_bytes, time_limit_s=None):
         """The least recompute whose predicted peak fits: the integer program over recompute units, against
         every region schedule (the chain DP's included). Infeasible budgets get the lowest peak found."""
-        solved = self.program.solve(budget_bytes, deadline.limit(time_limit_s))
+        limit_s = self.limits.requested_s if time_limit_s is None else time_limit_s
+        solved = self.program.solve(budget_bytes, deadline.limit(limit_s))
         deadline.check()
         ilp_plan = Plan(recompute=tuple(solved["entries"]), solver={k: solved[k] for k in ("status", "gap", "solve_s")})
         scored = [(self.predicted_peak(p), self.recompute_flops(p), p) for p in [*self.heuristic_plans(), ilp_plan]]
@@ -175,8 +182,10 @@ class Planner:
         scored = {(self.predicted_peak(p), self.recompute_flops(p)) for p in self.heuristic_plans()}
         top = max(peak for peak, _ in scored)
         low = min(peak for peak, _ in scored)
-        for budget in sorted({int(low + (top - low) * i / PARETO_BUDGETS) for i in range(PARETO_BUDGETS + 1)}):
-            plan = self.optimal(budget, SWEEP_SOLVE_S)
+        budgets = sorted({int(low + (top - low) * i / PARETO_BUDGETS) for i in range(PARETO_BUDGETS + 1)})
+        sweep_ends = time.perf_counter() + self.limits.sweep_s        # the solves share one time limit
+        for left, budget in zip(range(len(budgets), 0, -1), budgets):
+            plan = self.optimal(budget, max(0.01, (sweep_ends - time.perf_counter()) / left))
             scored.add((self.predicted_peak(plan), self.recompute_flops(plan)))
         frontier, best_flops = [], math.inf
         for peak, flops in sorted(scored):
