@@ -4,7 +4,7 @@ call back up here, so neither imports the other's caller."""
 import gc
 from contextlib import contextmanager
 
-from backend.driver.engine_slot import ENGINE_WAIT_S, EngineBusy, engine_slot
+from backend.driver.engine_slot import ENGINE_WAIT_S, EngineBusy, holding_engine
 from backend.driver.work import check_work
 from backend.models import validate_spec
 from backend.planner import plan_document
@@ -31,7 +31,7 @@ def trace_spec(spec, checkpoint=None, measure=True, deadline_s=None, wait_s=None
     normalized = validate_spec(spec)
     priced = check_work(normalized, checkpoint)
     deadline_s = DEADLINE_S if deadline_s is None else deadline_s
-    with engine_slot(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s), \
+    with holding_engine(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s), \
             _collector_paused():
         regions, preserve, recompute = (), True, None
         if checkpoint is None:

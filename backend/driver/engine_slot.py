@@ -25,7 +25,7 @@ class EngineBusy(Exception):
 
 
 @contextmanager
-def engine_slot(wait_s, deadline_s):
+def holding_engine(wait_s, deadline_s):
     """Hold the engine for one request that ends within `deadline_s`; EngineBusy after `wait_s` of waiting."""
     global _busy_until
     if not _lock.acquire(timeout=wait_s):
