@@ -12,7 +12,7 @@ from backend.trace import deadline
 from backend.trace.deadline import TimeBudgetExceeded
 from backend.trace.run import measure_peak, record
 
-__all__ = ["DEADLINE_S", "EngineBusy", "TimeBudgetExceeded", "trace_spec"]
+__all__ = ["DEADLINE_S", "EngineBusy", "TimeBudgetExceeded", "run_on_engine", "trace_spec"]
 
 # An accepted request is priced to finish in about half of this (backend/driver/work.py); the deadline is for
 # a machine busier than the one the price was measured on. Past it the run stops and the API answers 503.
@@ -28,22 +28,34 @@ def trace_spec(spec, checkpoint=None, measure=True, deadline_s=None, wait_s=None
     run too long, PolicyError for a bad checkpoint, EngineBusy when the engine stays taken for `wait_s`, and
     TimeBudgetExceeded when the run passes `deadline_s`.
     """
-    normalized = validate_spec(spec)
-    priced = check_work(normalized, checkpoint)
-    deadline_s = DEADLINE_S if deadline_s is None else deadline_s
-    with holding_engine(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s), \
-            _collector_paused():
+    def run(normalized, limits):
         regions, preserve, recompute = (), True, None
         if checkpoint is None:
             document, _ = record(normalized)
         else:
-            document = plan_document(normalized, checkpoint, priced.limits)
+            document = plan_document(normalized, checkpoint, limits)
             schedule = document["schedule"]
             regions, preserve = schedule["block_regions"], schedule["preserve_rng_state"]
             recompute = schedule["recompute_entries"] or None
         if measure:
             document["summary"]["measured_peak_bytes"] = measure_peak(normalized, regions, preserve, recompute)
-    return document
+        return document
+    return run_on_engine(spec, checkpoint, run, deadline_s, wait_s)
+
+
+def run_on_engine(spec, checkpoint, job, deadline_s=None, wait_s=None):
+    """`job(normalized spec, limits)` under a trace's guards: priced by the work cap as a trace of (spec,
+    checkpoint) is, the engine held (EngineBusy after `wait_s`), the deadline running, the collector paused.
+
+    For endpoints that run the engine on their own terms (several planned runs of one spec); `limits` are the
+    integer program's time limits left by the price.
+    """
+    normalized = validate_spec(spec)
+    priced = check_work(normalized, checkpoint)
+    deadline_s = DEADLINE_S if deadline_s is None else deadline_s
+    with holding_engine(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s), \
+            _collector_paused():
+        return job(normalized, priced.limits)
 
 
 @contextmanager

@@ -73,3 +73,14 @@ def test_the_largest_plain_spec_under_the_entry_cap_is_priced_within_the_budget(
     """Without a checkpoint, every spec under the 20,000-entry cap of this family is accepted (bench/scale.py)."""
     assert work.check_work(validate_spec(issue_spec(38))).work_us <= work.WORK_BUDGET_US
     assert driver.DEADLINE_S * 1e6 > work.WORK_BUDGET_US
+
+
+def test_other_engine_jobs_get_the_same_guards(engine_never_runs):
+    """run_on_engine (for endpoints with their own runs) prices before running, like a trace."""
+    with pytest.raises(CapError) as refused:
+        driver.run_on_engine(issue_spec(38), {"policy": "sqrt"}, lambda spec, limits: pytest.fail("ran"))
+    assert refused.value.cap == "work"
+    name, limits = driver.run_on_engine(presets.get("seed-tape"), {"policy": "sqrt"},
+                                        lambda spec, limits: (spec["name"], limits))
+    assert name == validate_spec(presets.get("seed-tape"))["name"]         # the job gets the normalized spec
+    assert limits.sweep_s == work.MAX_SOLVE_S.sweep_s
