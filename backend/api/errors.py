@@ -6,6 +6,7 @@ a client got wrong, and this module turns it into a response. Genuine bugs still
 from flask import Blueprint, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from backend.driver import EngineBusy, TimeBudgetExceeded
 from backend.models.errors import CapError, SpecError
 from backend.planner.policies import PolicyError
 from backend.problems import Problems
@@ -61,6 +62,20 @@ def bad_request(error: SpecError):
     return api_error(ApiError(400, f"The {what} has problems; fix them and try again.", error.problems))
 
 
+@api_errors.app_errorhandler(EngineBusy)
+def engine_busy(error: EngineBusy):
+    """Another request holds the engine: 503 at once, with when to come back, rather than a queue."""
+    return _unavailable(503, f"The engine is busy with another trace; try again in {error.retry_after_s} s.",
+                        error.retry_after_s)
+
+
+@api_errors.app_errorhandler(TimeBudgetExceeded)
+def over_time(error: TimeBudgetExceeded):
+    """A run that passed its deadline was stopped (the server is busier than its work cap assumes): 503."""
+    return _unavailable(503, f"The trace took longer than its {error.limit_s:g} s budget and was stopped; the "
+                             "server is busy, so try again shortly, or trace a smaller model.", 5)
+
+
 # What a write the database could not take is answered: status, sentence, Retry-After seconds. The write was
 # rolled back whole; everything acknowledged before it is still there.
 UNAVAILABLE = {
@@ -74,8 +89,13 @@ UNAVAILABLE = {
 
 @api_errors.app_errorhandler(StorageUnavailable)
 def storage_unavailable(error: StorageUnavailable):
-    status, sentence, retry_after_s = UNAVAILABLE.get(type(error), UNAVAILABLE[StorageBusy])
-    return api_error(ApiError(status, sentence, headers={"Retry-After": str(retry_after_s)}))
+    return _unavailable(*UNAVAILABLE.get(type(error), UNAVAILABLE[StorageBusy]))
+
+
+def _unavailable(status: int, sentence: str, retry_after_s: int):
+    """A 503 or 507 at once, saying when to come back (Retry-After, and in the body), never cached."""
+    return api_error(ApiError(status, sentence, retry_after_s=retry_after_s,
+                              headers={"Retry-After": str(retry_after_s), "Cache-Control": "no-store"}))
 
 
 @api_errors.app_errorhandler(HTTPException)

@@ -1,11 +1,13 @@
-"""Levers API: POST /api/levers {spec, checkpoint?} → the executed changes that would lower this run's peak."""
+"""Levers API: POST /api/levers {spec, checkpoint?} → the executed changes that would lower this run's peak.
+
+It runs under a trace's guards (backend/driver): the work cap (priced as one planned trace per lever), the engine
+slot (503 when busy) and the deadline."""
 from flask import Blueprint, jsonify
 
 from backend.api.bodies import json_body
 from backend.api.errors import ApiError
-from backend.models import validate_spec
-from backend.planner.levers import levers
-from backend.trace.run import _ENGINE_LOCK
+from backend.driver import run_on_engine
+from backend.planner.levers import MAX_SPEC_LEVERS, levers
 
 levers_api = Blueprint("levers_api", __name__)
 
@@ -17,6 +19,8 @@ def lever_report():
     if not isinstance(body, dict) or "spec" not in body:
         raise ApiError(400, 'The body must be a JSON object like {"spec": {...}, "checkpoint": {...}}.',
                        [{"path": "spec", "message": "is required: the model whose peak to lower"}])
-    spec = validate_spec(body["spec"])
-    with _ENGINE_LOCK:
-        return jsonify(levers(spec, body.get("checkpoint")))
+    checkpoint = body.get("checkpoint")
+    # Priced as the planner's schedules (a planned trace) plus every spec lever traced under the checkpoint.
+    report = run_on_engine(body["spec"], checkpoint or {"policy": "sqrt"},
+                           lambda spec, limits: levers(spec, checkpoint), runs=1 + MAX_SPEC_LEVERS)
+    return jsonify(report)

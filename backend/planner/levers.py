@@ -46,6 +46,9 @@ def levers(spec, checkpoint=None):
             "levers": rank(found)}
 
 
+MAX_SPEC_LEVERS = 5         # what spec_changes can return: the work cap prices a levers request by it
+
+
 def spec_changes(spec):
     """(lever, description, changed spec) for each spec edit that applies to this model."""
     changes = []

@@ -10,9 +10,9 @@ SCHEMA_VERSION = 1
 KINDS = ("input", "param", "activation", "grad", "optimizer")
 
 
-def build_document(recorder, spec, engine_version, loss):
-    recorder.values.fill()
-    mark_recomputable(recorder.tape, recorder.tensors.values())
+def _intervals(recorder):
+    """(storages, steps with live bytes by kind, tensors with freed steps, live, by_kind), every storage scoped:
+    what the document and a peak without a document both stand on."""
     storages = sorted(recorder.storages.values(), key=lambda s: s["id"])
     steps = recorder.steps or [{"index": 0, "phase": "forward", "entry": None}]
     live, by_kind = _live_bytes(storages, len(steps))
@@ -24,6 +24,13 @@ def build_document(recorder, spec, engine_version, loss):
     for t in tensors:
         t["freed"] = freed_at[t["storage"]]
     assign_scopes(tensors, storages)
+    return storages, steps, tensors, live, by_kind
+
+
+def build_document(recorder, spec, engine_version, loss):
+    recorder.values.fill()
+    mark_recomputable(recorder.tape, recorder.tensors.values())
+    storages, steps, tensors, live, by_kind = _intervals(recorder)
     peak_step = int(np.argmax(live))
     forward_end = max((s["index"] for s in steps if s["phase"] == "forward"), default=0)
     document = {
@@ -57,6 +64,15 @@ def build_document(recorder, spec, engine_version, loss):
     }
     document["summary"]["peak"] = explain_peak(document)
     return document
+
+
+def peak_of(recorder, spec):
+    """The document's summary.peak_bytes and summary.peak for a recorder, without building the document."""
+    storages, steps, tensors, live, _ = _intervals(recorder)
+    peak_step = int(np.argmax(live))
+    core = {"spec": spec, "tensors": tensors, "storages": storages, "tape": recorder.tape, "steps": steps,
+            "summary": {"peak_step": peak_step}}
+    return int(live[peak_step]), explain_peak(core)
 
 
 def _live_bytes(storages, n_steps):

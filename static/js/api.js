@@ -23,6 +23,9 @@ export const fetchPresets = () => request("/api/presets");
 /** POST /api/trace: the spec, and the checkpoint request when there is one ({"policy": "sqrt", ...}). */
 export const traceSpec = (spec, signal, checkpoint = null) =>
   request("/api/trace", { method: "POST", body: JSON.stringify(checkpoint ? { spec, checkpoint } : { spec }), signal });
+/** POST /api/levers: every change that could lower this run's peak, executed by the engine and ranked. */
+export const fetchLevers = (spec, checkpoint, signal) =>
+  request("/api/levers", { method: "POST", body: JSON.stringify(checkpoint ? { spec, checkpoint } : { spec }), signal });
 export const fetchSession = () => request("/api/session");
 export const createSnapshot = (spec, view, checkpoint = null) => post("/api/snapshots", { spec, checkpoint, view });
 export const fetchSnapshot = (id) => request(`/api/snapshots/${encodeURIComponent(id)}`);

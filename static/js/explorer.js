@@ -11,6 +11,7 @@ import { createInspector } from "./inspector.js";
 import { createLifetimeChart } from "./lifetimes.js";
 import { createMemoryChart } from "./memory.js";
 import { createParetoPanel } from "./pareto.js";
+import { createPeakExplainer } from "./peak-explainer.js";
 import { describePeakDelta } from "./peak-delta.js";
 import { createPlayer } from "./player.js";
 import { recomputeChoice } from "./recompute-pick.js";
@@ -72,6 +73,23 @@ function pickSchedule(schedule) {
 }
 
 const schedules = createScheduleView({ root, pareto, current: () => state });
+const explainer = createPeakExplainer(byTestId("peak-explainer"), {
+  onSelect: (id) => select(id),
+  onGoTo: (step) => player.setStep(step),
+  current: () => ({ spec: state.spec, checkpoint: wireRequest(state.checkpoint) }),
+  onApply: applyLever,
+});
+
+/** A lever picked in the explainer: a checkpoint goes to the editor like a schedule pick; a spec is an edit. */
+function applyLever(lever) {
+  if (readOnly) { setStatus("A shared snapshot: make a copy to apply a lever."); return; }
+  if (lever.checkpoint) {
+    const checkpoint = normalizeRequest({ ...lever.checkpoint, preserve_rng_state: state.checkpoint.preserve_rng_state !== false });
+    document.dispatchEvent(new CustomEvent("tapescope:checkpoint", { detail: { checkpoint } }));
+  } else {
+    traceAndShow(lever.spec, "lever");
+  }
+}
 
 function renderStep(step) {
   if (!state.index) return;
@@ -81,6 +99,7 @@ function renderStep(step) {
   byTestId("step-label").textContent = describeStep(state.index, step);
   showBytes(byTestId("live-bytes"), state.trace.steps[step].live_bytes);
   sweep.render(state.index, step);
+  explainer.update(step);
   inspector.render(state.selected, state.index, step);
   root.dataset.step = String(step);
 }
@@ -110,6 +129,7 @@ async function showTrace(trace, spec, { keepStep, previous, checkpoint } = {}) {
   setManual(state.checkpoint);
   performance.mark("tapescope:graph-drawn");
   await Promise.all([memory.load(trace, previous), lifetimes.load(state.index), pareto.load(trace)]);
+  explainer.load(trace);
   schedules.show(trace, spec);
   schedules.fetchLater(trace, spec);
   showBytes(byTestId("peak-bytes"), trace.summary.peak_bytes);

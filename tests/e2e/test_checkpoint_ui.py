@@ -306,3 +306,18 @@ def test_pareto_panel_reads_small_overheads_and_says_why_a_schedule_raises_the_p
     expect(why.first).to_contain_text("recomputed in backward")
     assert rows.count() == len(trace["schedules"]) + len(raising)
     shot(page, "pareto-log-axis", chart.locator("xpath=ancestor::section[1]"))
+
+
+def test_the_per_layer_table_shows_what_this_schedule_holds_at_its_peak(page, live_server, errors):
+    open_explorer(page, live_server, "deep-mlp")
+    table = page.get_by_test_id("saved-bytes-table")
+    held = lambda row: int(table.locator(f"{row} td.held").get_attribute("data-bytes"))  # noqa: E731
+    before = shown_trace(page)
+    assert held("tr.total") == before["summary"]["peak"]["by_kind"]["activation"]
+    unscheduled = held('tr[data-layer="layers[0]"]')
+    saved = int(table.locator('tr[data-layer="layers[0]"] td.now').get_attribute("data-bytes"))
+    trace = choose(page, "sqrt")
+    page.wait_for_function("n => Number(document.querySelector('[data-testid=saved-bytes-total] td.held')?.dataset.bytes) === n",
+                           arg=trace["summary"]["peak"]["by_kind"]["activation"], timeout=60000)
+    assert held('tr[data-layer="layers[0]"]') < unscheduled              # checkpointing shows in the table
+    assert int(table.locator('tr[data-layer="layers[0]"] td.now').get_attribute("data-bytes")) == saved

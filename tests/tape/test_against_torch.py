@@ -8,7 +8,7 @@ import pytest
 
 import backend.tape as T
 from backend.models import Model, presets, validate_spec
-from backend.trace import trace_spec
+from backend.driver import trace_spec
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

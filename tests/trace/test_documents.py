@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from backend.models import presets
-from backend.trace import trace_spec
+from backend.driver import trace_spec
 from backend.trace.values import decode
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "trace.schema.json").read_text())

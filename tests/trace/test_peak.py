@@ -2,7 +2,7 @@
 import pytest
 
 from backend.models import presets
-from backend.trace import trace_spec
+from backend.driver import trace_spec
 from backend.trace.peak import format_bytes, holders_at
 
 POLICIES = [None, {"policy": "sqrt"}, {"policy": "selective"}]

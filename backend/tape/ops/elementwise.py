@@ -101,7 +101,7 @@ register(Op(
 register(Op(
     "relu", "elementwise", ("x",), saves={"out": ("x",)},
     forward=lambda attrs, x: np.maximum(x, 0),
-    vjp=lambda g, s, node: (g * (s["out"] > 0),),
+    vjp=lambda g, s, node: (np.where(s["out"] > 0, g, np.zeros((), dtype=g.dtype)),),   # a select: inf·0 is no NaN
     flops=_n, why="relu saves its output: the gate y > 0 is read off the output.",
 ))
 

@@ -29,9 +29,18 @@ def _getitem_vjp(g, s, node):
     return (grad,)
 
 
+def _getitem(attrs, x):
+    out = x[attrs["key"]]
+    if type(out) is not np.ndarray:
+        # an integer index down to one element: numpy hands back a scalar copy, torch a 0-d view of the storage
+        key = attrs["key"] if isinstance(attrs["key"], tuple) else (attrs["key"],)
+        out = x[key + (Ellipsis,)]
+    return out
+
+
 register(Op(
     "getitem", "movement", ("x",), view=True,
-    forward=lambda attrs, x: x[attrs["key"]],
+    forward=_getitem,
     vjp=_getitem_vjp, flops=_free,
     why="indexing saves only the index and shape: its vjp scatters the adjoint back.",
 ))
