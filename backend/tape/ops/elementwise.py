@@ -61,17 +61,25 @@ register(Op(
 ))
 
 
+def _power(x, exponent):
+    """x ** exponent as PyTorch computes it: like numpy (x ** 0.5 is sqrt), except x ** −0.5 is rsqrt, so that
+    (−0.0) ** −0.5 = −inf where C's pow gives +inf."""
+    if exponent == -0.5:
+        return asarray(1 / np.sqrt(x))
+    return asarray(x ** exponent)
+
+
 def _pow_vjp(g, s, node):
     exponent = node.attrs["exponent"]
     if exponent == 0:
         # PyTorch's pow_backward: zeros, not 0·x⁻¹ (which is NaN at x = 0).
         return (np.zeros(node.shapes[0], dtype=g.dtype),)
-    return (g * (exponent * s["x"] ** (exponent - 1)),)
+    return (g * (exponent * _power(s["x"], exponent - 1)),)
 
 
 register(Op(
     "pow", "elementwise", ("x",), saves={"x": ("x",)},
-    forward=lambda attrs, x: asarray(x ** attrs["exponent"]),
+    forward=lambda attrs, x: _power(x, attrs["exponent"]),
     vjp=_pow_vjp, flops=per_element(2), why="pow saves its input: d(xᵖ) = p·xᵖ⁻¹ needs x.",
 ))
 

@@ -16,9 +16,10 @@ def _layernorm_forward(attrs, x, weight, bias):
 
 
 def _layernorm_vjp(g, s, node):
-    x, mean, rstd = s["x"], s["mean"], s["rstd"]
-    x_hat = (x - mean) * rstd
     x_grad = weight_grad = bias_grad = None
+    if node.needs[0] or node.needs[1]:       # β alone needs none of the saved values
+        rstd = s["rstd"]
+        x_hat = (s["x"] - s["mean"]) * rstd
     if node.needs[0]:
         # The projection: remove the adjoint's components along 1 (shift) and along x̂ (scale).
         g_hat = g * s["weight"]
