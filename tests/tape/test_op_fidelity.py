@@ -228,3 +228,10 @@ def test_integer_index_of_every_axis_is_a_0d_view():
     a = parameter(np.arange(12.0).reshape(3, 4))
     item = a[1, 2]
     assert type(item.data) is np.ndarray and item.storage is a.storage and item.item() == 6.0
+
+
+def test_in_place_op_on_an_integer_index_writes_through():
+    """As in torch, h[0] is a view of h, not a copy: h[0].mul_(2) changes h."""
+    h = tensor(np.array([1.0, 2.0, 3.0]))
+    h[0].mul_(2.0)
+    np.testing.assert_array_equal(h.data, [2.0, 2.0, 3.0])
