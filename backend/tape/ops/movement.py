@@ -30,11 +30,12 @@ def _getitem_vjp(g, s, node):
 
 
 def _getitem(attrs, x):
-    out = x[attrs["key"]]
+    key = attrs["key"]
+    out = x[key]
     if type(out) is not np.ndarray:
-        # an integer index down to one element: numpy hands back a scalar copy, torch a 0-d view of the storage
-        key = attrs["key"] if isinstance(attrs["key"], tuple) else (attrs["key"],)
-        out = x[key + (Ellipsis,)]
+        # Every axis taken by an integer: numpy returns a scalar copy, PyTorch a 0-d view. A trailing
+        # Ellipsis makes numpy return the 0-d view too.
+        out = x[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
     return out
 
 
