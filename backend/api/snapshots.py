@@ -13,6 +13,7 @@ from backend.api.workspace_cookie import current_workspace, save_workspace, work
 from backend.store import current_db, jsontext
 from backend.store import snapshots as stored_snapshots
 from backend.store.ids import is_snapshot_id
+from backend.api.trace import engine_limits
 from backend.driver import trace_spec
 
 snapshots = Blueprint("snapshots", __name__)
@@ -28,7 +29,7 @@ def _trace_spec():
 
 def _trace(spec: dict, checkpoint: dict | None) -> dict:
     """Spec and checkpoint problems become 400/413 in api/errors.py, as for /api/trace."""
-    return _trace_spec()(spec, checkpoint)
+    return _trace_spec()(spec, checkpoint, **engine_limits())
 
 
 def _check_step_in_trace(view: dict, trace: dict) -> None:
