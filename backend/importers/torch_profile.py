@@ -6,13 +6,15 @@ total, counted from when profiling began. Two figures come out of it:
 - `plain_peak`: a plain (unrecorded) step's peak = the largest running total + the bytes that existed before
   the step (parameters, buffers, the batch: what the document calls setup storages);
 - `live_by_step`: the same events from the *recorded* run, binned into the document's steps by identity
-  — an allocation at address A of n bytes is the document's next storage born at A with n bytes, a free at A
+  — an allocation at address A of n bytes is the document's next storage (in birth order) if that one is at A with n bytes, a free at A
   is that storage's death — and, per step, the most bytes the allocator held at any moment of it.
   Allocations the document has no storage for (a kernel's scratch) stay in the step they happen in.
 """
 import torch
 from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile
+
+LOOKAHEAD = 4       # storages whose allocation the profiler never reports (from_blob, another allocator) are skipped
 
 
 def allocation_events(prof):
@@ -58,10 +60,11 @@ def live_by_step(document, events):
     """Per document step, the most bytes the allocator held during it (setup storages added)."""
     steps = len(document["steps"])
     existing = sum(s["nbytes"] for s in document["storages"] if s.get("setup"))
-    births = {}
-    for storage in sorted(document["storages"], key=lambda s: s["id"]):
-        if not storage.get("setup"):
-            births.setdefault((int(storage["address"], 16), storage["nbytes"]), []).append(storage)
+    # Our storages are numbered in birth order and each is one allocation, so their allocations are a
+    # subsequence of the profiler's, in id order; a scratch buffer at a reused address is not the next one.
+    expected = [st for st in sorted(document["storages"], key=lambda st: st["id"])
+                if not st.get("setup") and st["nbytes"] > 0]
+    position = 0
     alive = {}
     best = [0] * steps
     base = _base(events)
@@ -70,11 +73,12 @@ def live_by_step(document, events):
         after -= base
         found = step
         if nbytes > 0:
-            queue = births.get((address, nbytes))
-            if queue:
-                storage = queue.pop(0)
-                alive[address] = storage
-                found = storage["born"]
+            for ahead, storage in enumerate(expected[position:position + LOOKAHEAD]):
+                if (int(storage["address"], 16), storage["nbytes"]) == (address, nbytes):
+                    position += ahead + 1
+                    alive[address] = storage
+                    found = storage["born"]
+                    break
         else:
             storage = alive.pop(address, None)
             if storage is not None and storage["freed"] is not None:

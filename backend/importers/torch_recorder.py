@@ -56,12 +56,14 @@ class TorchRecorder(TorchDispatchMode):
         self._node_entry = {}       # grad_fn node -> tape index (None for AccumulateGrad)
         self._handles = []
         self._busy = 0
+        self._freed_in_step = False
 
     # ----- steps and phases ---------------------------------------------------------------------
     def begin(self, phase):
         self.phase = phase
 
     def _new_step(self, entry, **extra):
+        self._freed_in_step = False
         self.step = len(self.steps)
         self.steps.append({"index": self.step, "phase": self.phase, "entry": entry, **extra})
 
@@ -91,6 +93,7 @@ class TorchRecorder(TorchDispatchMode):
             del self._live[ptr]
         if self.phase != "done" and record["freed"] is None:
             record["freed"] = self.step
+            self._freed_in_step = True
 
     @staticmethod
     def _key(tensor):
@@ -181,6 +184,10 @@ class TorchRecorder(TorchDispatchMode):
             return self._forward_op(func, args, kwargs)
         if self.phase == "optimizer":
             self._new_step(None, op=op_name(func))
+        elif self._freed_in_step and self.steps:
+            # A node freed a buffer before this op allocates: a step of its own keeps the two apart, so a
+            # step's live bytes are what was held together at one moment (as in the engine's recompute steps).
+            self._new_step(self.steps[-1]["entry"], op=op_name(func), continues=True)
         out = func(*args, **kwargs)
         kind = "grad" if self.phase == "backward" else "optimizer"
         for t in _tensors(out):
