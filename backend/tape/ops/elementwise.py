@@ -118,10 +118,22 @@ register(Op(
     flops=per_element(3), why="sigmoid saves its output: dσ = σ(1 − σ).",
 ))
 
+def _relu_vjp(g, s, node):
+    """The adjoint where the output is positive, 0 elsewhere: a select, as torch's threshold_backward is.
+
+    Multiplying by the gate is the same select and twice as fast, except that an infinite adjoint behind a
+    closed gate gives inf·0 = NaN; a NaN in the product sends it to the (exact, slower) select instead."""
+    gate = s["out"] > 0
+    grad = g * gate
+    if np.isnan(grad.sum()):
+        grad = np.where(gate, g, np.zeros((), dtype=g.dtype))
+    return (grad,)
+
+
 register(Op(
     "relu", "elementwise", ("x",), saves={"out": ("x",)},
     forward=lambda attrs, x: np.maximum(x, 0),
-    vjp=lambda g, s, node: (np.where(s["out"] > 0, g, np.zeros((), dtype=g.dtype)),),   # a select: inf·0 is no NaN
+    vjp=_relu_vjp,
     flops=_n, why="relu saves its output: the gate y > 0 is read off the output.",
 ))
 
