@@ -24,6 +24,9 @@ export const fetchPresets = () => request("/api/presets");
 export const traceSpec = (spec, signal, checkpoint = null) =>
   request("/api/trace", { method: "POST", body: JSON.stringify(checkpoint ? { spec, checkpoint } : { spec }), signal });
 export const fetchSession = () => request("/api/session");
+/** PUT /api/session: the whole workspace with the `version` it started from (409 with `current` when stale). */
+export const saveSession = (document, { keepalive = false } = {}) =>
+  request("/api/session", { method: "PUT", body: JSON.stringify(document), keepalive });
 export const createSnapshot = (spec, view, checkpoint = null) => post("/api/snapshots", { spec, checkpoint, view });
 export const fetchSnapshot = (id) => request(`/api/snapshots/${encodeURIComponent(id)}`);
 export const copySnapshot = (id) => post(`/api/snapshots/${encodeURIComponent(id)}/copy`, {});
