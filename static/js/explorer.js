@@ -115,6 +115,8 @@ function showComparison(trace, previous, label) {
   badge.classList.toggle("pinned", pinned);
 }
 
+const ghostName = () => (ws.baseline ? "baseline" : "previous run");
+
 /** Show a trace: lay out and draw once, keep the step when it still exists, ghost what it is compared with. */
 async function showTrace(trace, { keepStep, previous, label } = {}) {
   root.dataset.ready = "false";
@@ -122,7 +124,7 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   await graph.load(trace, view.index);
   setManual(ws.checkpoint);
   performance.mark("tapescope:graph-drawn");
-  await Promise.all([memory.load(trace, previous), lifetimes.load(view.index), pareto.load(trace)]);
+  await Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index), pareto.load(trace)]);
   if (ws.trace !== trace) return;                  // a newer trace arrived while this one was drawing
   schedules.show(trace, ws.spec);
   schedules.fetchLater(trace, ws.traced?.spec ?? ws.spec);
@@ -167,7 +169,7 @@ workspace.subscribe((kind, detail) => {
   else if (kind === "origin") showOrigin();
   else if (kind === "compare" && ws.trace) {
     showComparison(ws.trace, detail.previous, detail.label);
-    memory.load(ws.trace, detail.previous).then(() => memory.update(player.getStep()));
+    memory.load(ws.trace, detail.previous, ghostName()).then(() => memory.update(player.getStep()));
   } else if (kind === "save") {
     showConflict(detail.conflict);
     root.dataset.saved = detail.saveState;

@@ -240,6 +240,7 @@ function goTo(target) {
   emit("checkpoint");
   request("now", { fallback: true });
   emit("history");
+  scheduleSave();                               // the history moved: saved even though the entry is not new
 }
 
 export const canUndo = () => !state.readOnly && (state.history.undo.length > 0 || Boolean(state.committed && !sameEntry(entry(), state.committed)));
