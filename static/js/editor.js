@@ -235,3 +235,6 @@ document.addEventListener("keydown", (event) => {
 });
 
 build();
+// The workspace may have opened before this module ran (module scripts can interleave with network answers): catch up.
+if (ws.spec) { writeJson(true); renderFormNow(); updateButtons(); }
+if (ws.trace) traced({ trace: ws.trace, ms: 0, ...workspace.comparison() });

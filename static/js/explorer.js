@@ -3,6 +3,7 @@
 // sweep, Pareto) and drives every view from one step cursor. The Model control names what is loaded; "Pin as
 // baseline" freezes a run to compare against; a save refused because another tab saved first shows a banner.
 // Under the "manual" policy a click on an op node (or the inspector's button) toggles its output in the recompute set.
+import { readAddress } from "./address.js";
 import { fetchPresets, fetchSession, fetchSnapshot } from "./api.js";
 import { describeStep } from "./describe.js";
 import { formatBytes } from "./format.js";
@@ -192,7 +193,7 @@ async function loadPresets() {
 }
 
 async function start() {
-  const address = workspace.readAddress();
+  const address = readAddress();
   const sessionRequest = snapshotId ? null : fetchSession().catch(() => null);
   const presets = await loadPresets();
   const wanted = { step: address.step, selected: address.selected };

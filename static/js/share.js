@@ -1,5 +1,6 @@
 // share.js — the Share button (a snapshot of the current step and selection, link copied, plus a "link to this step"
 // that opens the snapshot at exactly this step whatever its stored one) and a snapshot's "Make a copy".
+import { stepHash } from "./address.js";
 import { copySnapshot, createSnapshot } from "./api.js";
 
 export function bindShare({ button, output }, getState) {
@@ -10,8 +11,7 @@ export function bindShare({ button, output }, getState) {
     try {
       const { url } = await createSnapshot(spec, { step, selected: selected || null }, checkpoint || null);
       const link = new URL(url, window.location.origin).href;
-      const hash = new URLSearchParams({ step: String(step) });
-      if (selected) hash.set("select", selected);
+      const hash = stepHash(step, selected);
       output.replaceChildren();
       const anchor = document.createElement("a");
       anchor.href = link;

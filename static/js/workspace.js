@@ -1,20 +1,22 @@
 // workspace.js — the one holder of the page's state: the spec being edited and its checkpoint request, where the model
 // came from (origin), the trace on screen, the step, the selection, the pinned baseline and the undo/redo history.
 // It alone talks to the trace API (one request in flight: a newer one aborts the older, schedules included) and
-// autosaves settled changes to PUT /api/session. Views call its methods and subscribe to what changed:
+// autosaves settled changes to PUT /api/session (autosave.js); the address follows the step (address.js).
+// Views call its methods and subscribe to what changed:
 //   "spec"        the draft was replaced wholesale (undo, redo, a preset, a restore): redraw the form
 //   "checkpoint"  the checkpoint request changed (a policy, the manual set)
 //   "tracing"     a trace request started       "trace-failed"  it was refused ({status, body})
 //   "trace"       a trace is shown ({trace, previous, label, keepStep}; previous is what it is compared with)
 //   "compare"     the comparison changed without a new trace (pin, unpin)
 //   "select", "history", "origin", "save" (saveState, conflict)
-import { saveSession, traceSpec } from "./api.js";
+import { writeAddress } from "./address.js";
+import { traceSpec } from "./api.js";
+import { createAutosave } from "./autosave.js";
 import { clone, same } from "./editor-spec.js";
 import { NO_CHECKPOINT, normalizeRequest, requestFor, wireRequest } from "./schedule.js";
 
 export const HISTORY_LIMIT = 50;
 const TRACE_DELAY_MS = 150;       // typing pauses and slider throttling
-const SAVE_AFTER_MS = 600;        // a settled change reaches the session within a second
 
 const listeners = new Set();
 const emit = (kind, detail = {}) => { for (const listener of listeners) listener(kind, detail); };
@@ -266,13 +268,13 @@ export function redo() {
 /** The step cursor moved; `save: false` while playing (the step is saved once the player stops) or redrawing. */
 export function setStep(step, { save = true } = {}) {
   state.step = step;
-  writeHash();
+  writeAddress(state.step, state.selected);
   if (save) scheduleSave();
 }
 
 export function select(id) {
   state.selected = id || null;
-  writeHash();
+  writeAddress(state.step, state.selected);
   emit("select", { id: state.selected });
   scheduleSave();
 }
@@ -360,31 +362,10 @@ export function openSnapshot(snapshot, view = {}) {
   show(snapshot.trace, { ...entry(), keepStep: state.step, newLineage: true });
 }
 
-// ------------------------------ the URL: /?preset=…#step=…&select=… ------------------------------
+// ------------------------------ autosave (autosave.js) ------------------------------
 
-/** {preset, step, selected} from the address; absent parts are undefined. */
-export function readAddress(location = window.location) {
-  const hash = new URLSearchParams(location.hash.replace(/^#/, ""));
-  const step = hash.has("step") && /^\d+$/.test(hash.get("step")) ? Number(hash.get("step")) : undefined;
-  return { preset: new URLSearchParams(location.search).get("preset") ?? undefined, step,
-    selected: hash.has("select") ? hash.get("select") || null : undefined };
-}
-
-/** The hash follows the cursor without a history entry per step; a consumed ?preset= is dropped. */
-function writeHash() {
-  const hash = new URLSearchParams({ step: String(state.step) });
-  if (state.selected) hash.set("select", state.selected);
-  const url = `${window.location.pathname}#${hash}`;
-  if (url !== `${window.location.pathname}${window.location.search}${window.location.hash}`) history.replaceState(history.state, "", url);
-}
-
-// ------------------------------ autosave ------------------------------
-
-let saveTimer = null;
-let saving = null;
-let dirty = false;
-
-function document_() {
+/** What the session stores: the settled entry, the view, the history and the baseline as a spec (never a trace). */
+function documentOf() {
   const { spec, checkpoint, origin } = state.committed ?? entry();
   const baseline = state.baseline ? { spec: state.baseline.spec, checkpoint: state.baseline.checkpoint,
     origin: state.baseline.origin, label: state.baseline.label } : null;
@@ -392,75 +373,6 @@ function document_() {
     view: { step: state.step, selected: state.selected, zoom: state.zoom }, history: state.history };
 }
 
-function scheduleSave() {
-  if (state.readOnly || !state.committed || state.conflict) return;
-  dirty = true;
-  state.saveState = "pending";
-  clearTimeout(saveTimer);
-  saveTimer = setTimeout(saveNow, SAVE_AFTER_MS);
-}
-
-export async function saveNow() {
-  clearTimeout(saveTimer);
-  saveTimer = null;
-  if (!dirty || state.conflict || state.readOnly) return;
-  if (saving) { await saving.catch(() => {}); return saveNow(); }
-  dirty = false;
-  state.saveState = "saving";
-  saving = save(document_());
-  try { await saving; } finally { saving = null; }
-}
-
-async function save(body) {
-  try {
-    const saved = await saveSession(body);
-    state.version = saved.version;
-    state.saveState = dirty ? "pending" : "saved";
-  } catch (error) {
-    if (error.status === 409) {
-      state.conflict = error.body.current;
-      state.saveState = "conflict";
-    } else if (error.status === 413 && state.history.undo.length) {   // over the cap: drop the oldest half and retry
-      state.history.undo = state.history.undo.slice(Math.ceil(state.history.undo.length / 2));
-      dirty = true;
-      state.saveState = "pending";
-      saveTimer = setTimeout(saveNow, 0);
-    } else {
-      state.saveState = "failed";
-    }
-  }
-  emit("save", { saveState: state.saveState, conflict: state.conflict });
-}
-
-const entryOf = (doc) => (doc?.spec ? { spec: doc.spec, checkpoint: normalizeRequest(doc.checkpoint), origin: doc.origin ?? null } : null);
-
-/** Another tab saved first. "Keep mine": theirs goes on my undo list and mine is saved over it. */
-export function keepMine() {
-  const theirs = state.conflict;
-  if (!theirs) return;
-  const their = entryOf(theirs);
-  if (their && !sameEntry(their, state.committed)) state.history.undo = [...state.history.undo, their].slice(-HISTORY_LIMIT);
-  state.version = theirs.version;
-  state.conflict = null;
-  emit("history");
-  scheduleSave();
-  return saveNow();
-}
-
-/** "Reload theirs": mine goes on their undo list (so it is one undo away), saved, then the page reloads on theirs. */
-export async function takeTheirs() {
-  const theirs = state.conflict;
-  if (!theirs) return;
-  const mine = state.committed;
-  const undo = mine && !sameEntry(mine, entryOf(theirs)) ? [...(theirs.history?.undo ?? []), mine].slice(-HISTORY_LIMIT) : theirs.history?.undo ?? [];
-  const { updated_at: _, ...document } = theirs;
-  try { await saveSession({ ...document, history: { undo, redo: theirs.history?.redo ?? [] } }); } finally { window.location.reload(); }
-}
-
-// Leaving the page (reload, a link, Back): a pending save goes out with keepalive so nothing settled is lost.
-window.addEventListener("pagehide", () => {
-  if (!dirty || state.conflict || state.readOnly) return;
-  clearTimeout(saveTimer);
-  dirty = false;
-  saveSession(document_(), { keepalive: true }).catch(() => {});
-});
+const autosave = createAutosave({ state, documentOf, sameEntry, emit, limit: HISTORY_LIMIT });
+const scheduleSave = () => autosave.schedule();
+export const { keepMine, takeTheirs } = autosave;
