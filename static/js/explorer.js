@@ -110,7 +110,8 @@ function showComparison(trace, previous, label) {
   const pinButton = byTestId("pin-baseline");
   pinButton.textContent = pinned ? "Unpin baseline" : "Pin as baseline";
   pinButton.setAttribute("aria-pressed", String(pinned));
-  pinButton.disabled = !trace || readOnly;
+  pinButton.disabled = !trace;
+  pinButton.hidden = readOnly;                    // a snapshot is one run: nothing to compare it with
   const badge = byTestId("compare-label");
   badge.textContent = pinned ? label : previous ? "compared with the run before" : "";
   badge.classList.toggle("pinned", pinned);
