@@ -11,7 +11,8 @@ from backend.models import presets, validate_spec
 from backend.planner import ilp
 from backend.planner.chain import min_peak_segments
 from backend.planner.selective import SelectiveBase
-from backend.trace.run import record, trace_spec
+from backend.driver import trace_spec
+from backend.trace.run import record
 
 
 def main():

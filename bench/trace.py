@@ -11,7 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from backend.models import presets, validate_spec  # noqa: E402
-from backend.trace import trace_spec  # noqa: E402
+from backend.driver import trace_spec  # noqa: E402
 from backend.trace.run import record, run_model  # noqa: E402
 
 

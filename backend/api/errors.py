@@ -6,6 +6,7 @@ a client got wrong, and this module turns it into a response. Genuine bugs still
 from flask import Blueprint, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from backend.driver import EngineBusy, TimeBudgetExceeded
 from backend.models.errors import CapError, SpecError
 from backend.planner.policies import PolicyError
 
@@ -54,6 +55,27 @@ def bad_request(error: SpecError):
     """A spec or checkpoint request with problems: 400 with every problem and its path."""
     what = "checkpoint request" if isinstance(error, PolicyError) else "spec"
     return api_error(ApiError(400, f"The {what} has problems; fix them and try again.", error.problems))
+
+
+@api_errors.app_errorhandler(EngineBusy)
+def engine_busy(error: EngineBusy):
+    """Another request holds the engine: 503 at once, with when to come back, rather than a queue."""
+    return _unavailable(f"The engine is busy with another trace; try again in {error.retry_after_s} s.",
+                        error.retry_after_s)
+
+
+@api_errors.app_errorhandler(TimeBudgetExceeded)
+def over_time(error: TimeBudgetExceeded):
+    """A run that passed its deadline was stopped (the server is busier than its work cap assumes): 503."""
+    return _unavailable(f"The trace took longer than its {error.limit_s:g} s budget and was stopped; the server "
+                        "is busy, so try again shortly, or trace a smaller model.", 5)
+
+
+def _unavailable(sentence: str, retry_after_s: int):
+    response, status = api_error(ApiError(503, sentence, retry_after_s=retry_after_s))
+    response.headers["Retry-After"] = str(retry_after_s)
+    response.headers["Cache-Control"] = "no-store"
+    return response, status
 
 
 @api_errors.app_errorhandler(HTTPException)

@@ -2,7 +2,8 @@
 from flask import Blueprint, jsonify, render_template, request
 
 from backend.api.errors import ApiError
-from backend.ledger import FIELDS, LedgerConfig, LedgerConfigError, build_ledger, parse_config
+from backend.ledger import (FIELDS, MODEL_PRESETS, PRESET_COMMON, LedgerConfig, LedgerConfigError, build_ledger,
+                            parse_config)
 
 ledger = Blueprint("ledger", __name__)
 
@@ -33,4 +34,7 @@ def ledger_json():
 @ledger.get("/ledger")
 def ledger_page():
     fields = {name: {"spec": spec, "default": getattr(LedgerConfig, name)} for name, spec in FIELDS.items()}
-    return render_template("ledger.html", fields=fields)
+    presets = {name: {**PRESET_COMMON, **{k: v for k, v in shape.items() if k != "title"}}
+               for name, shape in MODEL_PRESETS.items()}
+    titles = {name: shape["title"] for name, shape in MODEL_PRESETS.items()}
+    return render_template("ledger.html", fields=fields, presets=presets, preset_titles=titles)

@@ -13,7 +13,7 @@ from backend.api.workspace_cookie import current_workspace, save_workspace, work
 from backend.store import current_db, jsontext
 from backend.store import snapshots as stored_snapshots
 from backend.store.ids import is_snapshot_id
-from backend.trace import trace_spec
+from backend.driver import trace_spec
 
 snapshots = Blueprint("snapshots", __name__)
 

@@ -4,7 +4,7 @@ from flask import Blueprint, jsonify
 from backend.api.bodies import json_body
 from backend.api.errors import ApiError
 from backend.models import presets
-from backend.trace import trace_spec
+from backend.driver import trace_spec
 
 trace_api = Blueprint("trace_api", __name__)
 

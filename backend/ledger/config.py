@@ -69,6 +69,19 @@ class LedgerConfig:
         return asdict(self)
 
 
+# Named model shapes for the ledger's Model menu: GPT-2's four published sizes (learned positions, tied
+# embeddings, vocab 50,257, context 1,024) and 000_…'s reference layer stack. Picking one sets only these fields.
+MODEL_PRESETS = {
+    "reference": {"title": "seed, 12 × 2048", "layers": 12, "hidden": 2048, "heads": 16,
+                  "position_embeddings": False},
+    "gpt2-small": {"title": "GPT-2 small", "layers": 12, "hidden": 768, "heads": 12, "position_embeddings": True},
+    "gpt2-medium": {"title": "GPT-2 medium", "layers": 24, "hidden": 1024, "heads": 16, "position_embeddings": True},
+    "gpt2-large": {"title": "GPT-2 large", "layers": 36, "hidden": 1280, "heads": 20, "position_embeddings": True},
+    "gpt2-xl": {"title": "GPT-2 XL", "layers": 48, "hidden": 1600, "heads": 25, "position_embeddings": True},
+}
+PRESET_COMMON = {"mlp_ratio": 4, "vocab": 50257, "tied_embeddings": True, "seq": 1024}
+
+
 @dataclass(frozen=True)
 class Field:
     kind: str                 # "int" | "float" | "bool" | "choice"

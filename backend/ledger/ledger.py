@@ -1,5 +1,6 @@
 """One function from a LedgerConfig to the whole ledger: parameters, resident state, rows, totals, schedules, fit."""
 from backend.ledger import capacity, checkpoint, korthikanti
+from backend.ledger.config import FIELDS, MAX_TOKENS
 from backend.ledger.params import param_count, param_tensors
 from backend.ledger.resident import resident_state
 from backend.ledger.rows import head_rows, layer_rows, network_rows, residual_unit_bytes, total_bytes
@@ -26,7 +27,13 @@ def _peak_at(k):
 
 def _fit(config, resident_bytes, bytes_of):
     fixed, per_sequence = capacity.affine_in_batch(bytes_of, config)
-    return fixed, per_sequence, capacity.max_batch(config.device_bytes, resident_bytes, fixed, per_sequence)
+    largest = capacity.max_batch(config.device_bytes, resident_bytes, fixed, per_sequence)
+    return fixed, per_sequence, min(largest, batch_limit(config))
+
+
+def batch_limit(config):
+    """The largest batch the batch field accepts at this seq: a max batch above it could not be typed in."""
+    return min(int(FIELDS["batch"].high), MAX_TOKENS // config.seq)
 
 
 def _attention_variant(config, attention, unit):
@@ -61,6 +68,7 @@ def build_ledger(config):
         "checkpoint": points,
         "k_star": checkpoint.k_star(layers, per_layer, unit),
         "max_batch": largest,
+        "max_batch_capped": largest == batch_limit(config),     # more would fit than the batch field takes
 
         "config": config.to_dict(),
         "unit_bytes": unit,

@@ -12,8 +12,8 @@ class SpecError(ValueError):
 class CapError(SpecError):
     """A spec over a size cap, refused before anything is allocated. `cap` names the cap."""
 
-    def __init__(self, cap, limit, requested, path="spec"):
+    def __init__(self, cap, limit, requested, path="spec", advice="make the model, batch or sequence smaller"):
         self.cap, self.limit, self.requested = cap, limit, requested
         self.message = (f"over the {cap} cap: needs {requested:,}, the cap is {limit:,} "
-                        f"({requested / limit:.1f}x); make the model, batch or sequence smaller")
+                        f"({requested / limit:.1f}x); {advice}")
         super().__init__([{"path": path, "message": self.message, "cap": cap}])

@@ -20,14 +20,38 @@ def integer(obj, key, path, problems, low, high, default=None):
     return value
 
 
-def number(obj, key, path, problems, low, high, default=None, high_open=False):
+def number(obj, key, path, problems, low, high, default=None, high_open=False, hint=None):
     value = obj.get(key, default)
-    bad_type = isinstance(value, bool) or not isinstance(value, (int, float))
-    if bad_type or not (low <= value < high if high_open else low <= value <= high) or value != value:
+    if not _in_range(value, low, high, high_open):
         bound = f"below {high}" if high_open else f"at most {high}"
-        problems.add(join(path, key), f"must be a number from {low}, {bound}")
+        problems.add(join(path, key), f"must be a number from {low}, {bound}" + (f" ({hint})" if hint else ""))
         return default if default is not None else low
     return float(value)
+
+
+def number_pair(obj, key, path, problems, low, high, default, high_open=False, hint=None):
+    """A [a, b] pair of numbers in one range (Adam's betas): a problem at `key` for the shape, at `key[i]` per
+    number out of range."""
+    value = obj.get(key, default)
+    bound = f"below {high}" if high_open else f"at most {high}"
+    example = f", such as {list(default)}"
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        problems.add(join(path, key), f"must be a pair of two numbers from {low}, {bound}{example}")
+        return list(default)
+    pair = []
+    for i, item in enumerate(value):
+        if _in_range(item, low, high, high_open):
+            pair.append(float(item))
+        else:
+            problems.add(f"{join(path, key)}[{i}]", f"must be a number from {low}, {bound}" + (f" ({hint})" if hint else ""))
+            pair.append(float(default[i]))
+    return pair
+
+
+def _in_range(value, low, high, high_open):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return False
+    return low <= value < high if high_open else low <= value <= high
 
 
 def boolean(obj, key, path, problems, default):

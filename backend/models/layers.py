@@ -21,19 +21,27 @@ ACTIVATIONS = {"relu": T.relu, "gelu": T.gelu, "tanh": T.tanh, "sigmoid": T.sigm
 
 
 class Tally:
-    """What a spec would cost, counted from shapes alone: tape entries, bytes, the largest tensor."""
+    """What a spec would cost, counted from shapes alone: tape entries, bytes, the largest tensor, and the
+    matmul FLOPs and elements its forward computes (what the work cap in backend/driver/work.py prices)."""
 
     def __init__(self, itemsize):
         self.itemsize = itemsize
         self.entries = 0
         self.activation_bytes = 0
+        self.activation_elements = 0
         self.param_elements = 0
         self.max_elements = 0
+        self.matmul_flops = 0
 
     def op(self, elements, entries=1, itemsize=None):
         self.entries += entries
         self.activation_bytes += elements * (itemsize or self.itemsize)
+        self.activation_elements += elements
         self.max_elements = max(self.max_elements, elements)
+
+    def matmul(self, m, k, n, times=1):
+        """An [m, k] @ [k, n] product (`times` of them): 2·m·k·n FLOPs each."""
+        self.matmul_flops += 2 * m * k * n * times
 
     def params(self, elements):
         self.param_elements += elements
@@ -146,6 +154,7 @@ def plan_layer(layer, shape, path, problems, tally, tokens):
     if kind == "linear":
         tally.params(width * layer["out"] + (layer["out"] if layer["bias"] else 0))
         tally.op(rows * layer["out"], entries=2 if layer["bias"] else 1)
+        tally.matmul(rows, width, layer["out"])
         return (*shape[:-1], layer["out"])
     if kind in ACTIVATIONS or kind in ("layernorm", "rmsnorm"):
         if kind in ("layernorm", "rmsnorm"):
@@ -185,6 +194,8 @@ def _plan_attention(layer, shape, path, problems, tally):
     tokens = batch * seq
     tally.params(4 * dim * dim + 4 * dim)
     tally.op(tokens * dim, entries=8 * 2 + 4)                  # q, k, v, proj (+bias) and head reshapes
+    tally.matmul(tokens, dim, dim, times=4)
+    tally.matmul(seq, dim // layer["heads"], seq, times=2 * batch * layer["heads"])    # scores, then mixing v
     if layer["impl"] == "naive":
         tally.op(batch * layer["heads"] * seq * seq * 5, entries=6)
     else:
@@ -193,6 +204,7 @@ def _plan_attention(layer, shape, path, problems, tally):
         hidden = dim * layer["mlp_ratio"]
         tally.params(2 * dim * hidden + hidden + dim + 4 * dim)
         tally.op(tokens * (8 * dim + 3 * hidden), entries=14)
+        tally.matmul(tokens, dim, hidden, times=2)
     return shape
 
 

@@ -52,9 +52,11 @@ class Model:
         config = self.spec["optimizer"]
         params = list(self.params.values())
         if config["type"] == "sgd":
-            return T.SGD(params, lr=config["lr"])
-        if config["type"] == "adam":
-            return T.Adam(params, lr=config["lr"])
+            return T.SGD(params, lr=config["lr"], momentum=config["momentum"], weight_decay=config["weight_decay"],
+                         nesterov=config["nesterov"])
+        if config["type"] in ("adam", "adamw"):
+            make = T.AdamW if config["type"] == "adamw" else T.Adam
+            return make(params, lr=config["lr"], betas=tuple(config["betas"]), weight_decay=config["weight_decay"])
         return None
 
     def loss(self, out):

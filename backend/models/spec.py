@@ -97,13 +97,45 @@ def _check_loss(value, problems):
     return {"type": kind}
 
 
+OPTIMIZERS = ("none", "sgd", "adam", "adamw")
+OPTIMIZER_FIELDS = {
+    "none": {"type", "lr"},
+    "sgd": {"type", "lr", "momentum", "weight_decay", "nesterov"},
+    "adam": {"type", "lr", "betas", "weight_decay"},
+    "adamw": {"type", "lr", "betas", "weight_decay"},
+}
+
+
 def _check_optimizer(value, problems):
+    """torch.optim's hyperparameters with torch's defaults (lr 1e-3; AdamW's weight_decay 0.01, others' 0)."""
     value = f.mapping(value, "optimizer", problems)
-    kind = f.choice(value, "type", "optimizer", problems, ("none", "sgd", "adam"), default="none")
-    f.unknown_keys(value, {"type", "lr"}, "optimizer", problems)
-    out = {"type": kind}
-    if kind != "none":
-        out["lr"] = f.number(value, "lr", "optimizer", problems, 0.0, 10.0, default=0.1)
+    kind = f.choice(value, "type", "optimizer", problems, OPTIMIZERS, default="none")
+    allowed = OPTIMIZER_FIELDS[kind]
+    for key in [k for k in value if k not in allowed]:
+        owners = [t for t in OPTIMIZERS[1:] if key in OPTIMIZER_FIELDS[t]]
+        if owners:
+            named = ", ".join(owners[:-1]) + " and " + owners[-1] if len(owners) > 1 else owners[0]
+            problems.add(f"optimizer.{key}", f'is a field of {named}, not {kind}: remove it, or set optimizer.type '
+                                             f'to "{owners[0]}"')
+    f.unknown_keys({k: v for k, v in value.items() if not any(k in OPTIMIZER_FIELDS[t] for t in OPTIMIZERS)},
+                   allowed, "optimizer", problems)
+    if kind == "none":
+        return {"type": kind}
+    out = {"type": kind,
+           "lr": f.number(value, "lr", "optimizer", problems, 0, 10, default=1e-3, hint="such as 0.001 or 0.1")}
+    if kind == "sgd":
+        out["momentum"] = f.number(value, "momentum", "optimizer", problems, 0, 1, default=0.0, high_open=True,
+                                   hint="0.9 is usual; 0 turns momentum off")
+    else:
+        out["betas"] = f.number_pair(value, "betas", "optimizer", problems, 0, 1, default=(0.9, 0.999),
+                                     high_open=True, hint="the moments' decay rates; 0.9 and 0.999 are usual")
+    out["weight_decay"] = f.number(value, "weight_decay", "optimizer", problems, 0, 1,
+                                   default=0.01 if kind == "adamw" else 0.0, hint="0 turns it off; 0.01 is usual")
+    if kind == "sgd":
+        out["nesterov"] = f.boolean(value, "nesterov", "optimizer", problems, default=False)
+        if out["nesterov"] and out["momentum"] == 0:
+            problems.add("optimizer.nesterov", "needs momentum: set optimizer.momentum above 0 (0.9 is usual) "
+                                               "or nesterov to false")
     return out
 
 
@@ -121,7 +153,8 @@ def _enforce_caps(tally):
         raise CapError("elements per tensor", MAX_ELEMENTS_PER_TENSOR, tally.max_elements)
     if tally.entries > MAX_TAPE_ENTRIES:
         raise CapError("tape entries", MAX_TAPE_ENTRIES, tally.entries)
-    # parameters + their grads (+ Adam's two moments, counted always as the upper bound) + activations
+    # parameters + their grads (+ Adam's two moments, counted always as the upper bound; SGD momentum
+    # is one) + activations
     total = tally.param_elements * tally.itemsize * 4 + tally.activation_bytes
     if total > MAX_TOTAL_BYTES:
         raise CapError("total bytes (256 MiB)", MAX_TOTAL_BYTES, total)

@@ -1,8 +1,10 @@
 """Exact checkpoint placement on a chain: store some boundaries, recompute each segment between them once.
 
 Memory model (the seed's peak(k) = (L/k)·b + k·a generalised): peak = Σ stored boundary bytes + the largest
-segment's layer bytes. For every cap on a segment's layer bytes, a sliding-window DP finds the cheapest set of
-boundaries; the best cap wins. O(L²) over the L caps that start at the first layer, O(L) each.
+segment's layer bytes. For a cap on a segment's layer bytes, a sliding-window DP finds the cheapest set of
+boundaries in O(L); the best cap wins. The candidate caps are the L sums that start at the first layer, searched
+by branch and bound: the boundary cost only falls as the cap grows, so between two evaluated caps nothing can
+beat (cost at the larger) + (the smaller cap), and most of the L caps are never evaluated. Exact either way.
 """
 from collections import deque
 
@@ -16,15 +18,29 @@ def min_peak_segments(layer_bytes, boundary_bytes):
     prefix = [0]
     for a in layer_bytes:
         prefix.append(prefix[-1] + a)
-    best = (float("inf"), [(0, n)])
-    caps = sorted({prefix[j] - prefix[i] for i in (0,) for j in range(1, n + 1)} | {max(layer_bytes)})
-    for cap in caps:
-        if cap < max(layer_bytes):
-            continue
-        cost, cuts = _cheapest_boundaries(prefix, boundary_bytes, cap)
-        if cost + cap < best[0]:
-            best = (cost + cap, cuts)
-    return best
+    widest = max(layer_bytes)
+    caps = sorted({prefix[j] for j in range(1, n + 1) if prefix[j] >= widest} | {widest})
+    evaluated = {}
+
+    def at(i):
+        if i not in evaluated:
+            evaluated[i] = _cheapest_boundaries(prefix, boundary_bytes, caps[i])
+        return evaluated[i]
+
+    def peak(i):
+        return at(i)[0] + caps[i]
+
+    best = min((0, len(caps) - 1), key=lambda i: (peak(i), i))
+    intervals = [(0, len(caps) - 1)]
+    while intervals:
+        low, high = intervals.pop()
+        if high - low < 2 or at(high)[0] + caps[low] >= peak(best):
+            continue                  # every cap strictly inside costs more than the best found
+        middle = (low + high) // 2
+        if (peak(middle), middle) < (peak(best), best):
+            best = middle
+        intervals += [(low, middle), (middle, high)]
+    return peak(best), at(best)[1]
 
 
 def _cheapest_boundaries(prefix, boundary_bytes, cap):

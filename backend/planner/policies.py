@@ -8,6 +8,7 @@ from backend.trace.recompute import refusal
 from backend.planner.chain import min_peak_segments
 
 POLICIES = ("none", "every_k", "sqrt", "selective", "optimal", "manual")
+MAX_RECOMPUTE_CHAIN = 32     # a manual pick's nested recipes, as many as an integer-program unit may hold
 
 
 class PolicyError(SpecError):
@@ -22,6 +23,18 @@ def every_k(n_blocks, k):
 
 def sqrt_k(n_blocks):
     return max(1, round(math.sqrt(n_blocks)))
+
+
+def sweep_ks(n_blocks, every_up_to=16, growth=1.5):
+    """The segment lengths the planner scores: every k up to 16, then each about 1.5x the last, then sqrt and L.
+
+    O(log L) of them, so scoring every_k costs O(L log L) however deep the model is.
+    """
+    ks, k = set(range(1, min(n_blocks, every_up_to) + 1)), every_up_to
+    while k < n_blocks:
+        k = max(k + 1, int(k * growth))
+        ks.add(min(k, n_blocks))
+    return sorted(ks | {sqrt_k(n_blocks), n_blocks})
 
 
 def chain_optimum(base):
@@ -43,22 +56,28 @@ def block_bytes(base):
         block = base.entry_block[entry]
         if block is not None:
             layer_bytes[block] += st["nbytes"]
+    nbytes = {st["id"]: st["nbytes"] for st in base.storages}
     for entry, block in enumerate(base.entry_block):
         if block is not None and block + 1 < base.n_blocks and base.entry_block[entry + 1:entry + 2] != [block]:
-            storage = base.output_storage.get(entry)
-            boundary_bytes[block + 1] = next((s["nbytes"] for s in base.storages if s["id"] == storage), 0)
+            boundary_bytes[block + 1] = nbytes.get(base.output_storage.get(entry), 0)
     return layer_bytes, boundary_bytes
 
 
 def selective_entries(selective_base, units):
     """Korthikanti et al.'s selective recomputation: store what matmuls against weights produce; recompute the
     cheap-per-byte rest (elementwise, softmax, dropout, the attention scores), a closed unit at a time."""
-    chosen, taken = [], set()
+    chosen, taken, outputs, inputs = [], set(), set(), set()
     for unit in units:
         if any(_weight_matmul(selective_base, e) for e in unit) or unit & taken:
             continue
+        unit_outputs = {selective_base.tape[e]["output"] for e in unit}
+        unit_inputs = {uid for e in unit for uid in selective_base.tape[e]["inputs"]}
+        if unit_outputs & inputs or unit_inputs & outputs:
+            continue            # units that feed each other chain their recipes: one re-run per link per saver
         chosen.append(unit)
         taken |= unit
+        outputs |= unit_outputs
+        inputs |= unit_inputs
     return sorted(e for unit in chosen for e in unit)
 
 
@@ -87,7 +106,22 @@ def manual_entries(selective_base, tensor_ids):
             entries.append(producer)
     if problems:
         raise PolicyError(problems)
+    longest = _longest_chain(selective_base, set(entries))
+    if longest > MAX_RECOMPUTE_CHAIN:
+        raise PolicyError([{"path": "checkpoint.recompute",
+                            "message": f"picks {longest} ops in a row, each re-derived from the one before; "
+                                       f"at most {MAX_RECOMPUTE_CHAIN} in a row: keep some of them stored"}])
     return sorted(set(entries))
+
+
+def _longest_chain(selective_base, entries):
+    """The most picked entries in a row where each reads the previous one's output (a nested recipe)."""
+    produced = {selective_base.tape[e]["output"]: e for e in entries}
+    depth = {}
+    for e in sorted(entries):              # producers come first in forward
+        feeding = [depth[produced[uid]] for uid in selective_base.tape[e]["inputs"] if uid in produced]
+        depth[e] = 1 + max(feeding, default=0)
+    return max(depth.values(), default=0)
 
 
 def validate(checkpoint, n_blocks, tensor_ids):

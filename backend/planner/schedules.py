@@ -4,6 +4,7 @@ A plan either checkpoints regions of blocks (re-run in backward) or recomputes c
 recomputation); each has its own exact predictor over the same base run.
 """
 import math
+import time
 from dataclasses import dataclass, field
 
 from backend.planner import ilp, policies
@@ -12,9 +13,17 @@ from backend.planner.selective import SelectiveBase
 from backend.planner.selective import predict_live_bytes as predict_selective
 from backend.planner.timeline import BaseRun
 from backend.planner.timeline import predict_live_bytes as predict_regions
-from backend.trace.run import record
+from backend.trace import deadline
+from backend.trace.run import record, record_peak
 
-PARETO_BUDGETS = 8
+PARETO_BUDGETS = 8              # the sweep solves the program at most this many + 1 times
+
+
+@dataclass(frozen=True)
+class SolveLimits:
+    """Time limits for the integer program: the requested "optimal" plan's solve, and the whole sweep's."""
+    requested_s: float = 3.0
+    sweep_s: float = 1.5
 
 
 @dataclass(frozen=True)
@@ -25,16 +34,22 @@ class Plan:
 
 
 class Planner:
-    """Everything the schedules of one spec share: the base (un-checkpointed) run and its gradients."""
+    """Everything the schedules of one spec share: the base (un-checkpointed) run and its gradients.
 
-    def __init__(self, spec):
-        self.spec = spec
+    The base run is recorded once; every prediction, the program, the sweep and the region search read it. Each
+    distinct plan is executed (recorded) at most once: its executed peak and gradient check are kept by plan.
+    """
+
+    def __init__(self, spec, limits=SolveLimits()):
+        self.spec, self.limits = spec, limits
         self.base_document, self.base_grads = record_regions(spec, [])
+        deadline.check()
         self.base = BaseRun.from_document(self.base_document)
         self.selective_base = SelectiveBase(self.base_document)
         self.program = ilp.Program(self.selective_base)
         self.units = self.program.choices
         self._peaks, self._flops = {}, {}          # memo per plan: the Pareto sweep scores plans many times
+        self._executed = {}                        # (plan, preserve_rng_state) -> executed peak, grad mismatch
         self.forward_flops = sum(self.base.flops) or 1
         self.entry_activations = self._entry_activations()
         self._saved_activations = {t["id"] for t in self.base_document["tensors"]
@@ -65,15 +80,17 @@ class Planner:
 
     def heuristic_plans(self):
         n = self.base.n_blocks
-        plans = [Plan(), *(Plan(regions=_tuples(policies.every_k(n, k))) for k in range(1, n + 1)),
+        plans = [Plan(), *(Plan(regions=_tuples(policies.every_k(n, k))) for k in policies.sweep_ks(n)),
                  Plan(regions=_tuples(policies.chain_optimum(self.base))),
                  Plan(recompute=tuple(policies.selective_entries(self.selective_base, self.units)))]
         return list(dict.fromkeys(plans))
 
-    def optimal(self, budget_bytes):
+    def optimal(self, budget_bytes, time_limit_s=None):
         """The least recompute whose predicted peak fits: the integer program over recompute units, against
         every region schedule (the chain DP's included). Infeasible budgets get the lowest peak found."""
-        solved = self.program.solve(budget_bytes)
+        limit_s = self.limits.requested_s if time_limit_s is None else time_limit_s
+        solved = self.program.solve(budget_bytes, deadline.limit(limit_s))
+        deadline.check()
         ilp_plan = Plan(recompute=tuple(solved["entries"]), solver={k: solved[k] for k in ("status", "gap", "solve_s")})
         scored = [(self.predicted_peak(p), self.recompute_flops(p), p) for p in [*self.heuristic_plans(), ilp_plan]]
         fitting = [s for s in scored if s[0] <= budget_bytes]
@@ -84,6 +101,7 @@ class Planner:
     # ----- measures ---------------------------------------------------------------------------------------
     def predicted_peak(self, plan):
         if plan not in self._peaks:
+            deadline.check()
             live = (predict_selective(self.selective_base, plan.recompute) if plan.recompute
                     else predict_regions(self.base, [list(r) for r in plan.regions]))
             self._peaks[plan] = int(live.max())
@@ -105,8 +123,9 @@ class Planner:
         blocks = {b for region in plan.regions for b in region}
         return sorted(t for t, e in self.entry_activations.items() if self.base.entry_block[e] in blocks)
 
-    def schedule(self, request, execute=True):
-        """The schedule for a normalized request; `execute` runs it for the executed peak and gradients."""
+    def schedule(self, request, execute=True, keep_document=True):
+        """The schedule for a normalized request; `execute` runs it for the executed peak and gradients (once
+        per distinct plan); `keep_document` adds that run's trace document under "document"."""
         plan = self.plan(request)
         recomputed = self.recomputed_tensors(plan)
         kept = self._saved_activations - set(recomputed)
@@ -128,26 +147,48 @@ class Planner:
             schedule["feasible"] = predicted <= request["params"]["budget_bytes"]
             schedule["solver"] = plan.solver
         if execute:
-            document, grads = self.execute(plan, request["preserve_rng_state"])
-            mismatch = grad_mismatch(grads, self.base_grads)
-            schedule.update(executed_peak_bytes=document["summary"]["peak_bytes"], grad_mismatch=mismatch,
-                            grads_match=all(v == 0.0 for v in mismatch.values()), document=document)
+            key = (plan, request["preserve_rng_state"])
+            document = None
+            if keep_document:
+                document, grads = self.execute(*key)
+                summary = document["summary"]
+                self._executed[key] = (summary["peak_bytes"], summary["peak"], grad_mismatch(grads, self.base_grads))
+            elif key not in self._executed:
+                peak, explained, grads = self.execute_peak(*key)
+                self._executed[key] = (peak, explained, grad_mismatch(grads, self.base_grads))
+            peak, explained, mismatch = self._executed[key]
+            schedule.update(executed_peak_bytes=peak, grad_mismatch=dict(mismatch),
+                            grads_match=all(v == 0.0 for v in mismatch.values()),
+                            verdict=explained["verdict"])          # why this schedule's peak is where it is
+            if keep_document:
+                schedule["document"] = document
         return schedule
 
     def execute(self, plan, preserve_rng_state=True):
+        deadline.check()
         if plan.recompute:
             return record(self.spec, (), preserve_rng_state, recompute=plan.recompute)
         if plan.regions:
             return record_regions(self.spec, plan.regions, preserve_rng_state)
         return self.base_document, self.base_grads       # nothing checkpointed: the base run is this run
 
+    def execute_peak(self, plan, preserve_rng_state=True):
+        """(executed peak bytes, summary.peak, gradients) of a plan, recorded without values or a document."""
+        deadline.check()
+        if not plan.recompute and not plan.regions:
+            summary = self.base_document["summary"]
+            return summary["peak_bytes"], summary["peak"], self.base_grads
+        return record_peak(self.spec, [list(r) for r in plan.regions], preserve_rng_state, plan.recompute or None)
+
     def pareto(self):
         """Budget sweep from the smallest feasible peak to no checkpointing: the non-dominated points."""
         scored = {(self.predicted_peak(p), self.recompute_flops(p)) for p in self.heuristic_plans()}
         top = max(peak for peak, _ in scored)
         low = min(peak for peak, _ in scored)
-        for budget in {int(low + (top - low) * i / PARETO_BUDGETS) for i in range(PARETO_BUDGETS + 1)}:
-            plan = self.optimal(budget)
+        budgets = sorted({int(low + (top - low) * i / PARETO_BUDGETS) for i in range(PARETO_BUDGETS + 1)})
+        sweep_ends = time.perf_counter() + self.limits.sweep_s        # the solves share one time limit
+        for left, budget in zip(range(len(budgets), 0, -1), budgets):
+            plan = self.optimal(budget, max(0.01, (sweep_ends - time.perf_counter()) / left))
             scored.add((self.predicted_peak(plan), self.recompute_flops(plan)))
         frontier, best_flops = [], math.inf
         for peak, flops in sorted(scored):

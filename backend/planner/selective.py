@@ -31,6 +31,12 @@ class SelectiveBase:
         self.tensors_on_storage = {}
         for t in document["tensors"]:
             self.tensors_on_storage.setdefault(t["storage"], []).append(t["id"])
+        self.freed = {storage_id: _base_release(self, storage_id, st) for storage_id, st in self.storages.items()}
+        self.base_delta = np.zeros(self.n_steps + 1, dtype=np.int64)
+        for storage_id, st in self.storages.items():
+            end = self.freed[storage_id]
+            self.base_delta[st["born"]] += st["nbytes"]
+            self.base_delta[self.n_steps if end is None else end + 1] -= st["nbytes"]
 
     def output(self, entry):
         return self.tensors[self.tape[entry]["output"]]
@@ -49,30 +55,54 @@ class SelectiveBase:
 
 def predict_live_bytes(base, recompute):
     """Live bytes per step with the outputs of the `recompute` entries recomputed (see the module doc)."""
+    delta = base.base_delta.copy()
+    for step, nbytes in live_changes(base, recompute):
+        delta[step] += nbytes
+    return np.cumsum(delta)[:base.n_steps]
+
+
+def live_changes(base, recompute):
+    """What recomputing these entries changes in the base prediction, as (step, ±bytes) difference points.
+
+    Only the storages a recipe touches move: the recomputed outputs (no longer pinned by their savers), the
+    recipes' stored sources (held until the recipes go) and the transient copies; the cost is in the size of
+    `recompute`, not of the run, so the integer program can afford one call per unit.
+    """
     recompute = set(recompute)
+    if not recompute:
+        return []
     produced = {base.tape[e]["output"]: e for e in recompute}
     sources = {e: [(produced.get(uid), base.tensors[uid]["storage"]) for uid in base.tape[e]["inputs"]]
                for e in recompute}
     held_until = _recipe_lifetimes(base, recompute, produced, sources)
     freed = {}
-    for storage_id, st in base.storages.items():
-        freed[storage_id] = st["freed"]
-        if st["kind"] == "grad" or st.get("extra"):
-            continue
-        freed[storage_id] = _tensor_held_release(base, storage_id, st, produced)
+    for uid in produced:
+        storage_id = base.tensors[uid]["storage"]
+        st = base.storages[storage_id]
+        if st["kind"] != "grad" and not st.get("extra"):
+            freed[storage_id] = _tensor_held_release(base, storage_id, st, produced)
     for e, until in held_until.items():
         for producer, storage_id in sources[e]:
             if producer is None:
-                freed[storage_id] = _later(freed[storage_id], until)
-    delta = np.zeros(base.n_steps + 1, dtype=np.int64)
-    for storage_id, st in base.storages.items():
-        end = freed[storage_id]
-        delta[st["born"]] += st["nbytes"]
-        delta[base.n_steps if end is None else end + 1] -= st["nbytes"]
+                freed[storage_id] = _later(freed.get(storage_id, base.freed[storage_id]), until)
+    changes = []
+    for storage_id, end in freed.items():
+        before = base.freed[storage_id]
+        if end != before:
+            nbytes = base.storages[storage_id]["nbytes"]
+            changes.append((base.n_steps if before is None else before + 1, nbytes))
+            changes.append((base.n_steps if end is None else end + 1, -nbytes))
     for step, nbytes in _transients(base, recompute, produced, sources):
-        delta[step] += nbytes
-        delta[step + 1] -= nbytes
-    return np.cumsum(delta)[:base.n_steps]
+        changes.append((step, nbytes))
+        changes.append((step + 1, -nbytes))
+    return changes
+
+
+def _base_release(base, storage_id, st):
+    """The step the base run releases a storage, by the same rules as with recipes (none of them here)."""
+    if st["kind"] == "grad" or st.get("extra"):
+        return st["freed"]
+    return _tensor_held_release(base, storage_id, st, {})
 
 
 def _later(a, b):
@@ -93,12 +123,16 @@ def _tensor_held_release(base, storage_id, st, produced):
 
 def _recipe_lifetimes(base, recompute, produced, sources):
     """Step until which each recipe lives: its output Tensor, its savers, and downstream recipes holding it."""
-    until = {}
+    until, holders = {}, {}
+    for d in recompute:
+        for producer, _ in sources[d]:
+            if producer is not None:
+                holders.setdefault(producer, set()).add(d)
     for e in sorted(recompute, reverse=True):          # a recipe's holders come later in forward
         out = base.tape[e]["output"]
         dropped = base.tensors[out].get("dropped")
         steps = [dropped] + [base.backward_step[s] for s in base.savers.get(out, ())]
-        steps += [until[d] for d in recompute if any(p == e for p, _ in sources[d])]
+        steps += [until[d] for d in holders.get(e, ())]
         until[e] = None if any(s is None for s in steps) else max(steps)
     return until
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from backend.planner.blocks import block_of_scope
+from backend.planner.blocks import BlockIndex
 
 
 @dataclass
@@ -45,10 +45,11 @@ class BaseRun:
             for index in t["saved_by"]:
                 holders.setdefault(t["storage"], set()).add(index)
         inputs = {b["path"]: b["input_storage"] for b in document["blocks"]}
+        blocks = BlockIndex(paths)
         return cls(
             steps=[(s["phase"], s["entry"]) for s in document["steps"]],
             storages=document["storages"],
-            entry_block=[block_of_scope(e["scope"], paths) for e in tape],
+            entry_block=[blocks.block_of(e["scope"]) for e in tape],
             holders=holders,
             output_storage={e["index"]: storage_of.get(e["output"]) for e in tape},
             block_inputs=[inputs.get(path) for path in paths],

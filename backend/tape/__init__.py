@@ -12,7 +12,7 @@ from backend.tape.functional import (
 )
 from backend.tape.gradcheck import GradcheckError, gradcheck
 from backend.tape.modes import enable_grad, layer_scope, no_grad
-from backend.tape.optim import SGD, Adam
+from backend.tape.optim import SGD, Adam, AdamW
 from backend.tape.random import get_rng_state, manual_seed, set_rng_state
 from backend.tape.registry import OPS
 from backend.tape.tensor import Tensor, parameter, tensor
@@ -23,7 +23,7 @@ ENGINE_VERSION = "0.1.0"
 
 __all__ = [
     "Tensor", "tensor", "parameter", "no_grad", "enable_grad", "layer_scope", "gradcheck", "GradcheckError", "backward",
-    "SGD", "Adam", "checkpoint", "OPS", "ENGINE_VERSION", "manual_seed", "get_rng_state", "set_rng_state",
+    "SGD", "Adam", "AdamW", "checkpoint", "OPS", "ENGINE_VERSION", "manual_seed", "get_rng_state", "set_rng_state",
     "cat", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "log_softmax", "masked_fill",
     "matmul", "mse_loss", "permute", "relu", "reshape", "rms_norm", "scaled_dot_product_attention",
     "sigmoid", "softmax", "tanh", "transpose", "layernorm", "rmsnorm",

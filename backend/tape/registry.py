@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
 
+import numpy as np
+
 
 OPS = {}
 
@@ -68,6 +70,8 @@ def unbroadcast(grad, shape):
     extra = grad.ndim - len(shape)
     if extra:
         grad = grad.sum(axis=tuple(range(extra)))
+        if not shape:
+            return np.asarray(grad)     # summed to 0-d: an array, not a numpy scalar
     squeezed = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
     if squeezed:
         grad = grad.sum(axis=squeezed, keepdims=True)

@@ -1,5 +1,8 @@
-"""Traces: the recorder that listens to the engine and the document it builds (the browser's contract)."""
-from backend.trace.document import SCHEMA_VERSION
-from backend.trace.run import trace_spec
+"""Traces: the recorder that listens to the engine and the document it builds (the browser's contract).
 
-__all__ = ["SCHEMA_VERSION", "trace_spec"]
+A request (spec, checkpoint) becomes a document through backend/driver.py, which calls this package and the
+planner; neither of them imports the other's caller.
+"""
+from backend.trace.document import SCHEMA_VERSION
+
+__all__ = ["SCHEMA_VERSION"]

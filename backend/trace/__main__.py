@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 from backend.models import SpecError, presets
-from backend.trace import trace_spec
+from backend.driver import trace_spec
 
 
 def main(argv):

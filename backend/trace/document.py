@@ -3,15 +3,16 @@ import math
 
 import numpy as np
 
+from backend.trace.peak import assign_scopes, explain_peak
 from backend.trace.recompute import mark as mark_recomputable
 
 SCHEMA_VERSION = 1
 KINDS = ("input", "param", "activation", "grad", "optimizer")
 
 
-def build_document(recorder, spec, engine_version, loss):
-    recorder.values.fill()
-    mark_recomputable(recorder.tape, recorder.tensors.values())
+def _intervals(recorder):
+    """(storages, steps with live bytes by kind, tensors with freed steps, live, by_kind), every storage scoped:
+    what the document and a peak without a document both stand on."""
     storages = sorted(recorder.storages.values(), key=lambda s: s["id"])
     steps = recorder.steps or [{"index": 0, "phase": "forward", "entry": None}]
     live, by_kind = _live_bytes(storages, len(steps))
@@ -22,9 +23,17 @@ def build_document(recorder, spec, engine_version, loss):
     freed_at = {s["id"]: s["freed"] for s in storages}
     for t in tensors:
         t["freed"] = freed_at[t["storage"]]
+    assign_scopes(tensors, storages)
+    return storages, steps, tensors, live, by_kind
+
+
+def build_document(recorder, spec, engine_version, loss):
+    recorder.values.fill()
+    mark_recomputable(recorder.tape, recorder.tensors.values())
+    storages, steps, tensors, live, by_kind = _intervals(recorder)
     peak_step = int(np.argmax(live))
     forward_end = max((s["index"] for s in steps if s["phase"] == "forward"), default=0)
-    return {
+    document = {
         "schema_version": SCHEMA_VERSION,
         "engine_version": engine_version,
         "spec": spec,
@@ -44,6 +53,8 @@ def build_document(recorder, spec, engine_version, loss):
             "peak_step": peak_step,
             "saved_bytes": _saved_bytes(recorder.tape, recorder.tensors, storages),
             "by_kind_at_peak": {kind: int(by_kind[kind][peak_step]) for kind in KINDS},
+            # What the next training step starts from: params, grads and the optimizer's state (momentum, m, v).
+            "by_kind_at_end": {kind: int(by_kind[kind][len(steps) - 1]) for kind in KINDS},
             "forward_end_step": forward_end,
             "steps": len(steps),
             "entries": len(recorder.tape),
@@ -51,6 +62,17 @@ def build_document(recorder, spec, engine_version, loss):
             "measured_peak_bytes": None,
         },
     }
+    document["summary"]["peak"] = explain_peak(document)
+    return document
+
+
+def peak_of(recorder, spec):
+    """The document's summary.peak_bytes and summary.peak for a recorder, without building the document."""
+    storages, steps, tensors, live, _ = _intervals(recorder)
+    peak_step = int(np.argmax(live))
+    core = {"spec": spec, "tensors": tensors, "storages": storages, "tape": recorder.tape, "steps": steps,
+            "summary": {"peak_step": peak_step}}
+    return int(live[peak_step]), explain_peak(core)
 
 
 def _live_bytes(storages, n_steps):

@@ -4,16 +4,19 @@ It only collects; document.py derives live bytes, intervals and the summary from
 """
 import math
 
+from backend.tape import modes
+from backend.trace.deadline import check as check_deadline
 from backend.trace.values import MAX_VALUE_ELEMENTS, ValueTable
 
 SMALL_TENSOR_ELEMENTS = 1024     # tensors this small carry their values at birth (heatmaps)
 
 
 class Recorder:
-    def __init__(self):
+    def __init__(self, values=True):
+        """`values=False` keeps no tensor values or statistics: a run recorded only for its memory and steps."""
         self.phase = "setup"
         self.tensors = {}          # uid -> tensor record
-        self.values = ValueTable()  # tensor values, described when the document is built
+        self.values = ValueTable() if values else _NoValues()   # described when the document is built
         self.storages = {}         # address -> storage record
         self.tape = []             # entries in record order
         self.entry_of = {}         # node.seq -> tape index
@@ -34,6 +37,7 @@ class Recorder:
         self.phase = phase
 
     def _new_step(self, entry, **extra):
+        check_deadline()             # a run past its time budget stops here, between two steps
         self.step = len(self.steps)
         self.steps.append({"index": self.step, "phase": self.phase, "entry": entry, **extra})
 
@@ -57,7 +61,8 @@ class Recorder:
             "kind": kind, "shape": list(shape), "dtype": _dtype_name(dtype), "nbytes": storage.nbytes,
             "storage": self._storage(storage)["id"], "address": f"0x{storage.address:x}",
             "born": self.step, "freed": None, "saved_by": [], "produced_by": produced_by,
-            "scope": node.scope if node is not None else None, **extra,
+            # unrecorded ops (a checkpoint's forward) have no node: the layer being run then is the scope
+            "scope": node.scope if node is not None else (modes.scope or None), **extra,
         }
         if array is not None:
             record["value"] = {}
@@ -234,6 +239,16 @@ class Recorder:
     # ----- optimizer ----------------------------------------------------------------------------
     def on_optimizer_step(self, param, index):
         self._new_step(None, param=param.uid)
+
+
+class _NoValues:
+    """A ValueTable that keeps nothing (see Recorder(values=False))."""
+
+    def add(self, target, array, with_values):
+        pass
+
+    def fill(self):
+        pass
 
 
 _DTYPE_NAMES = {}

@@ -1,45 +1,18 @@
-"""One traced run of a spec: forward (with optional checkpoint regions), backward and an optimizer step,
-recorded; then the same run measured with tracemalloc."""
-import threading
+"""One traced run of a normalized spec: forward (with optional checkpoint regions), backward and an optimizer
+step, recorded; and the same run measured with tracemalloc. Requests come in through backend/driver.py."""
 import tracemalloc
 
 import numpy as np
 
-from backend.models import Model, validate_spec
+from backend.models import Model
 from backend.models.network import chain
 from backend.tape import ENGINE_VERSION, checkpoint
 from backend.tape.events import listening
 from backend.tape.remat import recomputing
 from backend.tape.storage import reset_addresses
-from backend.trace.document import build_document
+from backend.trace.deadline import check as check_deadline
+from backend.trace.document import build_document, peak_of
 from backend.trace.recorder import Recorder
-
-# The engine's event bus, address space and generator are process-wide: one traced run at a time per process
-# (threaded servers and test clients in threads); gunicorn's sync workers are separate processes.
-_ENGINE_LOCK = threading.Lock()
-
-
-def trace_spec(spec, checkpoint=None, measure=True):
-    """Validate `spec`, run it under the recorder and return the trace document.
-
-    With `checkpoint` ({"policy", ...}), the planner picks the regions, the document is the checkpointed run
-    (recompute steps included) and gains `schedule`, `schedules` and `pareto`. Raises SpecError / CapError
-    (from backend.models) for a bad or oversized spec before allocating, PolicyError for a bad checkpoint.
-    """
-    normalized = validate_spec(spec)
-    with _ENGINE_LOCK:
-        regions, preserve, recompute = (), True, None
-        if checkpoint is None:
-            document, _ = record(normalized)
-        else:
-            from backend.planner import plan_document     # the planner sits after the trace in the flow
-            document = plan_document(normalized, checkpoint)
-            schedule = document["schedule"]
-            regions, preserve = schedule["block_regions"], schedule["preserve_rng_state"]
-            recompute = schedule["recompute_entries"] or None
-        if measure:
-            document["summary"]["measured_peak_bytes"] = measure_peak(normalized, regions, preserve, recompute)
-    return document
 
 
 def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recompute=None):
@@ -55,6 +28,7 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
     first_of = {region[0]: region for region in regions}
     h, index = model.input, 0
     while index < len(model.blocks):
+        check_deadline()             # the recorder checks every step; an unrecorded run checks every block
         path, fn = model.blocks[index]
         if recorder is not None:
             recorder.note_block_input(path, h)
@@ -68,6 +42,7 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
         index = region[-1] + 1
     loss = model.loss(h)
     del h
+    check_deadline()
     begin("backward")
     loss.backward()
     grads = {name: (None if p.grad is None else np.array(p.grad)) for name, p in model.params.items()}
@@ -91,13 +66,23 @@ def _noted(recorder, path, fn):
 
 def record(spec, regions=(), preserve_rng_state=True, recompute=None):
     """(trace document, parameter gradients) of one run of a normalized spec."""
+    recorder, loss, grads = _recorded(spec, regions, preserve_rng_state, recompute, Recorder())
+    return build_document(recorder, spec, ENGINE_VERSION, float(loss.data)), grads
+
+
+def record_peak(spec, regions=(), preserve_rng_state=True, recompute=None):
+    """(peak live bytes, summary.peak, parameter gradients) of one run, recorded as `record` does but without
+    tensor values or a document: a schedule that is executed only to check its predicted peak and gradients."""
+    recorder, _loss, grads = _recorded(spec, regions, preserve_rng_state, recompute, Recorder(values=False))
+    return (*peak_of(recorder, spec), grads)
+
+
+def _recorded(spec, regions, preserve_rng_state, recompute, recorder):
     reset_addresses()
-    recorder = Recorder()
     with listening(recorder):
         model, loss, grads = run_model(spec, regions, preserve_rng_state, recorder, recompute)
-    document = build_document(recorder, spec, ENGINE_VERSION, float(loss.data))
-    del model, loss       # after the listener is gone: end-of-run teardown is not part of the trace
-    return document, grads
+    del model             # after the listener is gone: end-of-run teardown is not part of the trace
+    return recorder, loss, grads
 
 
 def measure_peak(spec, regions=(), preserve_rng_state=True, recompute=None):

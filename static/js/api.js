@@ -23,6 +23,9 @@ export const fetchPresets = () => request("/api/presets");
 /** POST /api/trace: the spec, and the checkpoint request when there is one ({"policy": "sqrt", ...}). */
 export const traceSpec = (spec, signal, checkpoint = null) =>
   request("/api/trace", { method: "POST", body: JSON.stringify(checkpoint ? { spec, checkpoint } : { spec }), signal });
+/** POST /api/levers: every change that could lower this run's peak, executed by the engine and ranked. */
+export const fetchLevers = (spec, checkpoint, signal) =>
+  request("/api/levers", { method: "POST", body: JSON.stringify(checkpoint ? { spec, checkpoint } : { spec }), signal });
 export const fetchSession = () => request("/api/session");
 /** PUT /api/session: the whole workspace with the `version` it started from (409 with `current` when stale). */
 export const saveSession = (document, { keepalive = false } = {}) =>

@@ -18,6 +18,14 @@ export function numberControl(label, path, value, onValue, { min, max, step = 1 
   return wrap(label, path, input);
 }
 
+/** Two number inputs for one [a, b] field (Adam's betas): an edit of either reports the whole pair. The inputs are
+ * bound to "path[0]" and "path[1]", where the server's problems about each number point. */
+export function pairControls(labels, path, pair, onValue, options) {
+  const report = () => onValue(path, controls.map((control) => parseNumber(control.querySelector("input").value)));
+  const controls = labels.map((label, i) => numberControl(label, `${path}[${i}]`, pair?.[i], report, options));
+  return controls;
+}
+
 export function rangeControl(label, path, value, onValue, { min = 0, max = 1, step = 0.05, field = true, mode } = {}) {
   const input = el("input", { type: "range", min, max, step, "data-path": path, "data-mode": mode });
   input.value = value ?? min;

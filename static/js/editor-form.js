@@ -1,11 +1,12 @@
-// The editor's form: model-level fields, the memory dials (batch, seq, width sliders) and the nested layer list
-// with per-type controls, add/remove/reorder and wrap-selected. It renders from a spec and reports edits:
-// ctx.value(path, value, mode) for a field, ctx.structural(mutate) for anything that changes the list's shape;
+// The editor's form: model-level fields, the optimizer step, the memory dials (batch, seq, width sliders) and the
+// nested layer list with per-type controls, add/remove/reorder and wrap-selected. It renders from a spec and reports
+// edits: ctx.value(path, value, mode) for a field, ctx.structural(mutate) for anything that changes the list's shape;
 // ctx.checkpointFields() renders the checkpoint fieldset, which lives beside the spec, not in it.
 import { el } from "./dom.js";
-import { checkControl, numberControl, rangeControl, selectControl, textControl } from "./editor-controls.js";
+import { checkControl, numberControl, pairControls, rangeControl, selectControl, textControl } from "./editor-controls.js";
 import {
-  LAYER_TYPES, WRAPPERS, addLayer, changeType, getAt, moveLayer, removeLayer, widthPath, wrapLayers,
+  LAYER_TYPES, OPTIMIZER_DEFAULTS, OPTIMIZER_TYPES, WRAPPERS, addLayer, changeOptimizer, changeType, getAt, moveLayer,
+  removeLayer, widthPath, wrapLayers,
 } from "./editor-spec.js";
 
 const DTYPES = ["float32", "float64", "float16"];
@@ -22,7 +23,6 @@ function button(text, label, onClick, { disabled, class: className } = {}) {
 function modelFields(spec, ctx) {
   const input = spec.input ?? {};
   const loss = spec.loss ?? { type: "sum" };
-  const optimizer = spec.optimizer ?? { type: "none" };
   const box = el("fieldset", { class: "model-fields" }, el("legend", { text: "Model" }));
   box.append(
     numberControl("batch", "batch", spec.batch, ctx.value, { min: 1, max: LIMITS.batch }),
@@ -39,9 +39,50 @@ function modelFields(spec, ctx) {
   box.append(selectControl("loss", "loss.type", loss.type, ["sum", "mse", "cross_entropy"], (path, type) =>
     ctx.structural((s) => { s.loss = type === "mse" ? { type, target: "zeros" } : { type }; })));
   if (loss.type === "mse") box.append(selectControl("target", "loss.target", loss.target, ["zeros", "random", "square"], ctx.value));
-  box.append(selectControl("optimizer", "optimizer.type", optimizer.type, ["none", "sgd", "adam"], (path, type) =>
-    ctx.structural((s) => { s.optimizer = type === "none" ? { type } : { type, lr: s.optimizer?.lr ?? 0.1 }; })));
-  if (optimizer.type !== "none") box.append(numberControl("lr", "optimizer.lr", optimizer.lr, ctx.value, { min: 0, max: 10, step: "any" }));
+  return box;
+}
+
+// What each optimizer keeps between steps: the memory chart's "optimizer" band after backward.
+const OPTIMIZER_STATE = {
+  none: "No optimizer step: the run ends after backward.",
+  sgd: "State: none, unless momentum > 0: then one buffer the size of each weight.",
+  adam: "State: m and v, running means of the gradient and of its square: two buffers the size of each weight. "
+    + "Weight decay is L2, added to the gradient.",
+  adamw: "State: m and v, running means of the gradient and of its square: two buffers the size of each weight. "
+    + "Weight decay is decoupled: it shrinks the weights directly.",
+};
+
+function optimizerFields(spec, ctx) {
+  const optimizer = spec.optimizer ?? { type: "none" };
+  const type = OPTIMIZER_TYPES.includes(optimizer.type) ? optimizer.type : "none";
+  const shown = { ...OPTIMIZER_DEFAULTS[type], ...optimizer };      // torch's defaults where the spec is silent
+  const at = (key) => `optimizer.${key}`;
+  const titled = (control, title) => { control.title = title; return control; };
+  const box = el("fieldset", { class: "optimizer-fields", "data-field": "optimizer" }, el("legend", { text: "Optimizer step" }));
+  box.append(selectControl("type", "optimizer.type", optimizer.type, OPTIMIZER_TYPES, (path, next) =>
+    ctx.structural((s) => { s.optimizer = changeOptimizer(s.optimizer, next); })));
+  if (type !== "none") {
+    box.append(titled(numberControl("lr", at("lr"), shown.lr, ctx.value, { min: 0, max: 10, step: "any" }), "learning rate"));
+  }
+  if (type === "sgd") {
+    const momentum = numberControl("momentum", at("momentum"), shown.momentum, ctx.value, { min: 0, max: 0.999, step: "any" });
+    momentum.classList.add("wide");
+    box.append(
+      titled(momentum, "momentum: the share of the last update carried into this one (0.9 is usual; 0 is plain SGD)"),
+      titled(checkControl("nesterov", at("nesterov"), shown.nesterov, ctx.value), "Nesterov momentum (needs momentum > 0)"));
+  }
+  if (type === "adam" || type === "adamw") {
+    const [beta1, beta2] = pairControls(["β₁", "β₂"], at("betas"), shown.betas, ctx.value, { min: 0, max: 0.9999, step: "any" });
+    box.append(titled(beta1, "betas[0]: decay rate of m, the gradient's running mean (0.9 is usual)"),
+      titled(beta2, "betas[1]: decay rate of v, the squared gradient's running mean (0.999 is usual)"));
+  }
+  if (type !== "none") {
+    const decay = numberControl("weight decay", at("weight_decay"), shown.weight_decay, ctx.value, { min: 0, max: 1, step: "any" });
+    decay.classList.add("wide");
+    box.append(titled(decay, type === "adamw" ? "decoupled: each step multiplies the weights by 1 − lr·weight_decay"
+      : "L2: weight_decay·weight is added to the gradient"));
+  }
+  box.append(el("p", { class: "hint", "data-testid": "optimizer-state", text: OPTIMIZER_STATE[type] }));
   return box;
 }
 
@@ -142,5 +183,6 @@ function wrapBar(ctx) {
 /** Render the whole form for `spec` into `root`. */
 export function renderForm(root, spec, ctx) {
   const layers = el("fieldset", { class: "layers" }, el("legend", { text: "Layers" }), wrapBar(ctx), layerList(spec?.layers, "layers", ctx));
-  root.replaceChildren(dials(spec ?? {}, ctx), layers, modelFields(spec ?? {}, ctx), ctx.checkpointFields?.() ?? "");
+  root.replaceChildren(dials(spec ?? {}, ctx), layers, modelFields(spec ?? {}, ctx), optimizerFields(spec ?? {}, ctx),
+    ctx.checkpointFields?.() ?? "");
 }

@@ -1,6 +1,11 @@
-// The saved-bytes table: bytes the tape holds for backward per top-level layer ("layers[i]"), now and before,
-// read from two trace documents. Each storage counts once; names are written as text, never HTML.
+// The saved-bytes table, per top-level layer ("layers[i]"): the bytes the tape saves for backward (what no
+// checkpointing would hold; each storage once), the activations this schedule still holds at its peak (from
+// summary.peak.holders: under a checkpoint this column falls, and it sums to the activation part of the peak),
+// and the saved bytes of the run before. Names are written as text, never HTML.
 import { formatBytes, signedBytes } from "./format.js";
+
+/** "layers[3]" for "layers[3][0][1]" or "layers[3].attn"; a scope outside the layers by its first word ("loss"). */
+const topLevel = (scope) => /^layers\[\d+\]/.exec(scope)?.[0] ?? scope.split(".")[0];
 
 /** Map "layers[i]" (or "loss") -> saved bytes, from tensors with a non-empty saved_by and a scope. */
 export function savedByLayer(trace) {
@@ -11,8 +16,19 @@ export function savedByLayer(trace) {
     const storage = tensor.storage ?? `t${tensor.id}`;
     if (seen.has(storage)) continue;
     seen.add(storage);
-    const key = /^layers\[\d+\]/.exec(tensor.scope)?.[0] ?? tensor.scope.split(".")[0];
+    const key = topLevel(tensor.scope);
     totals.set(key, (totals.get(key) ?? 0) + tensor.nbytes);
+  }
+  return totals;
+}
+
+/** Map "layers[i]" -> activation bytes alive at the run's peak step (the storages summary.peak groups). */
+export function heldAtPeak(trace) {
+  const totals = new Map();
+  for (const group of trace?.summary?.peak?.holders ?? []) {
+    if (group.kind !== "activation") continue;
+    const key = topLevel(group.scope);
+    totals.set(key, (totals.get(key) ?? 0) + group.bytes);
   }
   return totals;
 }
@@ -31,33 +47,39 @@ function cell(row, text, className, bytes) {
 /** Render (or re-render) the table into `table` for the traces `now` and `before` (either may be null). */
 export function renderSavedTable(table, now, before) {
   const current = savedByLayer(now);
+  const held = heldAtPeak(now);
   const previous = before ? savedByLayer(before) : null;
   const names = new Map((now?.layers ?? []).map((l) => [l.path, `${l.type}${l.name && l.name !== l.type ? ` “${l.name}”` : ""}`]));
-  const topLevel = [...(now?.layers ?? []), ...(before?.layers ?? [])].map((l) => l.path).filter((p) => /^layers\[\d+\]$/.test(p));
-  const keys = [...new Set([...topLevel, ...current.keys(), ...(previous?.keys() ?? [])])]
+  const layerPaths = [...(now?.layers ?? []), ...(before?.layers ?? [])].map((l) => l.path).filter((p) => /^layers\[\d+\]$/.test(p));
+  const keys = [...new Set([...layerPaths, ...current.keys(), ...held.keys(), ...(previous?.keys() ?? [])])]
     .sort((a, b) => layerOrder(a) - layerOrder(b) || a.localeCompare(b));
   table.replaceChildren();
   const head = table.createTHead().insertRow();
-  for (const title of ["Layer", "Saved now", "Before", "Change"]) {
+  const titles = [["Layer", ""], ["Saved", "bytes the tape saves for backward in this layer (what no checkpointing holds)"],
+    ["At peak", "activations of this layer still alive at this run's peak step"], ["Before", "saved, in the run before"],
+    ["Change", ""]];
+  for (const [title, help] of titles) {
     const th = document.createElement("th");
     th.scope = "col";
     th.textContent = title;
+    if (help) th.title = help;
     head.append(th);
   }
   const body = table.createTBody();
-  const addRow = (label, title, a, b, extraClass) => {
+  const addRow = (label, title, a, peak, b, extraClass) => {
     const row = body.insertRow();
     if (extraClass) row.className = extraClass;
     const head = cell(row, label, "layer");
     if (title) head.title = title;
     cell(row, formatBytes(a), "num now", a);
+    cell(row, formatBytes(peak), "num held", peak);
     cell(row, b === undefined ? "—" : formatBytes(b), "num before", b);
     const delta = b === undefined ? 0 : a - b;
     cell(row, b === undefined || delta === 0 ? "" : signedBytes(delta), `num delta ${delta < 0 ? "down" : delta > 0 ? "up" : ""}`, delta);
     return row;
   };
   for (const key of keys) {
-    const row = addRow(key, names.get(key), current.get(key) ?? 0, previous ? previous.get(key) ?? 0 : undefined,
+    const row = addRow(key, names.get(key), current.get(key) ?? 0, held.get(key) ?? 0, previous ? previous.get(key) ?? 0 : undefined,
       previous && (current.get(key) ?? 0) !== (previous.get(key) ?? 0) ? "changed" : "");
     row.dataset.layer = key;
     const label = names.get(key);
@@ -68,6 +90,6 @@ export function renderSavedTable(table, now, before) {
       row.cells[0].append(" ", small);
     }
   }
-  const total = addRow("total", "", sum(current), previous ? sum(previous) : undefined, "total");
+  const total = addRow("total", "", sum(current), sum(held), previous ? sum(previous) : undefined, "total");
   total.dataset.testid = "saved-bytes-total";
 }

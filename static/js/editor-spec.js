@@ -13,6 +13,23 @@ export const LAYER_DEFAULTS = {
   repeat: { times: 2, layers: [{ type: "relu" }] },
 };
 export const LAYER_TYPES = Object.keys(LAYER_DEFAULTS);
+
+// torch.optim's defaults, as backend/models/spec.py fills them in: shown for fields a spec leaves out, and
+// written in full when the optimizer's type changes (the learning rate is kept across types).
+export const OPTIMIZER_DEFAULTS = {
+  none: {},
+  sgd: { lr: 0.001, momentum: 0, weight_decay: 0, nesterov: false },
+  adam: { lr: 0.001, betas: [0.9, 0.999], weight_decay: 0 },
+  adamw: { lr: 0.001, betas: [0.9, 0.999], weight_decay: 0.01 },
+};
+export const OPTIMIZER_TYPES = Object.keys(OPTIMIZER_DEFAULTS);
+
+/** The optimizer a type change leaves: that type's defaults, with the learning rate carried over. */
+export function changeOptimizer(previous, type) {
+  if (type === "none") return { type };
+  const lr = previous?.lr ?? OPTIMIZER_DEFAULTS[type].lr;
+  return { type, ...clone(OPTIMIZER_DEFAULTS[type]), lr };
+}
 export const WRAPPERS = ["residual", "repeat"];
 
 export const clone = (value) => JSON.parse(JSON.stringify(value));

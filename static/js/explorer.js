@@ -12,10 +12,11 @@ import { createInspector } from "./inspector.js";
 import { createLifetimeChart } from "./lifetimes.js";
 import { createMemoryChart } from "./memory.js";
 import { createParetoPanel } from "./pareto.js";
+import { createPeakExplainer } from "./peak-explainer.js";
 import { describePeakDelta } from "./peak-delta.js";
 import { createPlayer } from "./player.js";
 import { recomputeChoice } from "./recompute-pick.js";
-import { normalizeRequest, requestFor } from "./schedule.js";
+import { normalizeRequest, requestFor, wireRequest } from "./schedule.js";
 import { createScheduleView } from "./schedule-view.js";
 import { bindMakeCopy, bindShare } from "./share.js";
 import { createSweepPanel } from "./sweep.js";
@@ -74,6 +75,22 @@ function pickSchedule(schedule) {
 }
 
 const schedules = createScheduleView({ root, pareto, current: () => ({ trace: ws.trace, checkpoint: ws.checkpoint }) });
+const explainer = createPeakExplainer(byTestId("peak-explainer"), {
+  onSelect: (id) => workspace.select(id),
+  onGoTo: (step) => player.setStep(step),
+  current: () => ({ spec: ws.traced?.spec ?? ws.spec, checkpoint: wireRequest(ws.traced?.checkpoint ?? ws.checkpoint) }),
+  onApply: applyLever,
+});
+
+/** A lever picked in the explainer: a checkpoint is a checkpoint choice like a schedule pick; a spec is an edit. */
+function applyLever(lever) {
+  if (readOnly) { setStatus("A shared snapshot: make a copy to apply a lever."); return; }
+  if (lever.checkpoint) {
+    workspace.setCheckpoint(normalizeRequest({ ...lever.checkpoint, preserve_rng_state: ws.checkpoint.preserve_rng_state !== false }), "now");
+  } else {
+    workspace.replaceSpec(lever.spec);
+  }
+}
 
 function renderStep(step) {
   if (!view.index) return;
@@ -83,6 +100,7 @@ function renderStep(step) {
   byTestId("step-label").textContent = describeStep(view.index, step);
   showBytes(byTestId("live-bytes"), ws.trace.steps[step].live_bytes);
   sweep.render(view.index, step);
+  explainer.update(step);
   inspector.render(ws.selected, view.index, step);
   root.dataset.step = String(step);
 }
@@ -128,6 +146,7 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   performance.mark("tapescope:graph-drawn");
   await Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index), pareto.load(trace)]);
   if (ws.trace !== trace) return;                  // a newer trace arrived while this one was drawing
+  explainer.load(trace);
   schedules.show(trace, ws.spec);
   schedules.fetchLater(trace, ws.traced?.spec ?? ws.spec);
   showBytes(byTestId("peak-bytes"), trace.summary.peak_bytes);

@@ -25,7 +25,9 @@ const results = document.querySelector(".ledger-results");
 const formatBytes = (bytes) => formatBytesIn(bytes, { digits: 2 });
 
 function formatCount(count) {
-  return count >= 1e9 ? `${formatNumber(count / 1e9, 2)} B` : `${formatNumber(count / 1e6, 1)} M`;
+  if (count >= 1e9) return `${formatNumber(count / 1e9, 2)} B`;
+  if (count >= 1e6) return `${formatNumber(count / 1e6, 1)} M`;
+  return count >= 1e4 ? `${formatNumber(count / 1e3, 1)} K` : formatNumber(count, 0);   // a small model is not "0 M"
 }
 
 function formatMiB(bytes) {
@@ -118,7 +120,8 @@ function renderSummary(ledger) {
     [`Activations (${c.layers} layers + head)`, formatBytes(ledger.activation_bytes)],
     ["Per token", `${formatBytes(ledger.per_token_bytes)} (${formatBytes(ledger.per_token_layer_bytes)}/layer)`],
     ["k* = √(L·b/a)", formatNumber(ledger.k_star, 2)],
-    [`Max batch on ${formatNumber(c.device_gib, 2)} GiB`, String(ledger.max_batch)],
+    [`Max batch on ${formatNumber(c.device_gib, 2)} GiB`,
+      ledger.max_batch_capped ? `${formatNumber(ledger.max_batch, 0)} (the batch field's limit: more would fit)` : formatNumber(ledger.max_batch, 0)],
   ];
   const summary = document.getElementById("ledger-summary");
   summary.replaceChildren(...items.map(([term, value]) => el("div", {}, el("dt", { text: term }), el("dd", { text: value }))));
@@ -257,6 +260,44 @@ function renderReconciliation(ledger) {
 
 // ---------- wiring ----------
 
+// Every field applies the same way: a choice at once, a number as you type (debounced) or on leaving the field.
+const presetMenu = document.getElementById("f-preset");
+const presets = JSON.parse(presetMenu.dataset.presets);
+
+function fieldValue(field) {
+  return field.type === "number" ? Number(field.value) : field.value;
+}
+
+/** The preset whose every field equals the form's, or "" (custom). */
+function matchingPreset() {
+  return Object.keys(presets).find((name) => Object.entries(presets[name]).every(([key, value]) => {
+    const field = form.elements.namedItem(key);
+    return field && String(fieldValue(field)) === String(value);
+  })) ?? "";
+}
+
+presetMenu.addEventListener("change", () => {
+  const shape = presets[presetMenu.value];
+  if (!shape) return;
+  for (const [key, value] of Object.entries(shape)) {
+    const field = form.elements.namedItem(key);
+    if (field) field.value = String(value);
+  }
+  update();
+});
+
+let typing = null;
 form.addEventListener("submit", (event) => { event.preventDefault(); update(); });
-form.addEventListener("change", (event) => { if (event.target.tagName === "SELECT") update(); });
+form.addEventListener("change", (event) => {
+  if (event.target === presetMenu) return;
+  clearTimeout(typing);
+  presetMenu.value = matchingPreset();
+  update();
+});
+form.addEventListener("input", (event) => {
+  if (event.target.type !== "number") return;
+  clearTimeout(typing);
+  typing = setTimeout(() => { presetMenu.value = matchingPreset(); update(); }, 400);
+});
+presetMenu.value = matchingPreset();
 update();

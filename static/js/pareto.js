@@ -1,11 +1,13 @@
-// pareto.js — the checkpoint schedules panel: a Plotly scatter of peak bytes against recompute overhead, one marker
-// per executed schedule (the current one ringed), the planner's Pareto frontier as a line, and the same schedules
-// as a table of buttons for the keyboard. Picking a schedule calls onPick(schedule); the page re-traces.
+// pareto.js — the checkpoint schedules panel: a Plotly scatter of peak bytes against recompute (percent of forward
+// FLOPs, on a log axis so 0.4% and 100% are both readable; schedules without recompute sit at its "0" tick), one
+// marker per executed schedule (the current one ringed), the planner's Pareto frontier as a line, and the same
+// schedules as a table of buttons for the keyboard, where one that raises the peak says why. Picking a schedule
+// calls onPick(schedule); the page re-traces.
 /* global Plotly */
 import { byteAxis } from "./byte-axis.js";
 import { el } from "./dom.js";
 import { formatBytes } from "./format.js";
-import { overheadText, sameSchedule, scheduleLabel } from "./schedule.js";
+import { overheadText, percentText, sameSchedule, scheduleLabel } from "./schedule.js";
 
 const POLICY_COLORS = {
   none: "#999999", every_k: "#0072B2", sqrt: "#E69F00", selective: "#009E73", optimal: "#CC79A7", manual: "#D55E00",
@@ -37,6 +39,29 @@ function labelPositions(xs, ys, labels, xSpan, ySpan) {
   });
 }
 
+/** The recompute axis: log10 of percent of forward FLOPs, with zero at its own tick a decade below the smallest
+ * non-zero overhead. Returns {x(overhead) → log10 position, axis: Plotly xaxis}. */
+function recomputeAxis(overheads) {
+  const positive = overheads.filter((o) => o > 0).map((o) => o * 100);
+  const low = positive.length ? Math.min(...positive) : 1;
+  const high = positive.length ? Math.max(...positive) : 100;
+  const zeroDecade = Math.floor(Math.log10(low)) - 1;
+  const topDecade = Math.max(zeroDecade + 2, Math.ceil(Math.log10(high)));
+  const x = (overhead) => (overhead > 0 ? Math.log10(overhead * 100) : zeroDecade);
+  const tickvals = [zeroDecade];
+  const ticktext = ["0"];
+  for (let decade = zeroDecade + 1; decade <= topDecade; decade += 1) {
+    tickvals.push(decade);
+    ticktext.push(percentText(10 ** decade / 100));
+  }
+  const span = Math.max(1, Math.log10(high) - zeroDecade);
+  return {
+    x,
+    axis: { title: { text: "recompute (% of forward FLOPs, log scale)", standoff: 4 }, tickmode: "array", tickvals,
+      ticktext, range: [zeroDecade - 0.12 * span, Math.log10(high) + 0.12 * span], zeroline: false },
+  };
+}
+
 function hoverText(s) {
   const grads = s.grads_match === false ? "gradients differ" : "grads bitwise equal";
   return `<b>${scheduleLabel(s)}</b><br>peak ${formatBytes(s.executed_peak_bytes)} executed · ${formatBytes(s.predicted_peak_bytes)} predicted`
@@ -51,6 +76,7 @@ export function createParetoPanel(section, { onPick }) {
 
   function renderTable(current) {
     table.replaceChildren();
+    const none = schedules.find((s) => s.policy === "none");
     const head = table.createTHead().insertRow();
     for (const title of ["Schedule", "Peak", "Recompute", "Grads"]) head.append(el("th", { scope: "col", text: title }));
     const body = table.createTBody();
@@ -68,6 +94,16 @@ export function createParetoPanel(section, { onPick }) {
       row.insertCell().textContent = overheadText(s.overhead);
       row.insertCell().textContent = s.grads_match === false ? (s.preserve_rng_state === false ? "differ (RNG not replayed)" : "differ") : "equal";
       for (const cell of [...row.cells].slice(1)) cell.className = "num";
+      if (none && s.executed_peak_bytes > none.executed_peak_bytes) {
+        row.classList.add("raises-peak");
+        const why = body.insertRow();
+        why.className = "schedule-why";
+        const cell = why.insertCell();
+        cell.colSpan = 4;
+        cell.dataset.testid = "schedule-why";
+        cell.textContent = `↑ ${formatBytes(s.executed_peak_bytes - none.executed_peak_bytes)} above no checkpointing. `
+          + (s.verdict ?? "");
+      }
     });
   }
 
@@ -82,7 +118,9 @@ export function createParetoPanel(section, { onPick }) {
     if (!schedules.length) return;      // hidden above; never purged (a pending Plotly redraw would throw)
     const currentIndex = schedules.findIndex((s) => sameSchedule(s, current));
     const frontier = [...(trace.pareto ?? [])].sort((a, b) => a.overhead - b.overhead);
-    const xs = schedules.map((s) => s.overhead);
+    const axis = recomputeAxis([...schedules.map((s) => s.overhead), ...frontier.map((p) => p.overhead),
+      ...(current ? [current.overhead] : [])]);
+    const xs = schedules.map((s) => axis.x(s.overhead));
     const ys = schedules.map((s) => s.executed_peak_bytes);
     const labels = pointLabels(schedules);
     // Frontier points that no schedule already marks are clickable too: "optimal" at that budget.
@@ -101,10 +139,10 @@ export function createParetoPanel(section, { onPick }) {
       },
     }, {
       type: "scatter", mode: "lines", name: "Pareto frontier (predicted)", hoverinfo: "skip",
-      x: frontier.map((p) => p.overhead), y: frontier.map((p) => p.predicted_peak_bytes),
+      x: frontier.map((p) => axis.x(p.overhead)), y: frontier.map((p) => p.predicted_peak_bytes),
       line: { shape: "hv", dash: "dot", color: "#374151", width: 1.5 },
     }, {
-      type: "scatter", mode: "markers", name: "optimal at a budget", x: budgets.map((p) => p.overhead),
+      type: "scatter", mode: "markers", name: "optimal at a budget", x: budgets.map((p) => axis.x(p.overhead)),
       y: budgets.map((p) => p.predicted_peak_bytes), customdata: budgets.map((p) => p.budget_bytes),
       hovertext: budgets.map((p) => `<b>optimal ≤ ${formatBytes(p.budget_bytes)}</b><br>peak ${formatBytes(p.predicted_peak_bytes)} predicted`
         + `<br>${overheadText(p.overhead)}<br>click to run the optimal schedule at this budget`),
@@ -115,24 +153,23 @@ export function createParetoPanel(section, { onPick }) {
     // empty space below the points, off the other labels and the frontier's diamonds.
     const annotations = [];
     if (current && currentIndex < 0) {
-      annotations.push({ x: current.overhead, y: current.executed_peak_bytes, text: scheduleLabel(current), showarrow: true,
-        arrowhead: 0, arrowwidth: 1, arrowcolor: "#374151", ax: 70, ay: 55, font: { size: 11 },
+      const rightHalf = axis.x(current.overhead) > (axis.axis.range[0] + axis.axis.range[1]) / 2;
+      annotations.push({ x: axis.x(current.overhead), y: current.executed_peak_bytes, text: scheduleLabel(current), showarrow: true,
+        arrowhead: 0, arrowwidth: 1, arrowcolor: "#374151", ax: rightHalf ? -70 : 70, ay: 55, font: { size: 11 },
         bgcolor: "rgba(255,255,255,0.9)", bordercolor: POLICY_COLORS[current.policy] ?? "#555", borderpad: 2 });
       data.push({
-        type: "scatter", mode: "markers", name: "current", x: [current.overhead], y: [current.executed_peak_bytes],
+        type: "scatter", mode: "markers", name: "current", x: [axis.x(current.overhead)], y: [current.executed_peak_bytes],
         cliponaxis: false, hovertemplate: "%{hovertext}<extra></extra>",
         hovertext: [hoverText(current).replace("click to run this schedule", "the current run")],
         marker: { symbol: "star", size: 18, color: POLICY_COLORS[current.policy] ?? "#555", line: { color: "#111", width: 2 } },
       });
     }
     const peaks = data.flatMap((d) => d.y);
-    const overheads = data.flatMap((d) => d.x);
-    const maxX = Math.max(0.1, ...overheads);
-    data[0].textposition = labelPositions(xs, ys, labels, maxX * 1.2, Math.max(...peaks) * 1.18);
+    const [left, right] = axis.axis.range;
+    data[0].textposition = labelPositions(xs, ys, labels, right - left, Math.max(...peaks) * 1.18);
     const layout = {
       height: chart.clientHeight || 240, margin: { l: 64, r: 16, t: 26, b: 40 }, showlegend: false, hovermode: "closest", annotations,
-      xaxis: { title: { text: "recompute (× forward FLOPs)", standoff: 4 }, range: [-0.08 * maxX, maxX * 1.12],
-        ticksuffix: "×", zeroline: false },
+      xaxis: axis.axis,
       yaxis: byteAxis(Math.max(...peaks), { title: { text: "peak bytes" }, range: [0, Math.max(...peaks) * 1.18] }),
     };
     await Plotly.react(chart, data, layout, { displayModeBar: false, responsive: true });

@@ -35,7 +35,8 @@ export function ledgerQuery(spec) {
     tied_embeddings: "false",       // the engine's output head is its own linear, never the embedding table
   });
   const optimizer = spec.optimizer?.type;
-  if (optimizer === "sgd" || optimizer === "adam") query.set("optimizer", optimizer);
+  // AdamW keeps Adam's two moments: the same bytes. The ledger's sgd has no momentum buffer.
+  if (optimizer === "sgd" || optimizer === "adam" || optimizer === "adamw") query.set("optimizer", optimizer === "adamw" ? "adam" : optimizer);
   return query;
 }
 

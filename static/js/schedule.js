@@ -45,7 +45,14 @@ export function requestFor(schedule, preserve = schedule.preserve_rng_state !== 
 export const sameSchedule = (a, b) => Boolean(a && b) && a.policy === b.policy
   && JSON.stringify(a.params || {}) === JSON.stringify(b.params || {});
 
-export const overheadText = (overhead) => `+${Math.round(overhead * 100)}% FLOPs`;
+/** A fraction as a percentage with two significant digits: "0.43%", "4.3%", "100%"; never "0%" for a non-zero value. */
+export function percentText(fraction) {
+  const percent = fraction * 100;
+  if (percent === 0) return "0%";
+  return `${Math.abs(percent) >= 9.95 ? Math.round(percent) : percent.toPrecision(2)}%`;
+}
+
+export const overheadText = (overhead) => (overhead === 0 ? "no recompute" : `+${percentText(overhead)} FLOPs`);
 
 /** The largest per-parameter difference when the checkpointed gradients differ, else null. */
 export function gradMismatch(schedule) {

@@ -72,6 +72,13 @@ export function createSweepPanel(element) {
     if (!item) {
       if (step.phase === "optimizer") {
         body.append(el("p", {}, `Optimizer step${step.param !== undefined ? ` on ${typeof step.param === "number" ? name(index, step.param) : step.param}` : ""}: backward has finished and freed every saved tensor — a second backward would raise "Trying to backward through the graph a second time".`));
+        // The optimizer's state (momentum, Adam's m and v) is allocated on a parameter's first step: say so there.
+        const state = index.trace.tensors.filter((t) => t.kind === "optimizer" && t.born === stepIndex);
+        if (state.length) {
+          const bytes = state.reduce((total, t) => total + t.nbytes, 0);
+          body.append(el("p", { "data-testid": "optimizer-state-born" },
+            `Its optimizer state is allocated now and kept across steps: ${state.map((t) => name(index, t.id)).join(", ")} (${formatBytes(bytes)}).`));
+        }
       } else body.append(forwardSummary(index, step));
       return;
     }

@@ -201,6 +201,12 @@ export function edit(spec, mode = "debounce") {
   emit("origin");
 }
 
+/** A spec from elsewhere (a lever): the form is redrawn from it, then it is traced as an edit. */
+export function replaceSpec(spec) {
+  edit(spec, "now");
+  emit("spec");
+}
+
 /** A whole checkpoint request (the editor's controls fill in k and budget defaults; a picked schedule is whole). */
 export function setCheckpoint(checkpoint, mode = "now") {
   if (state.readOnly || !state.spec) return;

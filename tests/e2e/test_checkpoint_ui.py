@@ -278,3 +278,46 @@ def test_selective_recomputation_marks_the_ops_it_re_runs(page, live_server, err
     expect(page.get_by_test_id("rederived")).to_contain_text(copy["name"])
     expect(page.get_by_test_id("schedule-summary")).to_contain_text("selective: peak")
     shot(page, "selective")
+
+
+def test_pareto_panel_reads_small_overheads_and_says_why_a_schedule_raises_the_peak(page, live_server, errors):
+    open_explorer(page, live_server, "deep-mlp")
+    trace = choose(page, "sqrt")
+    chart = page.get_by_test_id("pareto-chart")
+    ticks = chart.locator(".xaxislayer-above .xtick text").evaluate_all("texts => texts.map(t => t.textContent)")
+    assert ticks[0] == "0" and "1.0%" in ticks and "100%" in ticks        # log axis: 0.6% and 100% both readable
+    x_range = page.evaluate("document.querySelector('[data-testid=pareto-chart]').layout.xaxis.range")
+    frontier = [p for p in trace["pareto"] if 0 < p["overhead"] < 0.01]
+    assert frontier, "deep-mlp's optimal frontier has sub-percent points"
+    hovers = page.evaluate("document.querySelector('[data-testid=pareto-chart]').data[2].hovertext")
+    small = [f"+{100 * p['overhead']:#.2g}% FLOPs" for p in frontier]     # two significant digits: +0.60%
+    assert any(any(text in hover for hover in hovers) for text in small), (small, hovers)
+    assert not any("+0% FLOPs" in hover for hover in hovers)
+    assert x_range[0] < x_range[1]
+    rows = page.locator(".schedule-table tbody tr")
+    none_row = page.locator("[data-testid=schedule-option][data-policy=none]").locator("xpath=ancestor::tr")
+    expect(none_row).to_contain_text("no recompute")
+    none_peak = next(s for s in trace["schedules"] if s["policy"] == "none")["executed_peak_bytes"]
+    raising = [s for s in trace["schedules"] if s["executed_peak_bytes"] > none_peak]
+    assert raising, "every_k k=1 raises deep-mlp's peak"
+    why = page.get_by_test_id("schedule-why")
+    expect(why).to_have_count(len(raising))
+    expect(why.first).to_contain_text("above no checkpointing. The peak is ")
+    expect(why.first).to_contain_text("recomputed in backward")
+    assert rows.count() == len(trace["schedules"]) + len(raising)
+    shot(page, "pareto-log-axis", chart.locator("xpath=ancestor::section[1]"))
+
+
+def test_the_per_layer_table_shows_what_this_schedule_holds_at_its_peak(page, live_server, errors):
+    open_explorer(page, live_server, "deep-mlp")
+    table = page.get_by_test_id("saved-bytes-table")
+    held = lambda row: int(table.locator(f"{row} td.held").get_attribute("data-bytes"))  # noqa: E731
+    before = shown_trace(page)
+    assert held("tr.total") == before["summary"]["peak"]["by_kind"]["activation"]
+    unscheduled = held('tr[data-layer="layers[0]"]')
+    saved = int(table.locator('tr[data-layer="layers[0]"] td.now').get_attribute("data-bytes"))
+    trace = choose(page, "sqrt")
+    page.wait_for_function("n => Number(document.querySelector('[data-testid=saved-bytes-total] td.held')?.dataset.bytes) === n",
+                           arg=trace["summary"]["peak"]["by_kind"]["activation"], timeout=60000)
+    assert held('tr[data-layer="layers[0]"]') < unscheduled              # checkpointing shows in the table
+    assert int(table.locator('tr[data-layer="layers[0]"] td.now').get_attribute("data-bytes")) == saved

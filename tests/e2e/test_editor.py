@@ -246,3 +246,65 @@ def test_layer_name_renders_as_text(editor):
     assert editor.page.locator("img").count() == 0
     assert editor.page.evaluate("document.querySelectorAll('img').length") == 0
     editor.shot("name-as-text", row)
+
+
+def chart_optimizer_bytes(page):
+    """The memory chart's "optimizer" band, step by step, as Plotly drew it."""
+    return page.evaluate("""() => document.querySelector('[data-testid=memory-chart]').data
+        .find((series) => series.name === 'optimizer').y""")
+
+
+def test_adamw_and_sgd_momentum_show_their_state_as_optimizer_memory(editor):
+    editor.page.set_viewport_size({"width": 1280, "height": 800})
+    editor.open("lab1-mlp")                      # SGD without momentum: no optimizer state
+    trace = editor.page.evaluate("window.tapescope.getTrace()")
+    param_bytes = sum(s["nbytes"] for s in trace["storages"] if s["kind"] == "param")
+    assert param_bytes == (64 + 64 + 64) * 8
+    assert max(chart_optimizer_bytes(editor.page)) == 0
+    expect(editor.page.get_by_test_id("optimizer-state")).to_contain_text("unless momentum > 0")
+
+    n = editor.traces()
+    editor.field("optimizer.type").select_option("adamw")
+    trace = editor.wait_traced(n)
+    assert trace["spec"]["optimizer"] == {"type": "adamw", "lr": 0.1, "betas": [0.9, 0.999], "weight_decay": 0.01}
+    for path, value in (("optimizer.lr", "0.1"), ("optimizer.betas[0]", "0.9"), ("optimizer.betas[1]", "0.999"),
+                        ("optimizer.weight_decay", "0.01")):
+        expect(editor.field(path)).to_have_value(value)
+    expect(editor.page.get_by_test_id("optimizer-state")).to_contain_text("m and v")
+    editor.page.wait_for_function("() => document.querySelector('[data-testid=memory-chart]').data"
+                                  ".find((s) => s.name === 'optimizer').y.some((y) => y > 0)")
+    optimizer = chart_optimizer_bytes(editor.page)
+    assert optimizer == [step["by_kind"]["optimizer"] for step in trace["steps"]]
+    assert optimizer[-1] == 2 * param_bytes      # m and v for each of the three parameters
+    names = sorted(t["name"] for t in trace["tensors"] if t["kind"] == "optimizer")
+    assert names == sorted(f"{p}.{s}" for p in ("layers[0].weight", "layers[0].bias", "layers[2].weight") for s in "mv")
+    editor.page.get_by_role("button", name="Jump to the last step").click()
+    expect(editor.page.get_by_test_id("live-bytes")).to_have_attribute("data-bytes", str(trace["steps"][-1]["live_bytes"]))
+    born = editor.page.get_by_test_id("optimizer-state-born")      # the sweep panel at the last parameter's step
+    expect(born).to_contain_text("layers[2].weight.m, layers[2].weight.v (1.0 KiB)")
+    editor.shot("adamw", editor.page.locator("#editor-panel fieldset.optimizer-fields"))
+
+    # a β₂ of 1 is refused at its own input, with what to do; the last good trace stays
+    editor.field("optimizer.betas[1]").fill("1")
+    error = editor.page.locator("#editor-panel [data-testid=field-error]")
+    expect(error).to_contain_text("optimizer.betas[1]")
+    expect(error).to_contain_text("must be a number from 0, below 1")
+    expect(editor.field("optimizer.betas[1]")).to_have_attribute("aria-invalid", "true")
+    n = editor.traces()
+    editor.field("optimizer.betas[1]").fill("0.99")
+    trace = editor.wait_traced(n)
+    assert trace["spec"]["optimizer"]["betas"] == [0.9, 0.99]
+
+    # SGD with momentum: one buffer per parameter
+    n = editor.traces()
+    editor.field("optimizer.type").select_option("sgd")
+    editor.wait_traced(n)
+    n = editor.traces()
+    editor.field("optimizer.momentum").fill("0.9")
+    trace = editor.wait_traced(n)
+    assert trace["spec"]["optimizer"] == {"type": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.0,
+                                          "nesterov": False}
+    editor.page.wait_for_function(f"() => document.querySelector('[data-testid=memory-chart]').data"
+                                  f".find((s) => s.name === 'optimizer').y.at(-1) === {param_bytes}")
+    assert chart_optimizer_bytes(editor.page) == [step["by_kind"]["optimizer"] for step in trace["steps"]]
+    editor.shot("sgd-momentum", editor.page.locator("#editor-panel fieldset.optimizer-fields"))

@@ -45,8 +45,34 @@ def test_ledger_page_shows_rows_charts_and_reconciliation(page, live_server):
     expect(page).to_have_url(re.compile(r"/ledger\?attention=flash$"))
 
     # A bad value is reported next to the form, not as a broken page.
-    page.fill("#f-heads", "3")
-    page.click("#ledger-form button[type=submit]")
+    page.fill("#f-heads", "3")                       # numbers apply as typed, like every other field
+
     expect(page.locator("#ledger-problems")).to_contain_text("heads must divide hidden")
     expect(page.locator("#f-heads")).to_have_attribute("aria-invalid", "true")
     assert errors == []
+
+
+def test_named_presets_fill_the_shape_and_numbers_apply_like_choices(page, live_server):
+    page.goto(f"{live_server}/ledger")
+    expect(page.locator("body")).to_have_attribute("data-ledger-ready", "true", timeout=15000)
+    expect(page.get_by_test_id("ledger-preset")).to_have_value("reference")     # the default is the seed's model
+    expect(page.locator("#ledger-form button", has_text="Compute")).to_have_count(0)     # no button some fields need
+    page.get_by_test_id("ledger-preset").select_option("gpt2-small")
+    expect(page.locator("#f-hidden")).to_have_value("768")
+    expect(page.locator("#ledger-summary")).to_contain_text("124.4 M")          # GPT-2 small's published size
+    page.fill("#f-layers", "24")
+    expect(page).to_have_url(re.compile(r"layers=24"), timeout=5000)
+    expect(page.get_by_test_id("ledger-preset")).to_have_value("")             # a hand edit makes it custom
+    page.fill("#f-hidden", "1024")
+    page.fill("#f-heads", "16")
+    expect(page.get_by_test_id("ledger-preset")).to_have_value("gpt2-medium", timeout=5000)
+    expect(page.locator("h2", has_text="Reconciliation")).to_have_count(0)
+
+
+def test_a_small_model_shows_its_real_size_and_a_batch_the_field_takes(page, live_server):
+    page.goto(f"{live_server}/ledger?layers=2&hidden=32&heads=4&vocab=50&batch=2&seq=16&tied_embeddings=false")
+    expect(page.locator("body")).to_have_attribute("data-ledger-ready", "true", timeout=15000)
+    summary = page.locator("#ledger-summary")
+    expect(summary).to_contain_text("28.7 K")
+    expect(summary).not_to_contain_text("0 M")
+    expect(summary).to_contain_text("65,536 (the batch field's limit: more would fit)")

@@ -15,7 +15,7 @@ from backend.ledger import parse_config
 from backend.ledger.config import DTYPE_NAMES
 from backend.ledger.rows import layer_rows, network_rows, total_bytes
 from backend.models import presets
-from backend.trace import trace_spec
+from backend.driver import trace_spec
 
 LEDGER_ATTENTION = {"naive": "naive", "efficient": "flash"}     # engine impl -> ledger attention
 LEDGER_DTYPE = {name: key for key, name in DTYPE_NAMES.items()}  # "float32" -> "fp32"

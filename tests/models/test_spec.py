@@ -82,3 +82,53 @@ def test_malformed_layer_types_are_problems_not_crashes(layer):
 def test_a_model_without_parameters_is_refused_with_a_reason():
     found = problems_of({"input": {"kind": "features", "size": 2}, "layers": [{"type": "relu"}]})
     assert "no parameters" in found["layers"]
+
+
+def test_optimizers_get_torchs_defaults():
+    def optimizer(config):
+        return validate_spec({"input": {"kind": "features", "size": 2}, "layers": [{"type": "linear", "out": 1}],
+                              "optimizer": config})["optimizer"]
+    assert optimizer({"type": "none"}) == {"type": "none"}
+    assert optimizer({"type": "sgd"}) == {"type": "sgd", "lr": 1e-3, "momentum": 0.0, "weight_decay": 0.0,
+                                          "nesterov": False}
+    assert optimizer({"type": "adam", "lr": 0.01}) == {"type": "adam", "lr": 0.01, "betas": [0.9, 0.999],
+                                                      "weight_decay": 0.0}
+    assert optimizer({"type": "adamw"}) == {"type": "adamw", "lr": 1e-3, "betas": [0.9, 0.999], "weight_decay": 0.01}
+    assert optimizer({"type": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 1e-4, "nesterov": True}) == {
+        "type": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 1e-4, "nesterov": True}
+    assert optimizer({"type": "adamw", "betas": [0.8, 0.95], "weight_decay": 0.1})["betas"] == [0.8, 0.95]
+
+
+def test_optimizer_built_from_the_spec_carries_its_hyperparameters():
+    import backend.tape as T
+    base = {"input": {"kind": "features", "size": 2}, "layers": [{"type": "linear", "out": 1}]}
+    sgd = Model(validate_spec({**base, "optimizer": {"type": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True}}))
+    assert type(sgd.optimizer) is T.SGD and (sgd.optimizer.lr, sgd.optimizer.momentum, sgd.optimizer.nesterov) == (0.1, 0.9, True)
+    adamw = Model(validate_spec({**base, "optimizer": {"type": "adamw", "betas": [0.8, 0.95]}})).optimizer
+    assert type(adamw) is T.AdamW and (adamw.betas, adamw.weight_decay) == ((0.8, 0.95), 0.01)
+    adam = Model(validate_spec({**base, "optimizer": {"type": "adam", "weight_decay": 0.1}})).optimizer
+    assert type(adam) is T.Adam and adam.weight_decay == 0.1 and not adam.decoupled_weight_decay
+
+
+@pytest.mark.parametrize("config,expected", [
+    ({"type": "sgd", "momentum": 1.0}, {"optimizer.momentum": "must be a number from 0, below 1 (0.9 is usual; 0 turns momentum off)"}),
+    ({"type": "sgd", "momentum": -0.1, "lr": 11}, {"optimizer.momentum": "below 1", "optimizer.lr": "at most 10 (such as 0.001"}),
+    ({"type": "sgd", "weight_decay": "lots"}, {"optimizer.weight_decay": "must be a number from 0, at most 1 (0 turns it off"}),
+    ({"type": "sgd", "nesterov": True}, {"optimizer.nesterov": "needs momentum: set optimizer.momentum above 0"}),
+    ({"type": "sgd", "nesterov": "yes"}, {"optimizer.nesterov": "must be true or false"}),
+    ({"type": "adamw", "betas": 0.9}, {"optimizer.betas": "must be a pair of two numbers from 0, below 1, such as [0.9, 0.999]"}),
+    ({"type": "adam", "betas": [0.9, 0.999, 0.5]}, {"optimizer.betas": "must be a pair of two numbers"}),
+    ({"type": "adamw", "betas": [0.9, 1.0]}, {"optimizer.betas[1]": "must be a number from 0, below 1 (the moments' decay rates"}),
+    ({"type": "adam", "betas": [-0.1, True]}, {"optimizer.betas[0]": "below 1", "optimizer.betas[1]": "below 1"}),
+    ({"type": "sgd", "betas": [0.9, 0.99]}, {"optimizer.betas": 'is a field of adam and adamw, not sgd: remove it, or set optimizer.type to "adam"'}),
+    ({"type": "adamw", "momentum": 0.9}, {"optimizer.momentum": 'is a field of sgd, not adamw: remove it, or set optimizer.type to "sgd"'}),
+    ({"type": "none", "weight_decay": 0.1}, {"optimizer.weight_decay": "is a field of sgd, adam and adamw, not none"}),
+    ({"type": "adamw", "eps": 1e-8}, {"optimizer.eps": "is not a field here; allowed: betas, lr, type, weight_decay"}),
+    ({"type": "lion"}, {"optimizer.type": 'must be one of "none", "sgd", "adam", "adamw"'}),
+])
+def test_bad_optimizer_fields_are_problems_at_their_paths(config, expected):
+    found = problems_of({"input": {"kind": "features", "size": 2}, "layers": [{"type": "linear", "out": 1}],
+                         "optimizer": config})
+    assert set(found) == set(expected), found
+    for path, text in expected.items():
+        assert text in found[path], (path, found[path])

@@ -2,7 +2,7 @@
 import pytest
 
 from backend.models import presets
-from backend.trace import trace_spec
+from backend.driver import trace_spec
 
 PRESETS = list(presets.PRESETS)
 

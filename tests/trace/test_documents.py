@@ -1,9 +1,17 @@
-"""What specific traces show: the seed's 5-op tape, the += at a tensor used twice, measured vs predicted peak."""
+"""What specific traces show: the seed's 5-op tape, the += at a tensor used twice, measured vs predicted peak,
+each optimizer's state as optimizer memory."""
+import json
+from pathlib import Path
+
+import jsonschema
 import numpy as np
+import pytest
 
 from backend.models import presets
-from backend.trace import trace_spec
+from backend.driver import trace_spec
 from backend.trace.values import decode
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "trace.schema.json").read_text())
 
 
 def by_id(document):
@@ -71,3 +79,35 @@ def test_forward_entries_say_whether_their_output_may_be_recomputed_and_why_not(
             layer["impl"] = "efficient"
     fused = [e for e in trace_spec(efficient, measure=False)["tape"] if e["op"] == "attention"]
     assert fused and all("fused op" in e["recompute"]["reason"] for e in fused)
+
+
+@pytest.mark.parametrize("optimizer,buffers", [
+    ({"type": "none"}, ()),
+    ({"type": "sgd", "lr": 0.1}, ()),                                   # plain SGD keeps no state
+    ({"type": "sgd", "lr": 0.1, "momentum": 0.9}, ("momentum",)),        # one buffer per parameter
+    ({"type": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-4}, ("momentum",)),
+    ({"type": "adam", "weight_decay": 0.1}, ("m", "v")),
+    ({"type": "adamw"}, ("m", "v")),
+])
+def test_optimizer_state_is_optimizer_memory_born_at_each_parameters_step(optimizer, buffers):
+    spec = {**presets.get("lab1-mlp"), "optimizer": optimizer}
+    document = trace_spec(spec, measure=False)
+    jsonschema.validate(document, SCHEMA)
+    params = ("layers[0].weight", "layers[0].bias", "layers[2].weight")
+    param_bytes = (64 + 64 + 64) * 8                                    # float64 (1,64), (64,), (64,1)
+    summary = document["summary"]
+    assert summary["by_kind_at_end"]["optimizer"] == len(buffers) * param_bytes
+    assert summary["by_kind_at_end"]["param"] == param_bytes
+    assert summary["by_kind_at_peak"]["optimizer"] == 0                # the peak is in backward, before any state
+    state = [t for t in document["tensors"] if t["kind"] == "optimizer"]
+    assert sorted(t["name"] for t in state) == sorted(f"{p}.{b}" for p in params for b in buffers)
+    step_of = {document_tensor_name(document, s["param"]): s["index"] for s in document["steps"] if s["phase"] == "optimizer"}
+    assert sorted(step_of) == (sorted(params) if optimizer["type"] != "none" else [])
+    for t in state:
+        assert t["born"] == step_of[t["name"].rsplit(".", 1)[0]] and t["freed"] is None
+    by_step = [s["by_kind"]["optimizer"] for s in document["steps"]]
+    assert by_step[-1] == len(buffers) * param_bytes and by_step[summary["forward_end_step"]] == 0
+
+
+def document_tensor_name(document, uid):
+    return next(t["name"] for t in document["tensors"] if t["id"] == uid)

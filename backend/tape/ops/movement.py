@@ -29,9 +29,19 @@ def _getitem_vjp(g, s, node):
     return (grad,)
 
 
+def _getitem(attrs, x):
+    key = attrs["key"]
+    out = x[key]
+    if type(out) is not np.ndarray:
+        # Every axis taken by an integer: numpy returns a scalar copy, PyTorch a 0-d view. A trailing
+        # Ellipsis makes numpy return the 0-d view too.
+        out = x[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
+    return out
+
+
 register(Op(
     "getitem", "movement", ("x",), view=True,
-    forward=lambda attrs, x: x[attrs["key"]],
+    forward=_getitem,
     vjp=_getitem_vjp, flops=_free,
     why="indexing saves only the index and shape: its vjp scatters the adjoint back.",
 ))

@@ -16,9 +16,10 @@ def _layernorm_forward(attrs, x, weight, bias):
 
 
 def _layernorm_vjp(g, s, node):
-    x, mean, rstd = s["x"], s["mean"], s["rstd"]
-    x_hat = (x - mean) * rstd
     x_grad = weight_grad = bias_grad = None
+    if node.needs[0] or node.needs[1]:       # β alone needs none of the saved values
+        rstd = s["rstd"]
+        x_hat = (s["x"] - s["mean"]) * rstd
     if node.needs[0]:
         # The projection: remove the adjoint's components along 1 (shift) and along x̂ (scale).
         g_hat = g * s["weight"]
@@ -69,7 +70,7 @@ register(Op(
 def _dropout_forward(attrs, x):
     p = attrs["p"]
     mask = generator().random(x.shape) >= p
-    return (x * mask * (1.0 / (1.0 - p))).astype(x.dtype, copy=False), {"mask": mask}
+    return np.asarray((x * mask * (1.0 / (1.0 - p))).astype(x.dtype, copy=False)), {"mask": mask}
 
 
 register(Op(
@@ -106,18 +107,61 @@ register(Op(
 
 # ============================== fused loss ==============================
 
+REDUCTIONS = ("mean", "sum", "none")
+
+
 def _cross_entropy_forward(attrs, logits, target):
+    """Per row i: (1 − ε)·(−log pᵢ[tᵢ]) + (ε/C)·Σ_c −log pᵢ[c], zero where tᵢ = ignore_index (torch's definition)."""
+    classes = logits.shape[-1]
+    ignored = target == attrs["ignore_index"]
+    any_ignored = ignored.any()
+    picked_target = np.where(ignored, 0, target) if any_ignored else target
+    if picked_target.size and (picked_target.min() < 0 or picked_target.max() >= classes):
+        bad = picked_target[(picked_target < 0) | (picked_target >= classes)][0]
+        raise IndexError(f"Target {bad} is out of bounds.")
     shifted = logits - np.max(logits, axis=-1, keepdims=True)
     log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
-    picked = np.take_along_axis(log_probs, target[:, None], axis=-1)
-    return -np.mean(picked), {"probs": np.exp(log_probs)}
+    losses = -np.take_along_axis(log_probs, picked_target[:, None], axis=-1)[:, 0]
+    smoothing = attrs["label_smoothing"]
+    if smoothing:
+        losses = (1 - smoothing) * losses - (smoothing / classes) * np.sum(log_probs, axis=-1)
+    if any_ignored:
+        losses = np.where(ignored, 0, losses).astype(logits.dtype, copy=False)
+    reduction = attrs["reduction"]
+    if reduction == "none":
+        out = losses
+    elif reduction == "sum":
+        out = np.sum(losses)
+    else:
+        kept = len(target) - int(np.count_nonzero(ignored)) if any_ignored else len(target)
+        # every target ignored: torch's 0/0 = nan (its gradient is zero)
+        out = np.sum(losses) / kept if kept else np.nan
+    return np.asarray(out, dtype=logits.dtype), {"probs": np.exp(log_probs)}
 
 
 def _cross_entropy_vjp(g, s, node):
-    probs, target = s["probs"], s["target"]
+    """The fused p − y, with y the (smoothed) target distribution; ignored rows get no gradient."""
+    probs, target, attrs = s["probs"], s["target"], node.attrs
+    ignored = target == attrs["ignore_index"]
+    any_ignored = ignored.any()
+    rows = np.arange(len(target))
     grad = probs.copy()
-    grad[np.arange(len(target)), target] -= 1         # the fused p − y
-    return grad * (g / len(target)), None
+    smoothing = attrs["label_smoothing"]
+    if smoothing:
+        grad -= smoothing / probs.shape[-1]
+    grad[rows, np.where(ignored, 0, target) if any_ignored else target] -= 1 - smoothing
+    reduction = attrs["reduction"]
+    if reduction == "none":
+        scale = g[:, None]
+    elif reduction == "sum":
+        scale = g
+    else:
+        kept = len(target) - int(np.count_nonzero(ignored)) if any_ignored else len(target)
+        scale = g / max(kept, 1)
+    grad *= scale
+    if any_ignored:
+        grad[ignored] = 0
+    return grad, None
 
 
 register(Op(
@@ -133,8 +177,9 @@ def _attention_probs(q, k, attrs, lse=None):
     """Scores → (unnormalized) probabilities; with saved row statistics `lse`, no second max/sum."""
     scores = (q @ np.swapaxes(k, -1, -2)) * np.asarray(attrs["scale"], dtype=q.dtype)
     if attrs["causal"]:
-        seq = scores.shape[-1]
-        scores = np.where(np.triu(np.ones((seq, seq), dtype=bool), 1), -np.inf, scores)
+        # PyTorch aligns the causal mask top-left, also when L ≠ S: query i sees keys 0..i (ones(L, S).tril()).
+        queries, keys = scores.shape[-2:]
+        scores = np.where(np.triu(np.ones((queries, keys), dtype=bool), 1), -np.inf, scores)
     if lse is None:
         lse = np.max(scores, axis=-1, keepdims=True)
         lse = lse + np.log(np.sum(np.exp(scores - lse), axis=-1, keepdims=True))
@@ -159,25 +204,36 @@ def _attention_forward(attrs, q, k, v):
 
 
 def _attention_vjp(g, s, node):
-    attrs = node.attrs
-    q, k, v = s["q"], s["k"], s["v"]
+    """Recompute the probabilities from q, k and the row log-sum-exp; v and the output only for dq and dk."""
+    attrs, needs = node.attrs, node.needs
+    q, k = s["q"], s["k"]
     probs, _ = _attention_probs(q, k, attrs, s["lse"][..., None])
     kept = probs
     keep = None
     if attrs["dropout_p"] > 0:
         keep = _attention_mask(attrs, probs.shape) * (1.0 / (1.0 - attrs["dropout_p"]))
         kept = probs * keep
-    v_grad = np.swapaxes(kept, -1, -2) @ g
-    kept_grad = g @ np.swapaxes(v, -1, -2)
-    probs_grad = kept_grad * keep if keep is not None else kept_grad
-    row_dot = np.sum(g * s["out"], axis=-1, keepdims=True)      # = Σ dP∘P, from the saved output
-    scores_grad = probs * (probs_grad - row_dot) * np.asarray(attrs["scale"], dtype=q.dtype)
-    return scores_grad @ k, np.swapaxes(scores_grad, -1, -2) @ q, v_grad
+    q_grad = k_grad = v_grad = None
+    if needs[2]:
+        v_grad = unbroadcast(np.swapaxes(kept, -1, -2) @ g, node.shapes[2])
+    if needs[0] or needs[1]:
+        kept_grad = g @ np.swapaxes(s["v"], -1, -2)
+        probs_grad = kept_grad * keep if keep is not None else kept_grad
+        row_dot = np.sum(g * s["out"], axis=-1, keepdims=True)      # = Σ dP∘P, from the saved output
+        scores_grad = probs * (probs_grad - row_dot) * np.asarray(attrs["scale"], dtype=q.dtype)
+        if needs[0]:
+            q_grad = unbroadcast(scores_grad @ k, node.shapes[0])
+        if needs[1]:
+            k_grad = unbroadcast(np.swapaxes(scores_grad, -1, -2) @ q, node.shapes[1])
+    return q_grad, k_grad, v_grad
 
 
 def _attention_flops(shapes, out_shape, attrs):
-    *batch, seq, dim = shapes[0]
-    return 4 * size_of(batch) * seq * seq * dim + 5 * size_of(batch) * seq * seq
+    """Q·Kᵀ (2·L·S·E), P·V (2·L·S·Eᵥ) and the softmax (5 per score) per batch element; L ≠ S allowed."""
+    *batch, queries, value_dim = out_shape
+    keys, dim = shapes[1][-2], shapes[0][-1]
+    scores = size_of(batch) * queries * keys
+    return 2 * scores * dim + 2 * scores * value_dim + 5 * scores
 
 
 register(Op(

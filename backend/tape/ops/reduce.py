@@ -1,4 +1,7 @@
-"""Reductions and softmaxes: sum, mean, max along an axis, softmax, log_softmax."""
+"""Reductions and softmaxes: sum, mean, max along an axis, softmax, log_softmax.
+
+A full reduction is a 0-d array, never a numpy scalar (numpy's sum and mean return scalars).
+"""
 import numpy as np
 
 from backend.tape.registry import Op, register, size_of
@@ -30,14 +33,14 @@ def _input_size(shapes, out_shape, attrs):
 
 register(Op(
     "sum", "reduce", ("x",),
-    forward=lambda attrs, x: np.sum(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False)),
+    forward=lambda attrs, x: np.asarray(np.sum(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False))),
     vjp=lambda g, s, node: (_spread(g, node),),
     flops=_input_size, why="sum saves only the input's shape: its vjp broadcasts the adjoint back.",
 ))
 
 register(Op(
     "mean", "reduce", ("x",),
-    forward=lambda attrs, x: np.mean(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False)),
+    forward=lambda attrs, x: np.asarray(np.mean(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False))),
     vjp=lambda g, s, node: (_spread(g / _reduced_count(node), node),),
     flops=_input_size, why="mean saves only shapes: its vjp spreads the adjoint evenly.",
 ))

@@ -1,0 +1,140 @@
+"""Why the peak is where it is: the storages alive at a step grouped by scope × kind, and one sentence saying so.
+
+Every storage gets a scope (the layer path that owns it: an activation's op scope, a parameter's module, a grad's
+or an optimizer buffer's parameter), so the page can group any step the same way from the storages' intervals.
+"""
+KIND_WORDS = {"input": "the input batch", "param": "the parameters", "activation": "activations",
+              "grad": "gradients", "optimizer": "optimizer state"}
+OPTIMIZER_STATE = {"adam": "Adam's m and v", "adamw": "AdamW's m and v", "sgd": "SGD's momentum buffers"}
+
+
+def assign_scopes(tensors, storages):
+    """Give each storage record the scope of the first tensor over it (set as storage["scope"])."""
+    by_id = {t["id"]: t for t in tensors}
+    first = {}
+    for tensor in tensors:                       # sorted by id: the first tensor over a storage created it
+        first.setdefault(tensor["storage"], tensor)
+    for storage in storages:
+        tensor = first.get(storage["id"])
+        storage["scope"] = _scope_of(tensor, by_id) if tensor is not None else "other"
+
+
+def _scope_of(tensor, by_id, depth=0):
+    kind = tensor["kind"]
+    if kind == "input":
+        return "input"
+    if kind == "grad" and tensor.get("grad_of") in by_id and depth < 4:
+        return _scope_of(by_id[tensor["grad_of"]], by_id, depth + 1)
+    if tensor.get("recompute_of") in by_id and depth < 4:
+        return _scope_of(by_id[tensor["recompute_of"]], by_id, depth + 1)
+    if tensor.get("scope"):
+        return tensor["scope"]
+    if kind in ("param", "optimizer", "grad"):
+        # "layers[0].weight", "layers[0].weight.grad", "layers[4].weight.m": the module is the path before the
+        # parameter's own name
+        parts = tensor["name"].split(".")
+        keep = len(parts) - (2 if kind != "param" and len(parts) > 2 else 1)
+        return ".".join(parts[:keep]) or "model"
+    return "loss" if tensor.get("name", "").startswith("loss") else "model"
+
+
+def holders_at(step, tensors, storages):
+    """The storages alive at `step`, grouped by (scope, kind): [{scope, kind, bytes, storages, tensors}], largest first."""
+    alive = {s["id"]: s for s in storages if s["born"] <= step and (s["freed"] is None or step <= s["freed"])}
+    groups = {}
+    for storage in alive.values():
+        key = (storage["scope"], storage["kind"])
+        group = groups.setdefault(key, {"scope": key[0], "kind": key[1], "bytes": 0, "storages": [], "tensors": []})
+        group["bytes"] += storage["nbytes"]
+        group["storages"].append(storage["id"])
+    for tensor in tensors:
+        storage = alive.get(tensor["storage"])
+        if storage is not None:
+            groups[(storage["scope"], storage["kind"])]["tensors"].append(tensor["id"])
+    return sorted(groups.values(), key=lambda g: (-g["bytes"], g["scope"], g["kind"]))
+
+
+def explain_peak(document):
+    """summary.peak: where the peak is, what holds it, and the verdict sentence."""
+    summary = document["summary"]
+    step = summary["peak_step"]
+    record = document["steps"][step]
+    holders = holders_at(step, document["tensors"], document["storages"])
+    recompute_steps = {s["index"] for s in document["steps"] if s["phase"] == "recompute"}
+    storages = {s["id"]: s for s in document["storages"]}
+    recomputed = sum(storages[sid]["nbytes"] for group in holders if group["kind"] == "activation"
+                     for sid in group["storages"] if storages[sid]["born"] in recompute_steps)
+    peak = {"step": step, "phase": record["phase"], "live_bytes": record["live_bytes"],
+            "by_kind": dict(record["by_kind"]), "recomputed_bytes": recomputed, "holders": holders,
+            "checkpointed": bool(recompute_steps)}
+    peak["verdict"] = verdict(peak, document)
+    return peak
+
+
+def verdict(peak, document):
+    """One plain sentence: where the peak is, what holds it, and whether checkpointing can lower it."""
+    by_kind, total = peak["by_kind"], max(peak["live_bytes"], 1)
+    phase = peak["phase"]
+    if phase == "optimizer":
+        optimizer = document["spec"]["optimizer"]["type"]
+        state = OPTIMIZER_STATE.get(optimizer, "the optimizer's state")
+        base = (f"the parameters ({format_bytes(by_kind['param'])}) and their grads "
+                f"({format_bytes(by_kind['grad'])})")
+        if by_kind["optimizer"]:
+            held = f"{state} ({format_bytes(by_kind['optimizer'])}) sit on top of {base}"
+        else:
+            held = f"{base} are all that is left"
+        return (f"The peak is at the optimizer step: {held}; checkpointing cannot lower it, "
+                f"only a leaner optimizer or fewer parameters can.")
+    where = _where(peak, document)
+    dominant = max(by_kind, key=lambda kind: by_kind[kind])
+    share = by_kind[dominant] / total
+    if dominant == "activation":
+        layer, held = _largest_layer(peak["holders"], "activation")
+        most = f", most of them in {layer} ({format_bytes(held)})" if layer else ""
+        recomputed = (f", {format_bytes(peak['recomputed_bytes'])} of them recomputed in backward"
+                      if peak["recomputed_bytes"] else "")
+        lever = ("another schedule may lower it" if peak["checkpointed"] else "checkpointing can lower it")
+        return (f"The peak is {where}, where activations kept for backward ({format_bytes(by_kind['activation'])}, "
+                f"{share:.0%} of {format_bytes(total)}{recomputed}) dominate{most}; {lever}.")
+    activations = by_kind["activation"]
+    tail = ("checkpointing can trim the activations' part" if activations and activations >= 0.2 * total
+            else "checkpointing can do little here")
+    return (f"The peak is {where}, where {KIND_WORDS[dominant]} ({format_bytes(by_kind[dominant])}, {share:.0%} of "
+            f"{format_bytes(total)}) dominate; {tail} ({format_bytes(activations)} of activations).")
+
+
+def _largest_layer(holders, kind):
+    """The top-level layer ("layers[0]" for "layers[0][3][1]" or "layers[0].attn") holding the most of `kind`."""
+    totals = {}
+    for group in holders:
+        if group["kind"] == kind:
+            layer = group["scope"].split("]")[0] + "]" if "]" in group["scope"] else group["scope"]
+            totals[layer] = totals.get(layer, 0) + group["bytes"]
+    if not totals:
+        return None, 0
+    layer = max(totals, key=lambda name: (totals[name], name))
+    return layer, totals[layer]
+
+
+def _where(peak, document):
+    record = document["steps"][peak["step"]]
+    entry = record.get("entry")
+    if entry is None:
+        return f"at step {peak['step']} ({peak['phase']})"
+    op = document["tape"][entry]
+    name = op["backward"] if peak["phase"] == "backward" else op["op"]
+    scope = f" in {op['scope']}" if op.get("scope") else ""
+    phase = {"recompute": "while recomputing"}.get(peak["phase"], f"in {peak['phase']}")
+    return f"{phase} at step {peak['step']} ({name}{scope})"
+
+
+def format_bytes(nbytes):
+    """As the page writes bytes: 512 B, 49.3 KiB, 1.4 MiB (no decimals from 100 up)."""
+    value, unit = float(nbytes), 0
+    units = ("B", "KiB", "MiB", "GiB")
+    while abs(value) >= 1024 and unit < len(units) - 1:
+        value /= 1024
+        unit += 1
+    decimals = 0 if unit == 0 or abs(value) >= 100 else 1
+    return f"{value:.{decimals}f} {units[unit]}"

@@ -1,0 +1,24 @@
+"""The README's "Using the engine directly" example, run as written: it must keep working as the engine changes."""
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _engine_example():
+    section = README.read_text().split("## Using the engine directly", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_engine_example_runs_and_prints_the_gradient_shape():
+    namespace = {}
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(_engine_example(), str(README), "exec"), namespace)   # noqa: S102
+    assert printed.getvalue() == "(1, 64)\n"
+    with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
+        namespace["loss"].backward()        # the comment's promise: a second backward raises

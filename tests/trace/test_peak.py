@@ -1,0 +1,77 @@
+"""summary.peak explains the peak: who holds it (scope × kind, summing to peak_bytes) and one sentence why."""
+import pytest
+
+from backend.models import presets
+from backend.driver import trace_spec
+from backend.trace.peak import format_bytes, holders_at
+
+POLICIES = [None, {"policy": "sqrt"}, {"policy": "selective"}]
+
+
+def alive(record, step):
+    return record["born"] <= step and (record["freed"] is None or step <= record["freed"])
+
+
+@pytest.fixture(scope="module", params=[(p, i) for p in presets.PRESETS for i in range(len(POLICIES))],
+                ids=lambda param: f"{param[0]}-{(POLICIES[param[1]] or {'policy': 'none'})['policy']}")
+def document(request):
+    preset, policy = request.param
+    return trace_spec(presets.get(preset), checkpoint=POLICIES[policy], measure=False)
+
+
+def test_the_groups_sum_to_the_peak_and_name_only_what_is_alive_then(document):
+    summary = document["summary"]
+    peak = summary["peak"]
+    assert peak["step"] == summary["peak_step"] and peak["live_bytes"] == summary["peak_bytes"]
+    assert sum(group["bytes"] for group in peak["holders"]) == summary["peak_bytes"]
+    storages = {s["id"]: s for s in document["storages"]}
+    tensors = {t["id"]: t for t in document["tensors"]}
+    named = [uid for group in peak["holders"] for uid in group["tensors"]]
+    assert len(named) == len(set(named))
+    assert named and all(alive(storages[tensors[uid]["storage"]], peak["step"]) for uid in named)
+    alive_tensors = {t["id"] for t in document["tensors"] if alive(storages[t["storage"]], peak["step"])}
+    assert set(named) == alive_tensors
+    for group in peak["holders"]:
+        assert all(storages[s]["kind"] == group["kind"] and storages[s]["scope"] == group["scope"]
+                   for s in group["storages"])
+        assert group["bytes"] == sum(storages[s]["nbytes"] for s in group["storages"])
+    assert [g["bytes"] for g in peak["holders"]] == sorted((g["bytes"] for g in peak["holders"]), reverse=True)
+
+
+def test_any_step_can_be_broken_down_the_same_way_from_the_intervals(document):
+    for step in document["steps"][:: max(1, len(document["steps"]) // 7)]:
+        groups = holders_at(step["index"], document["tensors"], document["storages"])
+        assert sum(g["bytes"] for g in groups) == step["live_bytes"]
+
+
+def test_every_storage_has_a_scope_and_parameters_sit_in_their_module(document):
+    assert all(s["scope"] for s in document["storages"])
+    tensors = document["tensors"]
+    storages = {s["id"]: s for s in document["storages"]}
+    for t in tensors:
+        if t["kind"] == "param":
+            assert storages[t["storage"]]["scope"] == t["name"].rsplit(".", 1)[0]
+
+
+def test_the_transformer_verdict_names_the_optimizer():
+    document = trace_spec(presets.get("transformer-tiny"), measure=False)
+    peak = document["summary"]["peak"]
+    assert peak["phase"] == "optimizer"
+    state = format_bytes(peak["by_kind"]["optimizer"])
+    assert peak["verdict"] == (
+        f"The peak is at the optimizer step: Adam's m and v ({state}) sit on top of the parameters "
+        f"({format_bytes(peak['by_kind']['param'])}) and their grads ({format_bytes(peak['by_kind']['grad'])}); "
+        "checkpointing cannot lower it, only a leaner optimizer or fewer parameters can.")
+    assert state == "224 KiB"
+
+
+def test_the_deep_mlp_verdict_names_activations():
+    document = trace_spec(presets.get("deep-mlp"), measure=False)
+    verdict = document["summary"]["peak"]["verdict"]
+    assert verdict.startswith("The peak is in backward at step ")
+    assert "activations kept for backward (1.0 MiB, 72% of 1.4 MiB) dominate, most of them in layers[0]" in verdict
+    assert verdict.endswith("checkpointing can lower it.")
+
+
+def test_format_bytes_writes_what_the_page_writes():
+    assert [format_bytes(n) for n in (512, 50483, 1451532, 229776)] == ["512 B", "49.3 KiB", "1.4 MiB", "224 KiB"]
