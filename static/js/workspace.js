@@ -89,6 +89,23 @@ let generation = 0;
 let lastFire = -Infinity;
 let pointerDown = false;
 
+const BUSY_RETRIES = 6;
+
+/** POST /api/trace, coming back when the server says its engine is busy (503, e.g. still running the schedules of
+ * the previous run after we aborted them), until the signal is aborted. */
+async function traceWhenFree(spec, signal, checkpoint) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await traceSpec(spec, signal, checkpoint);
+    } catch (error) {
+      if (error.status !== 503 || attempt >= BUSY_RETRIES || signal?.aborted) throw error;
+      const waitMs = Math.min(2000, Math.max(200, 1000 * (Number(error.body?.retry_after_s) || 0.5)));
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      if (signal?.aborted) throw new DOMException("superseded", "AbortError");
+    }
+  }
+}
+
 const checkpointProblem = (error) => error.status === 400 && (error.problems ?? []).some((p) => String(p.path).startsWith("checkpoint"));
 
 function request(mode = "debounce", { newLineage = false, fallback = false, keepStep = true } = {}) {
@@ -119,12 +136,12 @@ async function fire() {
   let trace = null;
   let failure = null;
   try {
-    trace = await traceSpec(asked.spec, mine.signal, wireRequest(asked.checkpoint));
+    trace = await traceWhenFree(asked.spec, mine.signal, wireRequest(asked.checkpoint));
   } catch (error) {
     if (error.name === "AbortError") return;
     if (asked.fallback && checkpointProblem(error)) {   // a model that cannot take this request (k > L): trace without
       asked.checkpoint = { ...NO_CHECKPOINT, preserve_rng_state: asked.checkpoint.preserve_rng_state !== false };
-      try { trace = await traceSpec(asked.spec, mine.signal, wireRequest(asked.checkpoint)); } catch (again) { error = again; }
+      try { trace = await traceWhenFree(asked.spec, mine.signal, wireRequest(asked.checkpoint)); } catch (again) { error = again; }
       if (trace) { state.checkpoint = { ...state.checkpoint, ...asked.checkpoint }; emit("checkpoint"); }
     }
     if (!trace) {
@@ -342,7 +359,7 @@ export async function restore(document, view = {}) {
   await shown;
   if (!baseline?.spec || lineage(baseline.origin) !== lineage(state.origin)) return;
   try {
-    const trace = await traceSpec(baseline.spec, undefined, wireRequest(normalizeRequest(baseline.checkpoint)));
+    const trace = await traceWhenFree(baseline.spec, undefined, wireRequest(normalizeRequest(baseline.checkpoint)));
     state.baseline = { ...baseline, trace };
     emit("compare", comparison());
   } catch { /* a baseline that no longer traces is simply not pinned */ }

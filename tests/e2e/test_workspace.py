@@ -2,21 +2,39 @@
 tab gets a banner instead of overwriting, the address opens a preset or a snapshot at a step, and comparisons are
 against the pinned baseline or the last settled run of the same model, never a mid-drag trace or another preset."""
 import json
+import time
+from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import go_to_step, live_bytes, open_explorer, trace_for
+from tests.e2e.explorer_helpers import go_to_step, live_bytes, open_explorer
 
 READY = "document.querySelector('.explorer').dataset.ready === 'true'"
 
 
+def api_post(base, path, body):
+    """POST JSON, coming back while the engine is busy (503: a page's schedules may still be running on it)."""
+    for _ in range(20):
+        request = Request(f"{base}{path}", data=json.dumps(body).encode(),
+                          headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            with urlopen(request) as response:
+                return json.load(response)
+        except HTTPError as error:
+            if error.code != 503:
+                raise
+            time.sleep(min(2.0, float(error.headers.get("Retry-After", 1))))
+    raise AssertionError(f"{path} stayed busy")
+
+
 def api_trace(base, spec, checkpoint=None):
-    body = {"spec": spec, **({"checkpoint": checkpoint} if checkpoint else {})}
-    request = Request(f"{base}/api/trace", data=json.dumps(body).encode(),
-                      headers={"Content-Type": "application/json"}, method="POST")
-    with urlopen(request) as response:
-        return json.load(response)
+    return api_post(base, "/api/trace", {"spec": spec, **({"checkpoint": checkpoint} if checkpoint else {})})
+
+
+def preset_trace(page, base, preset_id):
+    spec = next(p["spec"] for p in page.request.get(f"{base}/api/presets").json() if p["id"] == preset_id)
+    return api_trace(base, spec)
 
 
 def field(page, path):
@@ -142,7 +160,7 @@ def test_a_second_tab_with_a_stale_version_gets_a_409_banner_and_nothing_is_lost
 
 
 def test_the_address_opens_a_preset_at_a_step_with_a_selection(page, live_server):
-    trace = trace_for(page, live_server, "deep-mlp")
+    trace = preset_trace(page, live_server, "deep-mlp")
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{live_server}/?preset=deep-mlp#step=14&select=t7")
     page.wait_for_selector(".explorer[data-ready=true]", timeout=20000)
@@ -160,10 +178,8 @@ def test_the_address_opens_a_preset_at_a_step_with_a_selection(page, live_server
 
 
 def test_a_snapshot_link_with_a_step_opens_there_and_reads_with_a_mouse(page, live_server):
-    trace = trace_for(page, live_server, "deep-mlp")
-    response = page.request.post(f"{live_server}/api/snapshots",
-                                 data={"spec": trace["spec"], "view": {"step": 3}})
-    url = response.json()["url"]
+    trace = preset_trace(page, live_server, "deep-mlp")
+    url = api_post(live_server, "/api/snapshots", {"spec": trace["spec"], "view": {"step": 3}})["url"]
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{live_server}{url}#step=20")
     page.wait_for_selector(".explorer[data-ready=true]", timeout=20000)
@@ -227,7 +243,7 @@ def drag_slider(page, slider, start, end, low, high, steps=24):
 
 
 def test_a_slider_drag_compares_with_where_it_started_and_a_pin_holds(page, live_server):
-    seed = trace_for(page, live_server, "seed-tape")
+    seed = preset_trace(page, live_server, "seed-tape")
     open_explorer(page, live_server, "seed-tape")
     start_count = page.evaluate("window.tapescope.traceCount()")
     slider = page.locator("#editor-panel input[type=range][data-path=batch]")
