@@ -90,9 +90,11 @@ def copy_snapshot(snapshot_id: str):
     history = workspace.history
     if workspace.spec is not None:
         history = push_undo(history, {"spec": workspace.spec, "checkpoint": workspace.checkpoint,
-                                      "view": workspace.view, "label": "Before copying a shared snapshot"})
+                                      "origin": workspace.origin, "label": "Before copying a shared snapshot"})
+    title = record.title or (record.spec.get("name") if isinstance(record.spec.get("name"), str) else None)
     document = fit_session({"spec": record.spec, "checkpoint": record.checkpoint,
-                            "view": {"zoom": None, **record.view}, "history": history})
+                            "view": {"zoom": None, **record.view}, "history": history,
+                            "origin": {"kind": "copy", "title": title or "a shared snapshot"}, "baseline": None})
     response = jsonify(workspace_response_body(save_workspace(document)))
     response.headers["Cache-Control"] = "no-store"
     return response

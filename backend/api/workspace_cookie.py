@@ -24,16 +24,29 @@ def current_workspace(create: bool = True) -> Workspace | None:
     return workspace
 
 
-def save_workspace(document: dict) -> Workspace:
-    """Replace this browser's workspace document, creating the workspace first if it has none."""
+def save_workspace(document: dict, base_version: str | None = None) -> Workspace:
+    """Replace this browser's workspace document, creating the workspace first if it has none.
+
+    With `base_version`, raises stored_sessions.StaleVersion when another tab saved since that version.
+    """
     db = current_db()
-    workspace = current_workspace(create=True)
-    saved = stored_sessions.save(db, workspace.id, document)
+    existing = current_workspace(create=False)
+    if existing is None:  # the first save creates the row; a version from a pruned workspace is moot
+        base_version = None
+    workspace = existing or current_workspace(create=True)
+    saved = stored_sessions.save(db, workspace.id, document, base_version)
     if saved is None:  # pruned between the read and the write: start again under a new id
         cookie.pop(COOKIE_FIELD, None)
         saved = stored_sessions.save(db, current_workspace(create=True).id, document)
     return saved
 
 
+def empty_response_body() -> dict:
+    """What GET answers a browser with no workspace yet: the empty document, nothing stored."""
+    return {"spec": None, "checkpoint": None, "view": dict(stored_sessions.EMPTY_VIEW),
+            "history": {"undo": [], "redo": []}, "origin": None, "baseline": None, "version": None,
+            "updated_at": None}
+
+
 def workspace_response_body(workspace: Workspace) -> dict:
-    return {**workspace.document(), "updated_at": workspace.updated_at.isoformat()}
+    return {**workspace.document(), "version": workspace.version, "updated_at": workspace.updated_at.isoformat()}

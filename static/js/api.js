@@ -53,6 +53,9 @@ export const traceSpec = (spec, signal, checkpoint = null) => onEngine(() =>
 export const fetchLevers = (spec, checkpoint, signal) => onEngine(() =>
   request("/api/levers", { method: "POST", body: JSON.stringify(checkpoint ? { spec, checkpoint } : { spec }), signal }));
 export const fetchSession = () => request("/api/session");
+/** PUT /api/session: the whole workspace with the `version` it started from (409 with `current` when stale). */
+export const saveSession = (document, { keepalive = false } = {}) =>
+  request("/api/session", { method: "PUT", body: JSON.stringify(document), keepalive });
 export const createSnapshot = (spec, view, checkpoint = null) => onEngine(() => post("/api/snapshots", { spec, checkpoint, view }));
 export const fetchSnapshot = (id) => request(`/api/snapshots/${encodeURIComponent(id)}`);
 export const copySnapshot = (id) => post(`/api/snapshots/${encodeURIComponent(id)}/copy`, {});
