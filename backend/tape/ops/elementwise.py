@@ -1,4 +1,4 @@
-"""Elementwise ops: unary activations and broadcasting binary arithmetic, each beside its vjp.
+"""Elementwise ops: unary activations and broadcasting binary arithmetic, each beside its vjp and jvp.
 
 Forwards wrap their result in `asarray`: numpy returns a scalar, not a 0-d array, from a ufunc on 0-d inputs.
 """
@@ -7,7 +7,7 @@ import math
 import numpy as np
 from numpy import asarray
 
-from backend.tape.registry import Op, per_element, register, size_of, unbroadcast
+from backend.tape.registry import Op, per_element, register, size_of, tangent_sum, unbroadcast
 
 
 def _n(shapes, out_shape, attrs):
@@ -21,6 +21,7 @@ register(Op(
     forward=lambda attrs, a, b: asarray(a + b),
     vjp=lambda g, s, node: (unbroadcast(g, node.shapes[0]) if node.needs[0] else None,
                             unbroadcast(g, node.shapes[1]) if node.needs[1] else None),
+    jvp=lambda t, v, attrs: tangent_sum(t[0], t[1]),
     flops=_n, why="add needs nothing: its vjp passes the adjoint through (summed over broadcast axes).",
 ))
 
@@ -29,6 +30,7 @@ register(Op(
     forward=lambda attrs, a, b: asarray(a - b),
     vjp=lambda g, s, node: (unbroadcast(g, node.shapes[0]) if node.needs[0] else None,
                             -unbroadcast(g, node.shapes[1]) if node.needs[1] else None),
+    jvp=lambda t, v, attrs: tangent_sum(t[0], None if t[1] is None else -t[1]),
     flops=_n, why="sub needs nothing: its vjp is ±the adjoint.",
 ))
 
@@ -37,6 +39,8 @@ register(Op(
     forward=lambda attrs, a, b: asarray(a * b),
     vjp=lambda g, s, node: (unbroadcast(g * s["b"], node.shapes[0]) if node.needs[0] else None,
                             unbroadcast(g * s["a"], node.shapes[1]) if node.needs[1] else None),
+    jvp=lambda t, v, attrs: tangent_sum(None if t[0] is None else t[0] * v["b"],
+                                        None if t[1] is None else v["a"] * t[1]),
     flops=_n, why="mul saves both inputs: da = dy·b needs b and db = dy·a needs a.",
 ))
 
@@ -47,9 +51,15 @@ def _div_vjp(g, s, node):
     return a_grad, b_grad
 
 
+def _div_jvp(t, v, attrs):
+    """d(a/b) = da/b − (a/b)·db/b."""
+    return tangent_sum(None if t[0] is None else t[0] / v["b"],
+                       None if t[1] is None else -v["out"] * t[1] / v["b"])
+
+
 register(Op(
     "div", "binary", ("a", "b"), saves={"a": ("b",), "b": ("a", "b")},
-    forward=lambda attrs, a, b: asarray(a / b), vjp=_div_vjp, flops=_n,
+    forward=lambda attrs, a, b: asarray(a / b), vjp=_div_vjp, jvp=_div_jvp, flops=_n,
     why="div saves b for both gradients (da = dy/b) and a for db = −dy·a/b².",
 ))
 
@@ -57,6 +67,7 @@ register(Op(
     "neg", "elementwise", ("x",),
     forward=lambda attrs, x: asarray(-x),
     vjp=lambda g, s, node: (-g,),
+    jvp=lambda t, v, attrs: -t[0],
     flops=_n, why="neg needs nothing.",
 ))
 
@@ -77,10 +88,17 @@ def _pow_vjp(g, s, node):
     return (g * (exponent * _power(s["x"], exponent - 1)),)
 
 
+def _pow_jvp(t, v, attrs):
+    exponent = attrs["exponent"]
+    if exponent == 0:
+        return np.zeros_like(t[0])
+    return t[0] * (exponent * _power(v["x"], exponent - 1))
+
+
 register(Op(
     "pow", "elementwise", ("x",), saves={"x": ("x",)},
     forward=lambda attrs, x: _power(x, attrs["exponent"]),
-    vjp=_pow_vjp, flops=per_element(2), why="pow saves its input: d(xᵖ) = p·xᵖ⁻¹ needs x.",
+    vjp=_pow_vjp, jvp=_pow_jvp, flops=per_element(2), why="pow saves its input: d(xᵖ) = p·xᵖ⁻¹ needs x.",
 ))
 
 # ============================== unary activations ==============================
@@ -89,6 +107,7 @@ register(Op(
     "exp", "elementwise", ("x",), saves={"out": ("x",)},
     forward=lambda attrs, x: asarray(np.exp(x)),
     vjp=lambda g, s, node: (g * s["out"],),
+    jvp=lambda t, v, attrs: t[0] * v["out"],
     flops=_n, why="exp saves its output: d(eˣ) = eˣ is the output itself.",
 ))
 
@@ -96,6 +115,7 @@ register(Op(
     "log", "elementwise", ("x",), saves={"x": ("x",)},
     forward=lambda attrs, x: asarray(np.log(x)),
     vjp=lambda g, s, node: (g / s["x"],),
+    jvp=lambda t, v, attrs: t[0] / v["x"],
     flops=_n, why="log saves its input: d(log x) = 1/x.",
 ))
 
@@ -103,6 +123,7 @@ register(Op(
     "tanh", "elementwise", ("x",), saves={"out": ("x",)},
     forward=lambda attrs, x: asarray(np.tanh(x)),
     vjp=lambda g, s, node: (g * (1 - s["out"] * s["out"]),),
+    jvp=lambda t, v, attrs: t[0] * (1 - v["out"] * v["out"]),
     flops=_n, why="tanh saves its output: d(tanh) = 1 − y².",
 ))
 
@@ -115,6 +136,7 @@ register(Op(
     "sigmoid", "elementwise", ("x",), saves={"out": ("x",)},
     forward=_sigmoid,
     vjp=lambda g, s, node: (g * s["out"] * (1 - s["out"]),),
+    jvp=lambda t, v, attrs: t[0] * v["out"] * (1 - v["out"]),
     flops=per_element(3), why="sigmoid saves its output: dσ = σ(1 − σ).",
 ))
 
@@ -134,6 +156,7 @@ register(Op(
     "relu", "elementwise", ("x",), saves={"out": ("x",)},
     forward=lambda attrs, x: np.maximum(x, 0),
     vjp=_relu_vjp,
+    jvp=lambda t, v, attrs: np.where(v["out"] > 0, t[0], np.zeros((), dtype=t[0].dtype)),
     flops=_n, why="relu saves its output: the gate y > 0 is read off the output.",
 ))
 
@@ -145,15 +168,17 @@ def _gelu(attrs, x):
     return asarray(0.5 * x * (1 + np.tanh(inner)))
 
 
-def _gelu_vjp(g, s, node):
-    x = s["x"]
+def _gelu_slope(x):
     t = np.tanh(_GELU_C * (x + 0.044715 * x ** 3))
-    slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * x * x)
-    return (g * slope,)
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * x * x)
+
+
+def _gelu_vjp(g, s, node):
+    return (g * _gelu_slope(s["x"]),)
 
 
 register(Op(
     "gelu", "elementwise", ("x",), saves={"x": ("x",)},
-    forward=_gelu, vjp=_gelu_vjp, flops=per_element(8),
+    forward=_gelu, vjp=_gelu_vjp, jvp=lambda t, v, attrs: t[0] * _gelu_slope(v["x"]), flops=per_element(8),
     why="gelu saves its input: its slope Φ-like term is recomputed from x.",
 ))

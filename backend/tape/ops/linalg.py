@@ -1,7 +1,7 @@
 """Matrix multiply, 2-D, batched and with 1-D operands: the op that pins both of its inputs."""
 import numpy as np
 
-from backend.tape.registry import Op, register, size_of, unbroadcast
+from backend.tape.registry import Op, register, size_of, tangent_sum, unbroadcast
 
 
 def _swap(x):
@@ -58,12 +58,17 @@ def _vector_matmul_vjp(g, s, node):
             None if b_grad is None else b_grad.reshape(b_shape))
 
 
+def _matmul_jvp(t, v, attrs):
+    """d(a @ b) = da @ b + a @ db: the forward's own product rule (1-D rules included), no transposes."""
+    return tangent_sum(None if t[0] is None else t[0] @ v["b"], None if t[1] is None else v["a"] @ t[1])
+
+
 def _matmul_flops(shapes, out_shape, attrs):
     return 2 * size_of(out_shape) * shapes[0][-1]
 
 
 register(Op(
     "matmul", "matmul", ("a", "b"), saves={"a": ("b",), "b": ("a",)},
-    forward=_matmul_forward, vjp=_matmul_vjp, flops=_matmul_flops,
+    forward=_matmul_forward, vjp=_matmul_vjp, jvp=_matmul_jvp, flops=_matmul_flops,
     why="matmul saves both inputs: dW = Xᵀ·dY needs X, and dX = dY·Wᵀ needs W.",
 ))

@@ -1,4 +1,7 @@
-"""Movement ops: reshape, transpose/permute, indexing and concat. Views share their input's storage."""
+"""Movement ops: reshape, transpose/permute, indexing and concat. Views share their input's storage.
+
+Each is linear, so its jvp is its own forward applied to the tangent.
+"""
 import numpy as np
 
 from backend.tape.registry import Op, register
@@ -12,6 +15,7 @@ register(Op(
     "reshape", "movement", ("x",), view=True,
     forward=lambda attrs, x: np.reshape(x, attrs["shape"]),
     vjp=lambda g, s, node: (np.reshape(g, node.shapes[0]),),
+    jvp=lambda t, v, attrs: np.reshape(t[0], attrs["shape"]),
     flops=_free, why="reshape saves only the shape: a view, no bytes.",
 ))
 
@@ -19,6 +23,7 @@ register(Op(
     "permute", "movement", ("x",), view=True,
     forward=lambda attrs, x: np.transpose(x, attrs["axes"]),
     vjp=lambda g, s, node: (np.transpose(g, np.argsort(node.attrs["axes"])),),
+    jvp=lambda t, v, attrs: np.transpose(t[0], attrs["axes"]),
     flops=_free, why="permute saves only the axis order: a view, no bytes.",
 ))
 
@@ -42,7 +47,7 @@ def _getitem(attrs, x):
 register(Op(
     "getitem", "movement", ("x",), view=True,
     forward=_getitem,
-    vjp=_getitem_vjp, flops=_free,
+    vjp=_getitem_vjp, jvp=lambda t, v, attrs: _getitem(attrs, t[0]), flops=_free,
     why="indexing saves only the index and shape: its vjp scatters the adjoint back.",
 ))
 
@@ -53,9 +58,14 @@ def _concat_vjp(g, s, node):
     return tuple(np.split(g, bounds, axis=axis))
 
 
+def _concat_jvp(t, v, attrs):
+    parts = [np.zeros_like(x) if tangent is None else tangent for tangent, x in zip(t, v["xs"])]
+    return np.concatenate(parts, axis=attrs["axis"])
+
+
 register(Op(
     "concat", "movement", ("xs",), variadic=True,
     forward=lambda attrs, *xs: np.concatenate(xs, axis=attrs["axis"]),
-    vjp=_concat_vjp, flops=_free,
+    vjp=_concat_vjp, jvp=_concat_jvp, flops=_free,
     why="concat saves only the sizes: its vjp splits the adjoint.",
 ))

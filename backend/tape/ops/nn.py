@@ -2,7 +2,7 @@
 import numpy as np
 
 from backend.tape.random import generator
-from backend.tape.registry import Op, per_element, register, size_of, unbroadcast
+from backend.tape.registry import Op, per_element, register, size_of, tangent_sum, unbroadcast
 
 
 # ============================== normalization ==============================
@@ -32,10 +32,21 @@ def _layernorm_vjp(g, s, node):
     return x_grad, weight_grad, bias_grad
 
 
+def _layernorm_jvp(t, v, attrs):
+    """dy = dx̂·γ + x̂·dγ + dβ, with dx̂ = (1/σ)·(dc − x̂·mean(x̂·dc)) and dc = dx − mean(dx): the same projection."""
+    rstd = v["rstd"]
+    x_hat = (v["x"] - v["mean"]) * rstd
+    x_term = None
+    if t[0] is not None:
+        centered = t[0] - np.mean(t[0], axis=-1, keepdims=True)
+        x_term = rstd * (centered - x_hat * np.mean(x_hat * centered, axis=-1, keepdims=True)) * v["weight"]
+    return tangent_sum(x_term, None if t[1] is None else x_hat * t[1], t[2])
+
+
 register(Op(
     "layernorm", "normalization", ("x", "weight", "bias"),
     saves={"x": ("x", "weight"), "weight": ("x",), "mean": ("x", "weight"), "rstd": ("x", "weight")},
-    extras=("mean", "rstd"), forward=_layernorm_forward, vjp=_layernorm_vjp, flops=per_element(8, input_index=0),
+    extras=("mean", "rstd"), forward=_layernorm_forward, vjp=_layernorm_vjp, jvp=_layernorm_jvp, flops=per_element(8, input_index=0),
     why="layernorm saves its input, γ and the per-row mean and 1/σ: its vjp projects out the 1 and x̂ directions.",
 ))
 
@@ -58,10 +69,19 @@ def _rmsnorm_vjp(g, s, node):
     return x_grad, weight_grad
 
 
+def _rmsnorm_jvp(t, v, attrs):
+    rstd = v["rstd"]
+    x_hat = v["x"] * rstd
+    x_term = None
+    if t[0] is not None:
+        x_term = rstd * (t[0] - x_hat * np.mean(x_hat * t[0], axis=-1, keepdims=True)) * v["weight"]
+    return tangent_sum(x_term, None if t[1] is None else x_hat * t[1])
+
+
 register(Op(
     "rmsnorm", "normalization", ("x", "weight"),
     saves={"x": ("x", "weight"), "weight": ("x",), "rstd": ("x", "weight")},
-    extras=("rstd",), forward=_rmsnorm_forward, vjp=_rmsnorm_vjp, flops=per_element(6, input_index=0),
+    extras=("rstd",), forward=_rmsnorm_forward, vjp=_rmsnorm_vjp, jvp=_rmsnorm_jvp, flops=per_element(6, input_index=0),
     why="rmsnorm saves its input, γ and 1/rms: one projection (along x̂), no mean term.",
 ))
 
@@ -77,6 +97,7 @@ register(Op(
     "dropout", "random", ("x",), saves={"mask": ("x",)}, extras=("mask",),
     forward=_dropout_forward,
     vjp=lambda g, s, node: (g * s["mask"] * (1.0 / (1.0 - node.attrs["p"])),),
+    jvp=lambda t, v, attrs: t[0] * v["mask"] * (1.0 / (1.0 - attrs["p"])),      # the mask this forward drew
     flops=per_element(2, input_index=0),
     why="dropout saves its bool mask (1 byte per element): the vjp zeroes the same elements.",
 ))
@@ -92,7 +113,7 @@ def _embedding_vjp(g, s, node):
 register(Op(
     "embedding", "movement", ("indices", "weight"), saves={"indices": ("weight",)},
     forward=lambda attrs, indices, weight: weight[indices],
-    vjp=_embedding_vjp, flops=lambda shapes, out, attrs: 0,
+    vjp=_embedding_vjp, jvp=lambda t, v, attrs: t[1][v["indices"]], flops=lambda shapes, out, attrs: 0,
     why="embedding saves the token indices: its vjp scatter-adds rows into the table's gradient.",
 ))
 
@@ -101,6 +122,7 @@ register(Op(
     forward=lambda attrs, x, mask: np.where(mask, np.asarray(attrs["value"], dtype=x.dtype), x),
     vjp=lambda g, s, node: (unbroadcast(np.where(s["mask"], 0, g).astype(g.dtype, copy=False),
                                         node.shapes[0]), None),
+    jvp=lambda t, v, attrs: np.where(v["mask"], np.zeros((), dtype=t[0].dtype), t[0]),
     flops=per_element(1, input_index=0),
     why="masked_fill saves its bool mask: filled positions get no gradient.",
 ))
@@ -164,10 +186,28 @@ def _cross_entropy_vjp(g, s, node):
     return grad, None
 
 
+def _cross_entropy_jvp(t, v, attrs):
+    """Per row: d(−log pᵢ[tᵢ]) = −(dzᵢ[tᵢ] − ⟨pᵢ, dzᵢ⟩), mixed with the uniform term as the forward mixes."""
+    probs, target, dz = v["probs"], v["target"], t[0]
+    ignored = target == attrs["ignore_index"]
+    picked = np.where(ignored, 0, target)
+    d_log_probs = dz - np.sum(probs * dz, axis=-1, keepdims=True)
+    losses = -np.take_along_axis(d_log_probs, picked[:, None], axis=-1)[:, 0]
+    smoothing = attrs["label_smoothing"]
+    if smoothing:
+        losses = (1 - smoothing) * losses - (smoothing / probs.shape[-1]) * np.sum(d_log_probs, axis=-1)
+    losses = np.where(ignored, np.zeros((), dtype=losses.dtype), losses)
+    if attrs["reduction"] == "none":
+        return losses
+    if attrs["reduction"] == "sum":
+        return np.asarray(np.sum(losses))
+    return np.asarray(np.sum(losses) / max(len(target) - int(np.count_nonzero(ignored)), 1))
+
+
 register(Op(
     "cross_entropy", "loss", ("logits", "target"),
     saves={"probs": ("logits",), "target": ("logits",)}, extras=("probs",),
-    forward=_cross_entropy_forward, vjp=_cross_entropy_vjp, flops=per_element(5, input_index=0),
+    forward=_cross_entropy_forward, vjp=_cross_entropy_vjp, jvp=_cross_entropy_jvp, flops=per_element(5, input_index=0),
     why="cross_entropy saves the probabilities and targets: the fused vjp is p − y, no division by p.",
 ))
 
@@ -228,6 +268,27 @@ def _attention_vjp(g, s, node):
     return q_grad, k_grad, v_grad
 
 
+def _attention_jvp(t, v, attrs):
+    """o = P̃·V with P̃ the (dropped-out) softmax of S = scale·QKᵀ: dS = scale·(dQ·Kᵀ + Q·dKᵀ),
+    dP = P ⊙ (dS − ⟨P, dS⟩) per row, do = dP̃·V + P̃·dV, with the forward's own mask replayed."""
+    q, k = v["q"], v["k"]
+    probs, _ = _attention_probs(q, k, attrs, v["lse"][..., None])
+    keep = None
+    if attrs["dropout_p"] > 0:
+        keep = _attention_mask(attrs, probs.shape) * (1.0 / (1.0 - attrs["dropout_p"]))
+    kept = probs if keep is None else probs * keep
+    scores_tangent = tangent_sum(None if t[0] is None else t[0] @ np.swapaxes(k, -1, -2),
+                                 None if t[1] is None else q @ np.swapaxes(t[1], -1, -2))
+    probs_term = None
+    if scores_tangent is not None:
+        scores_tangent = scores_tangent * np.asarray(attrs["scale"], dtype=q.dtype)
+        probs_tangent = probs * (scores_tangent - np.sum(probs * scores_tangent, axis=-1, keepdims=True))
+        if keep is not None:
+            probs_tangent = probs_tangent * keep
+        probs_term = probs_tangent @ v["v"]
+    return tangent_sum(probs_term, None if t[2] is None else kept @ t[2])
+
+
 def _attention_flops(shapes, out_shape, attrs):
     """Q·Kᵀ (2·L·S·E), P·V (2·L·S·Eᵥ) and the softmax (5 per score) per batch element; L ≠ S allowed."""
     *batch, queries, value_dim = out_shape
@@ -240,7 +301,7 @@ register(Op(
     "attention", "attention", ("q", "k", "v"),
     saves={"q": ("q", "k", "v"), "k": ("q", "k", "v"), "v": ("q", "k"), "out": ("q", "k"),
            "lse": ("q", "k", "v")},
-    extras=("lse",), forward=_attention_forward, vjp=_attention_vjp, flops=_attention_flops,
+    extras=("lse",), forward=_attention_forward, vjp=_attention_vjp, jvp=_attention_jvp, flops=_attention_flops,
     why="efficient attention saves q, k, v, its output and one log-sum-exp per row: "
         "the seq×seq scores are recomputed in backward, never stored.",
 ))
