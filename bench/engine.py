@@ -1,7 +1,12 @@
 """Benchmark: our engine (no listener) against hand-written numpy forward+backward of the same MLP.
 
 Prints, in one run, the time ratio engine / hand numpy at widths 64, 256 and 1024 (batch 64, input 64,
-two hidden layers, output 1, float32) and the per-op recording overhead in µs. Run: python bench/engine.py
+two hidden layers, output 1, float32), the per-op recording overhead in µs, and one JVP sweep (forward mode:
+a directional derivative along the first layer's weight) against one VJP sweep (forward + backward) of the
+same MLP. Run: python bench/engine.py
+
+`--cpu` times with this thread's CPU clock and 40 rounds instead of the wall clock and 7: on a shared, busy
+machine the wall clock measures the neighbours (run it with OPENBLAS_NUM_THREADS=1 so BLAS stays on this thread).
 """
 import sys
 import time
@@ -11,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backend.tape import no_grad, parameter, tensor  # noqa: E402
+from backend.tape import jvp, no_grad, parameter, tensor  # noqa: E402
 
 
 def make_weights(width, rng):
@@ -68,19 +73,44 @@ def torch_eager(width, weights, x_array, y_array):
     return step
 
 
-def best_of(fn, repeats, rounds=7):
+CPU_CLOCK = "--cpu" in sys.argv[1:]
+CLOCK = time.thread_time if CPU_CLOCK else time.perf_counter
+ROUNDS = 40 if CPU_CLOCK else 7
+
+
+def best_of(fn, repeats, rounds=ROUNDS):
     times = []
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = CLOCK()
         for _ in range(repeats):
             fn()
-        times.append((time.perf_counter() - start) / repeats)
+        times.append((CLOCK() - start) / repeats)
     return min(times)
+
+
+def jvp_against_vjp(rng, width=256):
+    """One JVP sweep (tangent along W1) vs one VJP sweep (all gradients) of the MLP at one width."""
+    weights = make_weights(width, rng)
+    params = [parameter(w) for w in weights]
+    x = tensor(rng.standard_normal((64, 64)).astype(np.float32))
+    y = tensor(rng.standard_normal((64, 1)).astype(np.float32))
+    direction = rng.standard_normal(weights[0].shape).astype(np.float32)
+
+    def loss_of(w1):
+        _, b1, w2, b2, w3, b3 = params
+        diff = ((x @ w1 + b1).relu() @ w2 + b2).relu() @ w3 + b3 - y
+        return (diff * diff).mean()
+
+    sweep_jvp = best_of(lambda: jvp(loss_of, (params[0],), (direction,)), 50)
+    sweep_vjp = best_of(lambda: engine(x, y, params), 50)
+    print(f"width {width}: one JVP sweep {sweep_jvp * 1e6:.1f} µs, one VJP sweep (forward + backward) "
+          f"{sweep_vjp * 1e6:.1f} µs, ratio {sweep_jvp / sweep_vjp:.2f}x")
 
 
 def main():
     rng = np.random.default_rng(0)
-    print("MLP batch 64, input 64, two hidden layers of width w, output 1, float32; best of 7 rounds")
+    clock = "this thread's CPU time" if CPU_CLOCK else "wall time"
+    print(f"MLP batch 64, input 64, two hidden layers of width w, output 1, float32; best of {ROUNDS} rounds, {clock}")
     print(f"{'width':>6} {'hand numpy µs':>14} {'engine µs':>10} {'ratio':>6} {'torch µs':>9} {'torch ratio':>11}")
     for width in (64, 256, 1024):
         weights = make_weights(width, rng)
@@ -115,6 +145,7 @@ def main():
     plain = best_of(chain_unrecorded, 5)
     print(f"recording overhead: {(recorded - plain) / 1000 * 1e6:.2f} µs/op "
           f"(recorded {recorded / 1000 * 1e6:.2f} µs/op, unrecorded {plain / 1000 * 1e6:.2f} µs/op)")
+    jvp_against_vjp(rng)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
     .venv/bin/python bench/storage.py --root /tmp/other    # against another checkout (e.g. `git archive main`)
 
 Two phases against a fresh SQLite file, each bounded in time and count:
-1. `--clients` clients PUT a ~740 KiB workspace with no cookie, as fast as they can, for `--seconds`;
+1. `--clients` clients PUT a ~242 KiB workspace (under the 256 KiB cap) with no cookie, as fast as they can, for `--seconds`;
 2. `--snapshots` POSTs of the 204-byte spec (repeat 64 x repeat 60 x [linear 1, tanh]) whose trace is 28.5 MiB.
 Printed: the answers by status, and the database's growth in used pages per phase. Run by hand.
 """
@@ -28,7 +28,7 @@ LINEAR = {"type": "linear", "out": 1}
 WORST_SPEC = {"batch": 1, "input": {"kind": "features", "size": 1}, "layers": [
     {"type": "repeat", "times": 64, "layers": [{"type": "repeat", "times": 60, "layers": [LINEAR, {"type": "tanh"}]}]}]}
 BIG_WORKSPACE = {"spec": {"name": "filler"}, "view": {"step": 0},
-                 "history": {"undo": [{"blob": f"{i:04d}" * 15_500} for i in range(12)], "redo": []}}
+                 "history": {"undo": [{"blob": f"{i:04d}" * 15_500} for i in range(4)], "redo": []}}
 
 
 def free_port() -> int:

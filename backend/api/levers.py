@@ -6,6 +6,7 @@ from flask import Blueprint, jsonify
 
 from backend.api.bodies import json_body
 from backend.api.errors import ApiError
+from backend.api.trace import engine_limits
 from backend.driver import run_on_engine
 from backend.planner.levers import MAX_SPEC_LEVERS, levers
 
@@ -22,5 +23,5 @@ def lever_report():
     checkpoint = body.get("checkpoint")
     # Priced as the planner's schedules (a planned trace) plus every spec lever traced under the checkpoint.
     report = run_on_engine(body["spec"], checkpoint or {"policy": "sqrt"},
-                           lambda spec, limits: levers(spec, checkpoint), runs=1 + MAX_SPEC_LEVERS)
+                           lambda spec, limits: levers(spec, checkpoint), runs=1 + MAX_SPEC_LEVERS, **engine_limits())
     return jsonify(report)

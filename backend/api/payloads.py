@@ -13,8 +13,10 @@ from backend.store import jsontext
 
 SPEC_MAX_BYTES = 256 * 1024
 CHECKPOINT_MAX_BYTES = 64 * 1024
-SESSION_MAX_BYTES = 768 * 1024
-HISTORY_MAX_ENTRIES = 100
+SESSION_MAX_BYTES = 256 * 1024
+HISTORY_MAX_ENTRIES = 50
+ORIGIN_MAX_BYTES = 4 * 1024
+BASELINE_MAX_BYTES = 64 * 1024
 HISTORY_ENTRY_MAX_BYTES = 64 * 1024
 STEP_MAX = 1_000_000
 SELECTED_MAX_CHARS = 200
@@ -152,15 +154,23 @@ def parse_session_document(body) -> dict:
     problems = Problems()
     if not isinstance(body, dict):
         raise ApiError(400, "The body must be an object like {\"spec\": {...}, \"view\": {\"step\": 0}, \"history\": {...}}.")
-    _unknown_keys(body, ("spec", "checkpoint", "view", "history"), "", problems)
+    _unknown_keys(body, ("spec", "checkpoint", "view", "history", "origin", "baseline", "version"), "", problems)
     _object_or_null(body.get("spec"), "spec", SPEC_MAX_BYTES, problems)
     _object_or_null(body.get("checkpoint"), "checkpoint", CHECKPOINT_MAX_BYTES, problems)
+    _object_or_null(body.get("origin"), "origin", ORIGIN_MAX_BYTES, problems)
+    _object_or_null(body.get("baseline"), "baseline", BASELINE_MAX_BYTES, problems)
     view = parse_view(body.get("view", {"step": 0}), "view", problems)
     history = _history(body.get("history"), problems)
+    version = body.get("version")
+    if version is not None and (not isinstance(version, str) or len(version) > 64):
+        problems.add("version", "Must be the version string a GET or PUT answered with, or null for a new workspace.")
     _raise_if_any(problems, "The session document has problems; nothing was saved.")
-    document = {"spec": body.get("spec"), "checkpoint": body.get("checkpoint"), "view": view, "history": history}
-    if _size_bytes(document) > SESSION_MAX_BYTES:
-        raise ApiError(413, f"The workspace is over {SESSION_MAX_BYTES} bytes as JSON; trim the undo history.")
+    document = {"spec": body.get("spec"), "checkpoint": body.get("checkpoint"), "view": view, "history": history,
+                "origin": body.get("origin"), "baseline": body.get("baseline")}
+    if (size := _size_bytes(document)) > SESSION_MAX_BYTES:
+        raise ApiError(413, f"The workspace is {size} bytes as JSON, over the {SESSION_MAX_BYTES // 1024} KiB cap"
+                            " (SESSION_MAX_BYTES); trim the undo history.",
+                       cap="SESSION_MAX_BYTES", limit=SESSION_MAX_BYTES, requested=size)
     return document
 
 

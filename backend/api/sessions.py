@@ -1,12 +1,16 @@
 """The sessions API: GET and PUT /api/session, the calling browser's own workspace (no id in the URL).
 
-GET only reads: without a workspace it answers the empty one and writes nothing, not even a cookie.
+GET never writes: a browser without a workspace gets the empty document and no row. The first PUT creates it.
+A PUT naming the `version` it started from is refused with 409 and the current document when another tab
+saved in between, so a stale tab never overwrites silently.
 """
 from flask import Blueprint, jsonify
 
 from backend.api.bodies import json_body
 from backend.api.payloads import parse_session_document
-from backend.api.workspace_cookie import current_workspace, save_workspace, workspace_response_body
+from backend.api.workspace_cookie import (current_workspace, save_workspace,
+                                          workspace_response_body)
+from backend.store.sessions import StaleVersion
 
 sessions = Blueprint("sessions", __name__)
 
@@ -23,5 +27,12 @@ def read_session():
 
 @sessions.put("/api/session")
 def replace_session():
-    document = parse_session_document(json_body())
-    return _private(jsonify(workspace_response_body(save_workspace(document))))
+    body = json_body()
+    document = parse_session_document(body)
+    try:
+        saved = save_workspace(document, body.get("version"))
+    except StaleVersion as stale:
+        answer = {"error": "This workspace changed in another tab since you loaded it; reload it or keep yours.",
+                  "current": workspace_response_body(stale.current)}
+        return _private(jsonify(answer)), 409
+    return _private(jsonify(workspace_response_body(saved)))

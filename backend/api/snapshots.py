@@ -13,6 +13,7 @@ from backend.api.workspace_cookie import current_workspace, save_workspace, work
 from backend.store import current_db, jsontext
 from backend.store import snapshots as stored_snapshots
 from backend.store.ids import is_snapshot_id
+from backend.api.trace import engine_limits
 from backend.driver import trace_spec
 
 snapshots = Blueprint("snapshots", __name__)
@@ -29,7 +30,7 @@ def _trace_spec():
 
 def _trace(spec: dict, checkpoint: dict | None) -> dict:
     """Spec and checkpoint problems become 400/413 in api/errors.py, as for /api/trace."""
-    return _trace_spec()(spec, checkpoint)
+    return _trace_spec()(spec, checkpoint, **engine_limits())
 
 
 def _check_step_in_trace(view: dict, trace: dict) -> None:
@@ -96,10 +97,12 @@ def copy_snapshot(snapshot_id: str):
     history = {"undo": [], "redo": []} if workspace is None else workspace.history
     if workspace is not None and workspace.spec is not None:
         history = push_undo(history, {"spec": workspace.spec, "checkpoint": workspace.checkpoint,
-                                      "view": workspace.view, "label": "Before copying a shared snapshot"})
+                                      "origin": workspace.origin, "label": "Before copying a shared snapshot"})
+    title = record.title or (record.spec.get("name") if isinstance(record.spec.get("name"), str) else None)
     document = fit_session({"spec": record.spec, "checkpoint": record.checkpoint,
-                            "view": {"zoom": None, **record.view}, "history": history})
-    response = jsonify(workspace_response_body(save_workspace(document, workspace)))
+                            "view": {"zoom": None, **record.view}, "history": history,
+                            "origin": {"kind": "copy", "title": title or "a shared snapshot"}, "baseline": None})
+    response = jsonify(workspace_response_body(save_workspace(document, workspace=workspace)))
     response.headers["Cache-Control"] = "no-store"
     return response
 

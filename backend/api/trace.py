@@ -1,5 +1,5 @@
 """Trace API: GET /api/presets and POST /api/trace (a spec in, the trace document out)."""
-from flask import Blueprint, jsonify
+from flask import Blueprint, current_app, jsonify
 
 from backend.api.bodies import json_body
 from backend.api.errors import ApiError
@@ -7,6 +7,12 @@ from backend.models import presets
 from backend.driver import trace_spec
 
 trace_api = Blueprint("trace_api", __name__)
+
+
+def engine_limits():
+    """How long a request may wait for the engine and run on it: the driver's defaults (1 s, 8 s) unless the app's
+    config sets ENGINE_WAIT_S / ENGINE_DEADLINE_S (the browser tests' one shared server queues its pages instead)."""
+    return {"wait_s": current_app.config.get("ENGINE_WAIT_S"), "deadline_s": current_app.config.get("ENGINE_DEADLINE_S")}
 
 
 @trace_api.get("/api/presets")
@@ -23,4 +29,4 @@ def trace():
                        [{"path": "body", "message": "must be an object"}])
     if "spec" not in body:
         raise ApiError(400, "No spec to trace.", [{"path": "spec", "message": "is required: the model to trace"}])
-    return jsonify(trace_spec(body["spec"], checkpoint=body.get("checkpoint")))
+    return jsonify(trace_spec(body["spec"], checkpoint=body.get("checkpoint"), **engine_limits()))

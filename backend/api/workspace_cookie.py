@@ -32,20 +32,34 @@ def _new_workspace() -> Workspace:
     return workspace
 
 
-def save_workspace(document: dict, workspace: Workspace | None = None) -> Workspace:
-    """Replace this browser's workspace document, creating the workspace first if it has none."""
+def save_workspace(document: dict, base_version: str | None = None,
+                   workspace: Workspace | None = None) -> Workspace:
+    """Replace this browser's workspace document, creating the workspace first if it has none (`workspace`, when
+    the caller already read it, saves a second read).
+
+    With `base_version`, raises stored_sessions.StaleVersion when another tab saved since that version.
+    """
     db = current_db()
-    workspace = workspace or current_workspace() or _new_workspace()
-    saved = stored_sessions.save(db, workspace.id, document)
+    existing = workspace or current_workspace()
+    if existing is None:  # the first save creates the row; a version from a pruned workspace is moot
+        base_version = None
+    workspace = existing or _new_workspace()
+    saved = stored_sessions.save(db, workspace.id, document, base_version)
     if saved is None:  # pruned between the read and the write: start again under a new id
         cookie.pop(COOKIE_FIELD, None)
         saved = stored_sessions.save(db, _new_workspace().id, document)
     return saved
 
 
+def empty_response_body() -> dict:
+    """What GET answers a browser with no workspace yet: the empty document, nothing stored."""
+    return {"spec": None, "checkpoint": None, "view": dict(EMPTY_VIEW),
+            "history": {"undo": [], "redo": []}, "origin": None, "baseline": None, "version": None,
+            "updated_at": None}
+
+
 def workspace_response_body(workspace: Workspace | None) -> dict:
-    """The workspace as the API shows it; a browser without one sees the empty workspace, `updated_at` null."""
+    """The workspace as the API shows it; a browser without one sees the empty workspace (`version` null)."""
     if workspace is None:
-        return {"spec": None, "checkpoint": None, "view": dict(EMPTY_VIEW), "history": {"undo": [], "redo": []},
-                "updated_at": None}
-    return {**workspace.document(), "updated_at": workspace.updated_at.isoformat()}
+        return empty_response_body()
+    return {**workspace.document(), "version": workspace.version, "updated_at": workspace.updated_at.isoformat()}

@@ -31,7 +31,8 @@ class Base(DeclarativeBase):
 
 
 class UserSession(Base):
-    """One browser's workspace: the spec being edited, its checkpoint policy, the view and the undo/redo history.
+    """One browser's workspace: the spec being edited, its checkpoint policy, the view, the undo/redo history,
+    where the model came from (origin) and the pinned baseline (a spec, never a trace).
 
     Named UserSession, not Session, so it never shadows SQLAlchemy's own Session in a reader's head.
     The id is a random secret that only lives inside the browser's signed cookie.
@@ -45,6 +46,8 @@ class UserSession(Base):
     checkpoint_json: Mapped[str] = mapped_column(Text, default="null")
     view_json: Mapped[str] = mapped_column(Text)
     history_json: Mapped[str] = mapped_column(Text)
+    origin_json: Mapped[str] = mapped_column(Text, default="null", server_default="null")
+    baseline_json: Mapped[str] = mapped_column(Text, default="null", server_default="null")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now, index=True)
 

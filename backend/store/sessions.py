@@ -1,4 +1,8 @@
-"""Session rows: one browser's workspace (spec, checkpoint, view, undo/redo history), found by its secret id."""
+"""Session rows: one browser's workspace (spec, checkpoint, view, undo/redo history, origin, baseline), by secret id.
+
+A workspace's version is its updated_at timestamp (ISO text): a save may name the version it started from and
+then only lands if nobody saved in between (a compare-and-set in the UPDATE's WHERE clause).
+"""
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,9 +28,24 @@ class Workspace:
     view: dict
     history: dict
     updated_at: datetime
+    origin: dict | None = None
+    baseline: dict | None = None
+
+    @property
+    def version(self) -> str:
+        return self.updated_at.isoformat()
 
     def document(self) -> dict:
-        return {"spec": self.spec, "checkpoint": self.checkpoint, "view": self.view, "history": self.history}
+        return {"spec": self.spec, "checkpoint": self.checkpoint, "view": self.view, "history": self.history,
+                "origin": self.origin, "baseline": self.baseline}
+
+
+class StaleVersion(Exception):
+    """A save named a version that is no longer current: someone (another tab) saved in between."""
+
+    def __init__(self, current: Workspace):
+        super().__init__("stale workspace version")
+        self.current = current
 
 
 def _workspace(row: UserSession) -> Workspace:
@@ -37,6 +56,8 @@ def _workspace(row: UserSession) -> Workspace:
         view=jsontext.load(row.view_json),
         history=jsontext.load(row.history_json),
         updated_at=row.updated_at,
+        origin=jsontext.load(row.origin_json or "null"),
+        baseline=jsontext.load(row.baseline_json or "null"),
     )
 
 
@@ -61,28 +82,45 @@ def get(db: Session, session_id: str) -> Workspace | None:
     return None if row is None else _workspace(row)
 
 
-def save(db: Session, session_id: str, document: dict) -> Workspace | None:
+def save(db: Session, session_id: str, document: dict, base_version: str | None = None) -> Workspace | None:
     """Replace the workspace's whole document; None when no such session exists (e.g. it was pruned).
 
-    A single UPDATE, no read first: two tabs saving at once resolve as last-writer-wins, like any PUT.
+    Without `base_version`, a single UPDATE is last-writer-wins, like any PUT. With it, the UPDATE only matches
+    while the row is still at that version; otherwise StaleVersion carries the current workspace.
     """
     now = utc_now()
+    condition = UserSession.id == session_id
+    if base_version is not None:
+        condition = condition & (UserSession.updated_at == _parse_version(base_version))
     with write_transaction(db):
         result = db.execute(
             update(UserSession)
-            .where(UserSession.id == session_id)
+            .where(condition)
             .values(
                 spec_json=jsontext.dump(document["spec"]),
                 checkpoint_json=jsontext.dump(document["checkpoint"]),
                 view_json=jsontext.dump(document["view"]),
                 history_json=jsontext.dump(document["history"]),
+                origin_json=jsontext.dump(document.get("origin")),
+                baseline_json=jsontext.dump(document.get("baseline")),
                 updated_at=now,
             )
         )
     if result.rowcount == 0:
+        current = get(db, session_id)
+        if current is not None and base_version is not None:
+            raise StaleVersion(current)
         return None
     return Workspace(id=session_id, spec=document["spec"], checkpoint=document["checkpoint"],
-                     view=document["view"], history=document["history"], updated_at=now)
+                     view=document["view"], history=document["history"], updated_at=now,
+                     origin=document.get("origin"), baseline=document.get("baseline"))
+
+
+def _parse_version(version: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(version)
+    except ValueError:
+        return None  # matches no row: a made-up version is simply stale
 
 
 def prune(db: Session, not_used_since: datetime) -> int:

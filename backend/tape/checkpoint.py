@@ -53,10 +53,15 @@ class _Held:
         self.storage = storage
 
 
+def _region_jvp(t, v, attrs):
+    raise RuntimeError("checkpoint is never dispatched: under forward mode checkpoint() runs its region, "
+                       "whose own ops carry the tangents")
+
+
 CHECKPOINT = register(Op(
     "checkpoint", "checkpoint", ("inputs",), saves={"inputs": ()}, variadic=True,
     forward=lambda attrs, *arrays: None,      # never dispatched: checkpoint() runs the region itself
-    vjp=_recompute_vjp, takes_adjoint=True,
+    vjp=_recompute_vjp, jvp=_region_jvp, takes_adjoint=True,
     flops=lambda shapes, out_shape, attrs: 0,  # the region's FLOPs are counted on its recompute entries
     why="checkpoint saves only the region's inputs: its backward re-runs the region to get the rest back.",
 ))

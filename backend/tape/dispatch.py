@@ -1,7 +1,11 @@
-"""Applying an op: run its forward, and when an input requires grad, append a tape entry and save what its vjp needs."""
+"""Applying an op: run its forward, and when an input requires grad, append a tape entry and save what its vjp needs.
+
+Inside a JVP sweep (dual.active) an op instead carries its inputs' tangents to its output through its jvp, and
+records and saves nothing.
+"""
 import numpy as np
 
-from backend.tape import events, modes, remat, views
+from backend.tape import dual, events, modes, remat, views
 from backend.tape.node import Node
 from backend.tape.registry import plan_of
 from backend.tape.storage import Storage, next_uid
@@ -18,6 +22,8 @@ def apply(op, inputs, attrs=NO_ATTRS):
     out, extras = result if op.extras else (result, None)
     if type(out) is not np.ndarray:
         out = np.asarray(out)               # numpy hands back scalars for 0-d results; a Tensor always holds an array
+    if dual.active:
+        return _dual_output(op, attrs, inputs, arrays, out, extras)
     if modes.enabled:
         needs = tuple([t.requires_grad for t in inputs])
         recording = True in needs
@@ -45,6 +51,8 @@ def apply_inplace(op, target, others, attrs=NO_ATTRS):
 
     On a view, the history rebased is the base's (views.through_view), and the view's own is regenerated from it.
     """
+    if dual.active:
+        return _dual_inplace(op, target, others, attrs)
     inputs = [target, *others]
     needs = tuple([t.requires_grad for t in inputs])
     recording = modes.enabled and True in needs
@@ -82,6 +90,73 @@ def _write(op, attrs, target, inputs):
     target.storage.version += 1
     if events.active:
         events.emit("inplace", tensor=target, version=target.storage.version)
+
+
+def _dual_output(op, attrs, inputs, arrays, out, extras):
+    """Forward mode: the output, carrying the tangent its op's jvp computes; nothing recorded, nothing saved."""
+    if events.active:
+        events.emit("op", op=op)
+    output = _output(op, attrs, out, inputs, None)
+    if type(output) is View:
+        return output                       # a view's tangent is its base's, through the same view ops
+    tangents = tuple([dual.tangent_of(t) for t in inputs])
+    if _carries(tangents):
+        tangent = op.jvp(tangents, _jvp_values(op, arrays, out, extras), attrs)
+        dual.set_tangent(output, _fitted(tangent, out))
+    return output
+
+
+def _dual_inplace(op, target, others, attrs):
+    """Forward mode, in place: the write lands in the target's value and the jvp's result in its tangent
+    (for a view, in its region of the base's tangent, so every view of that base sees it)."""
+    inputs = [target, *others]
+    arrays = [t.data for t in inputs]
+    tangents = tuple([dual.tangent_of(t) for t in inputs])
+    result = op.forward(attrs, *arrays)
+    out, extras = result if op.extras else (result, None)
+    out = np.asarray(out)
+    tangent = None
+    if _carries(tangents):
+        tangent = _fitted(op.jvp(tangents, _jvp_values(op, arrays, out, extras), attrs), out)   # reads values before the write
+    target.data[...] = out
+    target.storage.version += 1
+    if events.active:
+        events.emit("inplace", tensor=target, version=target.storage.version)
+    if tangent is None:
+        return target
+    if type(target) is View:
+        base = target.base
+        base_tangent = dual.tangent_of(base)
+        base_tangent = np.zeros_like(base.data) if base_tangent is None else np.array(base_tangent, copy=True)
+        base_tangent.reshape(-1)[views.ViewOf(base.data.shape, target.chain).index()] = tangent
+        dual.set_tangent(base, base_tangent)
+    else:
+        dual.set_tangent(target, tangent)
+    return target
+
+
+def _carries(tangents):
+    for tangent in tangents:
+        if tangent is not None:
+            return True
+    return False
+
+
+def _jvp_values(op, arrays, out, extras):
+    """What a jvp may read: every input by name, "out" and the extras, all from this forward."""
+    values = {op.inputs[0]: tuple(arrays)} if op.variadic else dict(zip(op.inputs, arrays))
+    values["out"] = out
+    if extras:
+        values.update(extras)
+    return values
+
+
+def _fitted(tangent, out):
+    """A jvp's result as the output's tangent: the output's shape (a broadcast term spread) and dtype."""
+    tangent = np.asarray(tangent)
+    if tangent.shape != out.shape:
+        tangent = np.array(np.broadcast_to(tangent, out.shape))
+    return tangent.astype(out.dtype, copy=False)
 
 
 def _output(op, attrs, out, inputs, node):

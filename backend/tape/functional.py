@@ -5,6 +5,7 @@ import numpy as np
 
 from backend.tape import random as tape_random
 from backend.tape.dispatch import apply
+from backend.tape.ops.nn import REDUCTIONS
 from backend.tape.registry import OPS
 from backend.tape.tensor import Tensor
 
@@ -54,6 +55,8 @@ def div(a, b):
 def pow(x, exponent):   # noqa: A001 - torch's name
     if isinstance(exponent, Tensor):
         raise TypeError("pow takes a scalar exponent")
+    if isinstance(exponent, np.generic):
+        exponent = exponent.item()      # a Python number is weakly typed: float32 ** 2.0 stays float32
     return apply(OPS["pow"], (x,), {"exponent": exponent})
 
 
@@ -131,15 +134,29 @@ def rms_norm(x, weight, eps=1e-6):
     return apply(OPS["rmsnorm"], (x, weight), {"eps": eps})
 
 
-def cross_entropy(logits, target):
-    """Mean cross-entropy from logits [N, C] (or [..., C]) and integer targets, with the fused p − y backward."""
-    if logits.ndim > 2:
-        logits = reshape(logits, (-1, logits.shape[-1]))
+def cross_entropy(logits, target, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
+    """Cross-entropy from logits [N, C] (or [..., C], or [C]) and integer targets, with the fused p − y backward.
+
+    As torch.nn.functional.cross_entropy: rows whose target is `ignore_index` add nothing and "mean" divides by
+    the rows that remain; `label_smoothing` ε mixes the one-hot target with the uniform distribution,
+    y = (1 − ε)·onehot + ε/C. The class axis is the last one (torch's is axis 1 for [N, C, d1, ...]).
+    """
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if not isinstance(target, Tensor):
         target = Tensor.allocate(np.asarray(target, dtype=np.int64), "input", name="target")
+    target_shape = target.shape
+    if logits.ndim != 2:
+        logits = reshape(logits, (-1, logits.shape[-1]))
     if target.ndim != 1:
         target = reshape(target, (-1,))
-    return apply(OPS["cross_entropy"], (logits, target))
+    attrs = {"ignore_index": int(ignore_index), "label_smoothing": float(label_smoothing), "reduction": reduction}
+    loss = apply(OPS["cross_entropy"], (logits, target), attrs)
+    if reduction == "none" and loss.shape != target_shape:
+        loss = reshape(loss, target_shape)        # one loss per target, in the target's shape
+    return loss
 
 
 def mse_loss(prediction, target):

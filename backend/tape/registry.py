@@ -1,4 +1,15 @@
-"""The op registry: each primitive declares its forward, vjp, saved values and FLOPs in one `Op` entry.
+"""The op registry: each primitive declares its forward, vjp, jvp, saved values and FLOPs in one `Op` entry.
+
+The two derivative rules, side by side:
+
+- `vjp(g, saved, node) -> one gradient per input` (reverse mode): `g` is the output's adjoint, `saved` the
+  values the forward pinned (see `saves`), `node` the tape entry (attrs, input shapes, which inputs need grad).
+  None where no gradient flows.
+- `jvp(tangents, values, attrs) -> the output's tangent` (forward mode, backend/tape/forward.py): `tangents`
+  holds one array per input, None where the input carries none (at least one is not None); `values` maps
+  every input name, "out" and every extra to its array from this very forward (nothing is saved: forward
+  mode reads them while they are alive anyway); `attrs` are the op's attributes. The result may broadcast
+  to the output's shape (the dispatcher broadcasts it).
 
 An `Op` saves only what the gradients of its inputs that require grad need: `saves` maps each saved
 value ("out", an input name, or an extra the forward computes) to the inputs whose vjp reads it.
@@ -6,6 +17,8 @@ value ("out", an input name, or an extra the forward computes) to the inputs who
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
+
+import numpy as np
 
 
 OPS = {}
@@ -18,6 +31,7 @@ class Op:
     inputs: tuple               # input names, in call order
     forward: Callable           # forward(attrs, *arrays) -> out, or (out, {extra: array}) when `extras`
     vjp: Callable               # vjp(g, saved, node) -> one gradient per input, None where none flows
+    jvp: Callable               # jvp(tangents, values, attrs) -> the output's tangent (module docstring)
     flops: Callable             # flops(input_shapes, out_shape, attrs) -> forward FLOPs
     saves: dict = field(default_factory=dict)   # saved name -> names of inputs whose gradient needs it
     extras: tuple = ()          # names of the extra arrays the forward returns for saving (masks, statistics)
@@ -68,10 +82,21 @@ def unbroadcast(grad, shape):
     extra = grad.ndim - len(shape)
     if extra:
         grad = grad.sum(axis=tuple(range(extra)))
+        if not shape:
+            return np.asarray(grad)     # summed to 0-d: an array, not a numpy scalar
     squeezed = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
     if squeezed:
         grad = grad.sum(axis=squeezed, keepdims=True)
     return grad
+
+
+def tangent_sum(*terms):
+    """Add a jvp's terms, skipping None (an input without a tangent contributes nothing)."""
+    total = None
+    for term in terms:
+        if term is not None:
+            total = term if total is None else total + term
+    return total
 
 
 def per_element(cost, input_index=None):

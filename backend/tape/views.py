@@ -145,7 +145,8 @@ def _scatter_vjp(g, s, node):
 AS_STRIDED = register(Op(
     "as_strided", "movement", ("base",), view=True,
     forward=lambda attrs, base: attrs["view"].take(base),
-    vjp=_scatter_vjp, flops=lambda shapes, out_shape, attrs: 0, backward="AsStridedBackward",
+    vjp=_scatter_vjp, jvp=lambda t, v, attrs: attrs["view"].take(t[0]),
+    flops=lambda shapes, out_shape, attrs: 0, backward="AsStridedBackward",
     why="a view whose base was changed in place reads the base's new history: no bytes, its vjp scatters.",
 ))
 

@@ -1,20 +1,16 @@
-// editor.js — the model editor in <aside id="editor-panel">: form and JSON tabs over one draft spec plus its
-// checkpoint request, re-tracing on every change, problems at their fields, undo/redo over {spec, checkpoint}
-// pairs that traced, and the saved-bytes table. Talks to the explorer only through events: listens to
-// "tapescope:spec", "tapescope:checkpoint" (a schedule picked on the Pareto panel) and "tapescope:recompute-toggle" (a
-// tensor clicked for the manual set); dispatches "tapescope:tracing" when a request starts, "tapescope:trace" with the
-// answer and "tapescope:manual-set" whenever the checkpoint request changes. Any spec edit clears the manual set.
+// editor.js — the model editor in <aside id="editor-panel">: form and JSON tabs over the workspace's draft spec and
+// its checkpoint request, problems at their fields, the undo/redo buttons and the saved-bytes table. It holds no
+// copy of the workspace: edits go to workspace.js (which traces, keeps the history and saves) and the panel redraws
+// from what the workspace announces. Any spec edit clears the manual set (the workspace does it).
 import { el } from "./dom.js";
 import { formatBytes } from "./format.js";
 import { checkpointFields, syncBudgetReadout } from "./editor-checkpoint.js";
 import { syncControls } from "./editor-controls.js";
 import { renderForm } from "./editor-form.js";
-import { createHistory } from "./editor-history.js";
 import { clearProblems, problemsOf, showProblems } from "./editor-problems.js";
 import { renderSavedTable } from "./editor-saved.js";
 import { clone, getAt, same, setAt } from "./editor-spec.js";
-import { createTracer } from "./editor-tracer.js";
-import { NO_CHECKPOINT, normalizeRequest } from "./schedule.js";
+import * as workspace from "./workspace.js";
 
 const panel = document.getElementById("editor-panel");
 
@@ -28,8 +24,8 @@ function button(text, props, onClick) {
 
 const ui = {};
 function build() {
-  ui.undo = button("↶ Undo", { "data-testid": "undo", title: "Undo (Ctrl+Z)", disabled: true }, () => undo());
-  ui.redo = button("↷ Redo", { "data-testid": "redo", title: "Redo (Ctrl+Shift+Z)", disabled: true }, () => redo());
+  ui.undo = button("↶ Undo", { "data-testid": "undo", title: "Undo (Ctrl+Z)", disabled: true }, () => workspace.undo());
+  ui.redo = button("↷ Redo", { "data-testid": "redo", title: "Redo (Ctrl+Shift+Z)", disabled: true }, () => workspace.redo());
   ui.status = el("span", { class: "editor-status", "data-testid": "trace-status", role: "status", "aria-live": "polite", text: "waiting for a model…" });
   ui.general = el("div", { class: "editor-general", "data-field": "spec" });
   ui.tabForm = el("button", { type: "button", role: "tab", id: "editor-tab-form", "aria-controls": "editor-form", "aria-selected": "true", text: "Form" });
@@ -54,6 +50,7 @@ function build() {
   ui.tabForm.addEventListener("click", () => showTab("form"));
   ui.tabJson.addEventListener("click", () => showTab("json"));
   ui.json.addEventListener("input", () => { ui.jsonDirty = true; });
+  // Read-only (a snapshot): the panel still scrolls and its tabs still click; only the inputs are disabled.
 }
 
 function showTab(which) {
@@ -67,18 +64,8 @@ function showTab(which) {
 
 // ------------------------------ state ------------------------------
 
-const state = {
-  draft: null, now: null, before: null, readOnly: false, selection: new Set(), lastAdded: "linear",
-  checkpoint: { ...NO_CHECKPOINT, k: 2 },   // the form's state: k and budget are remembered across policies
-};
-const history = createHistory();
-const tracer = createTracer({
-  onPending: () => {
-    setStatus("tracing…", "busy");
-    document.dispatchEvent(new CustomEvent("tapescope:tracing"));   // the explorer holds back its schedules request
-  },
-  onResult: traced,
-});
+const ws = workspace.state;
+const local = { selection: new Set(), lastAdded: "linear", rendered: null };   // the form's own: picked layers
 
 function setStatus(text, kind = "") {
   ui.status.textContent = text;
@@ -88,29 +75,29 @@ function setStatus(text, kind = "") {
 
 function writeJson(force = false) {
   if (!force && ui.jsonDirty && document.activeElement === ui.json) return;
-  ui.json.value = state.draft ? JSON.stringify(state.draft, null, 2) : "";
+  ui.json.value = ws.spec ? JSON.stringify(ws.spec, null, 2) : "";
   ui.jsonDirty = false;
 }
 
-/** What one trace request carries, and what one history entry holds. */
-const entry = () => ({ spec: clone(state.draft), checkpoint: normalizeRequest(state.checkpoint) });
-
 function updateButtons() {
-  const off = state.readOnly;
-  ui.undo.disabled = off || !(history.canUndo() || (history.current() && !history.isCurrent(entry())));
-  ui.redo.disabled = off || !history.canRedo();
+  ui.undo.disabled = !workspace.canUndo();
+  ui.redo.disabled = !workspace.canRedo();
 }
 
 const ctx = {
-  selection: state.selection,
+  selection: local.selection,
+  get lastAdded() { return local.lastAdded; },
+  set lastAdded(kind) { local.lastAdded = kind; },
   value(path, value, mode = "debounce") {
-    const next = clone(state.draft);
+    const next = clone(ws.spec);
     setAt(next, path, value);
     if (value === "" && /\.name$/.test(path)) delete getAt(next, path.slice(0, -".name".length)).name;
-    commit(next, { structural: false, mode });
+    workspace.edit(next, mode);
+    writeJson();
+    syncControls(ui.form, view());
   },
   structural(mutate) {
-    const next = clone(state.draft);
+    const next = clone(ws.spec);
     try {
       mutate(next);
     } catch (error) {
@@ -118,134 +105,104 @@ const ctx = {
       showProblems(ui.form, ui.general, [{ path: "layers", message: error.message }]);
       return;
     }
-    state.selection.clear();
-    commit(next, { structural: true, mode: "debounce" });
+    local.selection.clear();
+    workspace.edit(next, "debounce");
+    writeJson();
+    renderFormNow();
   },
   selectionChanged: () => renderFormNow(),
-  checkpointFields: () => checkpointFields(state.checkpoint,
-    { onChange: setCheckpoint, blocks: blockCount(), trace: state.now ?? window.tapescope?.getTrace?.() }),
+  checkpointFields: () => checkpointFields(ws.checkpoint, { onChange: setCheckpoint, blocks: blockCount(), trace: ws.trace }),
 };
 
 /** L, the model's block count, read off the last trace's every_k k=1 schedule (one region per block). */
 function blockCount() {
-  const schedules = (state.now ?? window.tapescope?.getTrace?.())?.schedules ?? [];
-  const each = schedules.find((s) => s.policy === "every_k" && s.params?.k === 1);
+  const each = (ws.trace?.schedules ?? []).find((s) => s.policy === "every_k" && s.params?.k === 1);
   return each ? each.block_regions.length : null;
 }
 
 /** A budget worth trying: halfway between the lowest reachable peak and no checkpointing, in whole KiB. */
 function defaultBudget() {
-  const trace = state.now ?? window.tapescope?.getTrace?.();
-  const peaks = (trace?.pareto ?? []).map((p) => p.predicted_peak_bytes);
-  const middle = peaks.length ? (Math.min(...peaks) + Math.max(...peaks)) / 2 : trace?.summary?.peak_bytes ?? 1 << 20;
+  const peaks = (ws.trace?.pareto ?? []).map((p) => p.predicted_peak_bytes);
+  const middle = peaks.length ? (Math.min(...peaks) + Math.max(...peaks)) / 2 : ws.trace?.summary?.peak_bytes ?? 1 << 20;
   return Math.max(1024, Math.ceil(middle / 1024) * 1024);
 }
 
 /** Replace only the checkpoint fieldset (its controls depend on the policy), keeping keyboard focus in place. */
 function renderCheckpoint() {
+  local.rendered = { policy: ws.checkpoint.policy, recompute: [...(ws.checkpoint.recompute ?? [])] };
   const old = ui.form.querySelector("fieldset.checkpoint-fields");
   if (!old) { renderFormNow(); return; }
   const focused = old.contains(document.activeElement) ? document.activeElement.dataset.path : null;
   const fresh = ctx.checkpointFields();
   old.replaceWith(fresh);
-  if (state.readOnly) fresh.querySelectorAll("input, select").forEach((n) => { n.disabled = true; });
+  if (ws.readOnly) fresh.querySelectorAll("input, select").forEach((n) => { n.disabled = true; });
   if (focused) fresh.querySelector(`[data-path="${focused}"]`)?.focus();
 }
 
-/** A checkpoint change from its controls or a picked schedule: show it and re-trace the same spec with it. */
+/** The workspace's checkpoint changed: a new policy or manual set redraws the fieldset, anything else syncs it. */
+function checkpointChanged() {
+  const shown = local.rendered;
+  if (!shown || shown.policy !== ws.checkpoint.policy || !same(shown.recompute, ws.checkpoint.recompute ?? [])) renderCheckpoint();
+  else { syncControls(ui.form, view()); syncBudgetReadout(ui.form, ws.checkpoint); }
+}
+
+/** A change from the checkpoint controls: fill in k and the budget when the policy needs them, then re-trace. */
 function setCheckpoint(change, mode = "now") {
-  if (state.readOnly || !state.draft) return;
-  const next = { ...state.checkpoint, ...change };
+  if (ws.readOnly || !ws.spec) return;
+  const next = { ...ws.checkpoint, ...change };
   if (next.policy === "every_k" && !(Number.isInteger(next.k) && next.k >= 1)) next.k = Math.min(2, blockCount() ?? 2);
   if (next.policy === "optimal" && !(Number.isInteger(next.budget_bytes) && next.budget_bytes > 0)) next.budget_bytes = defaultBudget();
-  if (!Array.isArray(next.recompute)) next.recompute = [];
-  const redraw = next.policy !== state.checkpoint.policy || !same(next.recompute, state.checkpoint.recompute ?? []);
-  state.checkpoint = next;
-  announce();
-  if (redraw) renderCheckpoint();
-  else { syncControls(ui.form, view()); syncBudgetReadout(ui.form, next); }
-  tracer.request(entry(), {}, mode);
-  updateButtons();
+  workspace.setCheckpoint(next, mode);
 }
 
 /** The draft with its checkpoint beside it, for controls bound to "checkpoint.*" paths. */
-const view = () => ({ ...state.draft, checkpoint: state.checkpoint });
+const view = () => ({ ...ws.spec, checkpoint: ws.checkpoint });
 
 function renderFormNow() {
-  renderForm(ui.form, state.draft, ctx);
-  panel.classList.toggle("read-only", state.readOnly);
-  ui.form.querySelectorAll("input, select, button").forEach((n) => { if (state.readOnly) n.disabled = true; });
+  if (!ws.spec) return;
+  local.rendered = { policy: ws.checkpoint.policy, recompute: [...(ws.checkpoint.recompute ?? [])] };
+  renderForm(ui.form, ws.spec, ctx);
+  panel.classList.toggle("read-only", ws.readOnly);
+  ui.form.querySelectorAll("input, select, button").forEach((n) => { if (ws.readOnly) n.disabled = true; });
+  ui.json.readOnly = ws.readOnly;
+  ui.apply.disabled = ws.readOnly;
 }
 
-/** The explorer's copy of the request (the inspector's button and the graph's picked nodes follow it). */
-function announce() {
-  document.dispatchEvent(new CustomEvent("tapescope:manual-set", { detail: { checkpoint: normalizeRequest(state.checkpoint) } }));
-}
-
-/** A spec edit may renumber the tensors: the manual set starts over (the hint under it says so). */
-function clearManualSet() {
-  if (!state.checkpoint.recompute?.length) return false;
-  state.checkpoint = { ...state.checkpoint, recompute: [] };
-  announce();
-  return true;
-}
-
-/** A new draft from the form or the JSON: show it and re-trace it. */
-function commit(next, { structural, mode }) {
-  state.draft = next;
-  writeJson();
-  const cleared = clearManualSet();
-  if (structural) renderFormNow(); else syncControls(ui.form, view());
-  if (cleared && !structural) renderCheckpoint();
-  tracer.request(entry(), {}, mode);
-  updateButtons();
-}
-
-/** Go to a {spec, checkpoint} (undo, redo, applied JSON, a preset): redraw everything from it. */
-function load({ spec, checkpoint }, mode = "now") {
-  state.draft = clone(spec);
-  if (checkpoint) state.checkpoint = { ...state.checkpoint, ...normalizeRequest(checkpoint) };
-  announce();
-  state.selection.clear();
-  writeJson(true);
-  renderFormNow();
-  if (mode) tracer.request(entry(), {}, mode);
-  updateButtons();
-}
-
-function traced({ ok, status, body, spec, checkpoint, ms }) {
+function traced({ trace, previous, label, ms }) {
   clearProblems(panel);
   ui.jsonProblems.replaceChildren();
-  if (!ok) {
-    const problems = problemsOf({ status, body });
-    showProblems(ui.form, ui.general, problems);
-    for (const p of problems) ui.jsonProblems.append(el("p", {}, el("code", { text: p.path }), ` ${p.message}`));
-    setStatus(status === 413 ? "over a size cap — the last good trace stays" : "not traced: see the marked fields — the last good trace stays", "error");
-    updateButtons();
-    return;
-  }
-  history.push({ spec, checkpoint });
-  state.before = state.now ?? window.tapescope?.getTrace?.() ?? null;
-  state.now = body;
-  renderSavedTable(ui.table, state.now, state.before);
-  setStatus(`traced in ${Math.round(ms)} ms · peak ${formatBytes(body.summary.peak_bytes)}`, "ok");
+  renderSavedTable(ui.table, trace, previous);
+  ui.table.dataset.compare = label || "";
+  if (ws.readOnly) setStatus("a shared snapshot: make a copy to edit", "ok");
+  else setStatus(`traced in ${Math.round(ms)} ms · peak ${formatBytes(trace.summary.peak_bytes)}`, "ok");
   updateButtons();
-  document.dispatchEvent(new CustomEvent("tapescope:trace", { detail: { trace: body, spec, checkpoint } }));
 }
 
-// ------------------------------ undo, redo, JSON ------------------------------
-
-function undo() {
-  if (state.readOnly) return;
-  const target = history.isCurrent(entry()) ? history.undo() : history.current();
-  if (target) load(target);
+function refused({ status, body }) {
+  clearProblems(panel);
+  ui.jsonProblems.replaceChildren();
+  const problems = problemsOf({ status, body });
+  showProblems(ui.form, ui.general, problems);
+  for (const p of problems) ui.jsonProblems.append(el("p", {}, el("code", { text: p.path }), ` ${p.message}`));
+  setStatus(status === 413 ? "over a size cap — the last good trace stays" : "not traced: see the marked fields — the last good trace stays", "error");
+  updateButtons();
 }
 
-function redo() {
-  if (state.readOnly) return;
-  const target = history.redo();
-  if (target) load(target);
-}
+workspace.subscribe((kind, detail) => {
+  if (kind === "spec") {
+    local.selection.clear();
+    writeJson(true);
+    renderFormNow();
+    updateButtons();
+  } else if (kind === "checkpoint") checkpointChanged();
+  else if (kind === "tracing") setStatus("tracing…", "busy");
+  else if (kind === "trace") traced(detail);
+  else if (kind === "trace-failed") refused(detail);
+  else if (kind === "compare") { renderSavedTable(ui.table, ws.trace, detail.previous); ui.table.dataset.compare = detail.label || ""; }
+  else if (kind === "history") updateButtons();
+});
+
+// ------------------------------ JSON, keyboard ------------------------------
 
 function applyJson() {
   clearProblems(panel);
@@ -261,9 +218,9 @@ function applyJson() {
     ui.jsonProblems.append(el("p", { class: "field-error", "data-testid": "field-error", role: "alert" }, el("code", { text: "spec" }), " must be a JSON object {…}"));
     return;
   }
-  if (same(spec, state.draft)) { tracer.request(entry(), {}, "now"); return; }
-  clearManualSet();
-  load({ spec, checkpoint: state.checkpoint });
+  const changed = !same(spec, ws.spec);
+  workspace.edit(spec, "now");
+  if (changed) { local.selection.clear(); writeJson(true); renderFormNow(); }
 }
 
 function editableTarget(target) {
@@ -273,39 +230,11 @@ function editableTarget(target) {
 document.addEventListener("keydown", (event) => {
   if (!(event.ctrlKey || event.metaKey) || event.altKey || editableTarget(event.target)) return;
   const key = event.key.toLowerCase();
-  if (key === "z" && !event.shiftKey) { event.preventDefault(); undo(); }
-  else if ((key === "z" && event.shiftKey) || key === "y") { event.preventDefault(); redo(); }
-});
-
-// ------------------------------ the explorer's side ------------------------------
-
-document.addEventListener("tapescope:spec", (event) => {
-  const { spec, checkpoint, readOnly } = event.detail ?? {};
-  if (!spec) return;
-  state.readOnly = Boolean(readOnly);
-  state.now = window.tapescope?.getTrace?.() ?? null;
-  state.before = null;
-  const shown = { spec, checkpoint: normalizeRequest(checkpoint ?? state.checkpoint) };
-  history.push(shown);
-  load(shown, null);
-  clearProblems(panel);
-  if (state.now) renderSavedTable(ui.table, state.now, null);
-  setStatus(readOnly ? "a shared snapshot: make a copy to edit" : "edit anything: the trace follows", "ok");
-});
-
-document.addEventListener("tapescope:recompute-toggle", (event) => {
-  const tensor = event.detail?.tensor;
-  if (state.readOnly || state.checkpoint.policy !== "manual" || !Number.isInteger(tensor)) return;
-  const ids = state.checkpoint.recompute ?? [];
-  setCheckpoint({ recompute: ids.includes(tensor) ? ids.filter((t) => t !== tensor) : [...ids, tensor] }, "debounce");
-});
-
-document.addEventListener("tapescope:checkpoint", (event) => {
-  const checkpoint = event.detail?.checkpoint;
-  if (checkpoint) setCheckpoint(normalizeRequest(checkpoint), "now");
+  if (key === "z" && !event.shiftKey) { event.preventDefault(); workspace.undo(); }
+  else if ((key === "z" && event.shiftKey) || key === "y") { event.preventDefault(); workspace.redo(); }
 });
 
 build();
-window.tapescope = Object.assign(window.tapescope ?? {}, {
-  editor: { getSpec: () => clone(state.draft), getCheckpoint: () => normalizeRequest(state.checkpoint), undo, redo },
-});
+// The workspace may have opened before this module ran (module scripts can interleave with network answers): catch up.
+if (ws.spec) { writeJson(true); renderFormNow(); updateButtons(); }
+if (ws.trace) traced({ trace: ws.trace, ms: 0, ...workspace.comparison() });

@@ -1,9 +1,10 @@
-// explorer.js — wires the explorer page: loads a trace (preset, session or snapshot) and drives every view from one step cursor.
-// Every trace it asks for carries the checkpoint request (wireRequest: none goes bare); the shown trace's schedules
-// feed the Pareto panel and schedule-view.js (summary, gradient warning, ledger link, schedules fetched later).
-// Under the "manual" policy a click on an op node (or the inspector's button) asks the editor to toggle its output
-// in the recompute set ("tapescope:recompute-toggle"); the editor answers with "tapescope:manual-set".
-import { fetchPresets, fetchSession, fetchSnapshot, traceSpec } from "./api.js";
+// explorer.js — wires the explorer page to the workspace (workspace.js, the one holder of state): opens it from the
+// address, the session or a snapshot, draws each trace it shows (graph, memory with the comparison's ghost, lifetimes,
+// sweep, Pareto) and drives every view from one step cursor. The Model control names what is loaded; "Pin as
+// baseline" freezes a run to compare against; a save refused because another tab saved first shows a banner.
+// Under the "manual" policy a click on an op node (or the inspector's button) toggles its output in the recompute set.
+import { readAddress } from "./address.js";
+import { fetchPresets, fetchSession, fetchSnapshot } from "./api.js";
 import { describeStep } from "./describe.js";
 import { formatBytes } from "./format.js";
 import { createGraphView } from "./graph.js";
@@ -15,18 +16,20 @@ import { createPeakExplainer } from "./peak-explainer.js";
 import { describePeakDelta } from "./peak-delta.js";
 import { createPlayer } from "./player.js";
 import { recomputeChoice } from "./recompute-pick.js";
-import { NO_CHECKPOINT, normalizeRequest, requestFor, wireRequest } from "./schedule.js";
+import { normalizeRequest, requestFor, wireRequest } from "./schedule.js";
 import { createScheduleView } from "./schedule-view.js";
 import { bindMakeCopy, bindShare } from "./share.js";
 import { createSweepPanel } from "./sweep.js";
 import { indexTrace } from "./trace-index.js";
+import * as workspace from "./workspace.js";
 
 const byTestId = (id) => document.querySelector(`[data-testid="${id}"]`);
 const root = document.querySelector(".explorer");
 const readOnly = root.dataset.readOnly === "true";
 const snapshotId = root.dataset.snapshotId || null;
 
-const state = { trace: null, index: null, spec: null, selected: null, checkpoint: { ...NO_CHECKPOINT }, manual: null };
+const ws = workspace.state;
+const view = { index: null, manual: null };      // derived from the workspace's trace and checkpoint, never a copy
 const statusLine = document.getElementById("status");
 
 function setStatus(text, isError = false) {
@@ -40,138 +43,159 @@ function showBytes(element, bytes) {
   element.title = `${bytes.toLocaleString("en")} bytes`;
 }
 
-const graph = createGraphView(byTestId("graph"), { onSelect: (id) => { select(id); if (id?.[0] === "e") toggleRecompute(id, false); } });
+const graph = createGraphView(byTestId("graph"), { onSelect: (id) => { workspace.select(id); if (id?.[0] === "e") toggleRecompute(id, false); } });
 const memory = createMemoryChart(byTestId("memory-chart"), { onPick: (step) => player.setStep(step) });
-const lifetimes = createLifetimeChart(byTestId("lifetime-chart"), { onPick: (id) => select(id) });
+const lifetimes = createLifetimeChart(byTestId("lifetime-chart"), { onPick: (id) => workspace.select(id) });
 const inspector = createInspector(document.getElementById("inspector"), {
-  manual: () => (readOnly ? null : state.manual),
+  manual: () => (readOnly ? null : view.manual),
   onToggle: (id) => toggleRecompute(id, true),
 });
 
-/** The editor's pending request: its manual set marks graph nodes and labels the inspector's button. */
+/** The pending request's manual set marks graph nodes and labels the inspector's button. */
 function setManual(checkpoint) {
-  state.manual = checkpoint?.policy === "manual" ? new Set(checkpoint.recompute ?? []) : null;
-  graph.setPicked(state.manual);
-  if (state.index) inspector.render(state.selected, state.index, player.getStep());
+  view.manual = checkpoint?.policy === "manual" ? new Set(checkpoint.recompute ?? []) : null;
+  graph.setPicked(view.manual);
+  if (view.index) inspector.render(ws.selected, view.index, player.getStep());
 }
 
 /** Toggle the selected node's output in the manual set; `report` says why a refused node cannot be (a button press). */
 function toggleRecompute(selection, report) {
-  if (readOnly || !state.manual) return;
-  const choice = recomputeChoice(selection, state.index);
-  if (choice?.ok) document.dispatchEvent(new CustomEvent("tapescope:recompute-toggle", { detail: { tensor: choice.tensor } }));
+  if (readOnly || !view.manual) return;
+  const choice = recomputeChoice(selection, view.index);
+  if (choice?.ok) workspace.toggleRecompute(choice.tensor);
   else if (choice && report) setStatus(`${choice.label ?? "This node"} cannot be recomputed: ${choice.reason}`, true);
 }
 const sweep = createSweepPanel(byTestId("sweep"));
 const pareto = createParetoPanel(document.getElementById("schedules"), { onPick: pickSchedule });
 
-/** A schedule picked on the Pareto panel: the editor re-traces the spec with it, keeping the RNG setting. */
+/** A schedule picked on the Pareto panel: re-trace the spec with it, keeping the RNG setting. */
 function pickSchedule(schedule) {
   if (readOnly) { setStatus("A shared snapshot: make a copy to switch schedules."); return; }
-  const checkpoint = requestFor(schedule, state.checkpoint.preserve_rng_state !== false);
-  document.dispatchEvent(new CustomEvent("tapescope:checkpoint", { detail: { checkpoint } }));
+  workspace.setCheckpoint(requestFor(schedule, ws.checkpoint.preserve_rng_state !== false), "now");
 }
 
-const schedules = createScheduleView({ root, pareto, current: () => state });
+const schedules = createScheduleView({ root, pareto, current: () => ({ trace: ws.trace, checkpoint: ws.checkpoint }) });
 const explainer = createPeakExplainer(byTestId("peak-explainer"), {
-  onSelect: (id) => select(id),
+  onSelect: (id) => workspace.select(id),
   onGoTo: (step) => player.setStep(step),
-  current: () => ({ spec: state.spec, checkpoint: wireRequest(state.checkpoint) }),
+  current: () => ({ spec: ws.traced?.spec ?? ws.spec, checkpoint: wireRequest(ws.traced?.checkpoint ?? ws.checkpoint) }),
   onApply: applyLever,
 });
 
-/** A lever picked in the explainer: a checkpoint goes to the editor like a schedule pick; a spec is an edit. */
+/** A lever picked in the explainer: a checkpoint is a checkpoint choice like a schedule pick; a spec is an edit. */
 function applyLever(lever) {
   if (readOnly) { setStatus("A shared snapshot: make a copy to apply a lever."); return; }
   if (lever.checkpoint) {
-    const checkpoint = normalizeRequest({ ...lever.checkpoint, preserve_rng_state: state.checkpoint.preserve_rng_state !== false });
-    document.dispatchEvent(new CustomEvent("tapescope:checkpoint", { detail: { checkpoint } }));
+    workspace.setCheckpoint(normalizeRequest({ ...lever.checkpoint, preserve_rng_state: ws.checkpoint.preserve_rng_state !== false }), "now");
   } else {
-    traceAndShow(lever.spec, "lever");
+    workspace.replaceSpec(lever.spec);
   }
 }
 
 function renderStep(step) {
-  if (!state.index) return;
+  if (!view.index) return;
   graph.update(step);
   memory.update(step);
   lifetimes.update(step);
-  byTestId("step-label").textContent = describeStep(state.index, step);
-  showBytes(byTestId("live-bytes"), state.trace.steps[step].live_bytes);
-  sweep.render(state.index, step);
+  byTestId("step-label").textContent = describeStep(view.index, step);
+  showBytes(byTestId("live-bytes"), ws.trace.steps[step].live_bytes);
+  sweep.render(view.index, step);
   explainer.update(step);
-  inspector.render(state.selected, state.index, step);
+  inspector.render(ws.selected, view.index, step);
   root.dataset.step = String(step);
 }
 
+let redrawing = false;   // a new trace re-placing the cursor is not a step the person took
 const player = createPlayer({
   play: byTestId("play"), back: byTestId("step-back"), forward: byTestId("step-forward"),
   start: document.getElementById("step-start"), end: document.getElementById("step-end"),
   scrub: byTestId("scrub"), speed: document.getElementById("speed"),
-}, { onStep: renderStep });
+}, {
+  onStep: (step) => { renderStep(step); workspace.setStep(step, { save: !redrawing && !player?.playing() }); },
+  onStop: (step) => workspace.setStep(step),
+});
 
-function select(id) {
-  state.selected = id;
+function showSelection(id) {
   root.dataset.selected = id || "";
   graph.select(id, player.getStep());
-  inspector.render(id, state.index, player.getStep());
+  if (view.index) inspector.render(id, view.index, player.getStep());
 }
 
-/** Show a trace: lay out and draw once, keep the step when it still exists, ghost the previous run. */
-async function showTrace(trace, spec, { keepStep, previous, checkpoint } = {}) {
+/** What the run on screen is compared with: the peak delta, and the pin button's state. */
+function showComparison(trace, previous, label) {
+  byTestId("peak-delta").textContent = previous && previous !== trace ? describePeakDelta(previous, trace) : "";
+  const pinned = Boolean(ws.baseline);
+  const pinButton = byTestId("pin-baseline");
+  pinButton.textContent = pinned ? "Unpin baseline" : "Pin as baseline";
+  pinButton.setAttribute("aria-pressed", String(pinned));
+  pinButton.disabled = !trace;
+  pinButton.hidden = readOnly;                    // a snapshot is one run: nothing to compare it with
+  const badge = byTestId("compare-label");
+  badge.textContent = pinned ? label : previous ? "compared with the run before" : "";
+  badge.classList.toggle("pinned", pinned);
+}
+
+const ghostName = () => (ws.baseline ? "baseline" : "previous run");
+
+/** Show a trace: lay out and draw once, keep the step when it still exists, ghost what it is compared with. */
+async function showTrace(trace, { keepStep, previous, label } = {}) {
   root.dataset.ready = "false";
-  state.trace = trace;
-  state.index = indexTrace(trace);
-  state.spec = spec;
-  if (trace.schedule) state.checkpoint = requestFor(trace.schedule);
-  else if (checkpoint) state.checkpoint = normalizeRequest(checkpoint);
-  await graph.load(trace, state.index);
-  setManual(state.checkpoint);
+  view.index = indexTrace(trace);
+  await graph.load(trace, view.index);
+  setManual(ws.checkpoint);
   performance.mark("tapescope:graph-drawn");
-  await Promise.all([memory.load(trace, previous), lifetimes.load(state.index), pareto.load(trace)]);
+  await Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index), pareto.load(trace)]);
+  if (ws.trace !== trace) return;                  // a newer trace arrived while this one was drawing
   explainer.load(trace);
-  schedules.show(trace, spec);
-  schedules.fetchLater(trace, spec);
+  schedules.show(trace, ws.spec);
+  schedules.fetchLater(trace, ws.traced?.spec ?? ws.spec);
   showBytes(byTestId("peak-bytes"), trace.summary.peak_bytes);
   byTestId("peak-bytes").dataset.step = String(trace.summary.peak_step);
-  byTestId("peak-delta").textContent = previous ? describePeakDelta(previous, trace) : "";
-  if (state.selected && !graph.hasNode(state.selected) && !state.index.tensor(Number(state.selected.slice(1)))) state.selected = null;
-  player.reset(state.index.lastStep, keepStep);
-  graph.select(state.selected, player.getStep());
+  showComparison(trace, previous, label);
+  const selected = ws.selected;
+  if (selected && !graph.hasNode(selected) && !view.index.tensor(Number(selected.slice(1)))) workspace.select(null);
+  redrawing = true;
+  try { player.reset(view.index.lastStep, keepStep); } finally { redrawing = false; }
+  graph.select(ws.selected, player.getStep());
+  root.dataset.selected = ws.selected || "";
   root.dataset.ready = "true";
   performance.mark("tapescope:ready");
   setStatus(`${trace.tape.length} tape entries · ${trace.steps.length} steps · peak ${formatBytes(trace.summary.peak_bytes)} at step ${trace.summary.peak_step}`);
 }
 
-const checkpointProblem = (error) => error.status === 400 && error.problems.some((p) => String(p.path).startsWith("checkpoint"));
-
-/** Trace a spec with the current checkpoint; a request this model cannot take (k > L) falls back to none. */
-async function traceWithCheckpoint(spec, signal) {
-  try {
-    return await traceSpec(spec, signal, wireRequest(state.checkpoint));
-  } catch (error) {
-    if (!checkpointProblem(error)) throw error;
-    setStatus(`This model cannot take that checkpoint request (${error.problems[0].message}): tracing without checkpointing.`);
-    state.checkpoint = { ...NO_CHECKPOINT, preserve_rng_state: state.checkpoint.preserve_rng_state !== false };
-    return traceSpec(spec, signal, wireRequest(state.checkpoint));
-  }
+/** The Model control: the dropdown on the preset it came from, and words for what is loaded. */
+function showOrigin() {
+  const chooser = byTestId("preset");
+  const id = workspace.presetIdFor();
+  if (id) chooser.value = id;
+  else chooser.selectedIndex = 0;                  // the placeholder: a copy of a model no preset names
+  const origin = byTestId("model-origin");
+  origin.textContent = workspace.describeOrigin();
+  origin.title = origin.textContent;
 }
 
-let inFlight = null;
-async function traceAndShow(spec, source) {
-  if (inFlight) inFlight.abort();
-  inFlight = new AbortController();
-  // Another model: the manual set's tensor ids would name other tensors, or none.
-  if (source === "preset" && state.checkpoint.recompute?.length) state.checkpoint = { ...state.checkpoint, recompute: [] };
-  setStatus("Tracing…");
-  try {
-    const trace = await traceWithCheckpoint(spec, inFlight.signal);
-    await showTrace(trace, spec, { keepStep: player.getStep(), previous: state.trace });
-    document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec, source, checkpoint: state.checkpoint } }));
-  } catch (error) {
-    if (error.name !== "AbortError") setStatus(`Could not trace: ${error.message}`, true);
-  }
+function showConflict(conflict) {
+  const banner = byTestId("conflict-banner");
+  banner.hidden = !conflict;
 }
+
+workspace.subscribe((kind, detail) => {
+  if (kind === "trace") {
+    showTrace(detail.trace, detail).catch((error) => setStatus(`Could not draw: ${error.message}`, true));
+    showOrigin();
+  } else if (kind === "trace-failed" && !view.index) setStatus(`Could not trace: ${detail.body?.error ?? detail.status}`, true);
+  else if (kind === "tracing") setStatus("Tracing…");
+  else if (kind === "checkpoint") setManual(ws.checkpoint);
+  else if (kind === "select") showSelection(detail.id);
+  else if (kind === "origin") showOrigin();
+  else if (kind === "compare" && ws.trace) {
+    showComparison(ws.trace, detail.previous, detail.label);
+    memory.load(ws.trace, detail.previous, ghostName()).then(() => memory.update(player.getStep()));
+  } else if (kind === "save") {
+    showConflict(detail.conflict);
+    root.dataset.saved = detail.saveState;
+  }
+});
 
 async function loadPresets() {
   const chooser = byTestId("preset");
@@ -183,60 +207,56 @@ async function loadPresets() {
     option.title = preset.description;
     chooser.append(option);
   }
-  chooser.addEventListener("change", () => {
-    const preset = presets.find((p) => p.id === chooser.value);
-    if (preset) traceAndShow(preset.spec, "preset");
-  });
+  chooser.addEventListener("change", () => workspace.loadPreset(chooser.value));
+  workspace.setPresets(presets);
   return presets;
 }
 
 async function start() {
+  const address = readAddress();
   const sessionRequest = snapshotId ? null : fetchSession().catch(() => null);
   const presets = await loadPresets();
+  const wanted = { step: address.step, selected: address.selected };
   if (snapshotId) {
     document.body.classList.add("read-only");
     byTestId("preset").disabled = true;
-    const snapshot = await fetchSnapshot(snapshotId);
-    state.selected = snapshot.view.selected || null;
-    if (snapshot.checkpoint) state.checkpoint = normalizeRequest(snapshot.checkpoint);
-    await showTrace(snapshot.trace, snapshot.spec, { keepStep: snapshot.view.step });
-    document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec: snapshot.spec, source: "snapshot", readOnly: true, checkpoint: state.checkpoint } }));
+    workspace.openSnapshot(await fetchSnapshot(snapshotId), wanted);
     bindMakeCopy(byTestId("make-copy"), snapshotId, document.getElementById("share-output"));
     return;
   }
   const session = await sessionRequest;
-  if (session && session.spec) {
-    state.selected = session.view?.selected || null;
-    if (session.checkpoint) state.checkpoint = normalizeRequest(session.checkpoint);
-    const trace = await traceWithCheckpoint(session.spec).catch((error) => { setStatus(`Could not trace the saved spec: ${error.message}`, true); return null; });
-    if (trace) {
-      await showTrace(trace, session.spec, { keepStep: session.view?.step ?? 0 });
-      document.dispatchEvent(new CustomEvent("tapescope:spec", { detail: { spec: session.spec, source: "session", checkpoint: state.checkpoint } }));
-      return;
-    }
+  const preset = presets.find((p) => p.id === address.preset);
+  if (preset) {                                  // /?preset=…: that preset, the session's work one undo away
+    workspace.adopt(session, {});
+    workspace.loadPreset(preset.id, { step: address.step ?? 0, selected: address.selected ?? null });
+  } else if (session?.spec) {
+    await workspace.restore(session, wanted);
+  } else {
+    workspace.adopt(session);
+    workspace.loadPreset((presets.find((p) => p.id === "seed-tape") || presets[0]).id,
+      { step: address.step ?? 0, selected: address.selected ?? null });
   }
-  const first = presets.find((p) => p.id === "seed-tape") || presets[0];
-  byTestId("preset").value = first.id;
-  await traceAndShow(first.spec, "preset");
 }
 
-document.addEventListener("tapescope:manual-set", (event) => setManual(event.detail?.checkpoint));
-
-document.addEventListener("tapescope:trace", (event) => {
-  const { trace, spec, checkpoint } = event.detail;
-  showTrace(trace, spec, { keepStep: player.getStep(), previous: state.trace, checkpoint });
-});
+byTestId("pin-baseline").addEventListener("click", () => (ws.baseline ? workspace.unpin() : workspace.pin()));
+byTestId("conflict-keep").addEventListener("click", () => workspace.keepMine());
+byTestId("conflict-reload").addEventListener("click", () => workspace.takeTheirs());
 
 bindShare({ button: byTestId("share"), output: document.getElementById("share-output") },
-  () => ({ spec: state.spec, checkpoint: normalizeRequest(state.checkpoint), step: player.getStep(), selected: state.selected }));
+  () => ({ spec: ws.traced?.spec ?? ws.spec, checkpoint: normalizeRequest(ws.checkpoint), step: player.getStep(), selected: ws.selected }));
 
+// A read-only handle for tests and the console; no module reads it.
 window.tapescope = {
   getStep: () => player.getStep(),
   setStep: (n) => player.setStep(n),
-  getTrace: () => state.trace,
-  getCheckpoint: () => normalizeRequest(state.checkpoint),
-  getSelected: () => state.selected,
-  select,
+  getTrace: () => ws.trace,
+  getCheckpoint: () => normalizeRequest(ws.checkpoint),
+  getSelected: () => ws.selected,
+  select: (id) => workspace.select(id),
+  toggleRecompute: (tensor) => workspace.toggleRecompute(tensor),
+  traceCount: () => ws.tracesShown,
+  saveState: () => ws.saveState,
+  workspace: ws,
 };
 
 if (readOnly) document.body.dataset.readOnly = "true";

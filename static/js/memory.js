@@ -1,4 +1,5 @@
-// memory.js — the Plotly memory timeline: live bytes stacked by kind, the peak marked, a step cursor, a ghost of the previous run.
+// memory.js — the Plotly memory timeline: live bytes stacked by kind, the peak marked, a step cursor, a ghost of the run it
+// is compared with (the previous run, or the pinned baseline).
 // Bytes on the y axis are binary (KiB, MiB) like the header; forward and recompute steps are shaded.
 /* global Plotly */
 import { byteAxis } from "./byte-axis.js";
@@ -20,11 +21,11 @@ export function createMemoryChart(element, { onPick }) {
     }));
   }
 
-  function ghostSeries(previous) {
+  function ghostSeries(previous, name) {
     return {
-      type: "scatter", mode: "lines", name: "previous run", x: previous.steps.map((s) => s.index),
-      y: previous.steps.map((s) => s.live_bytes), line: { dash: "dash", color: "#222", width: 1.5 },
-      hovertemplate: "previous run: %{y:,} B<extra></extra>",
+      type: "scatter", mode: "lines", name, x: previous.steps.map((s) => s.index),
+      y: previous.steps.map((s) => s.live_bytes), line: { dash: "dash", color: name === "baseline" ? "#9a3412" : "#222", width: 1.5 },
+      hovertemplate: `${name}: %{y:,} B<extra></extra>`,
     };
   }
 
@@ -46,11 +47,12 @@ export function createMemoryChart(element, { onPick }) {
     return bands;
   }
 
-  async function load(doc, previous) {
+  /** previous: the run to ghost (the pinned baseline when ghostName is "baseline", else the run before). */
+  async function load(doc, previous, ghostName = "previous run") {
     trace = doc;
     const { peak_bytes: peak, peak_step: peakStep } = doc.summary;
     const data = kindSeries(doc);
-    if (previous) data.push(ghostSeries(previous));
+    if (previous) data.push(ghostSeries(previous, ghostName));
     const layout = {
       margin: { l: 56, r: 8, t: 22, b: 34 }, height: element.clientHeight || 220,
       showlegend: true, legend: { x: 1.01, y: 1, font: { size: 11 }, traceorder: "reversed" },

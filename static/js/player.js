@@ -1,8 +1,9 @@
-// player.js — the one step cursor: play/pause, back/forward, start/end, scrub, speed, keyboard; subscribers redraw.
+// player.js — the step cursor's controls: play/pause, back/forward, start/end, scrub, speed, keyboard; onStep redraws,
+// onStop(step) says where playback stopped (the workspace saves that step, never every frame).
 
 const SPEEDS_PER_SECOND = [1, 2, 4, 8, 16, 30, 60];
 
-export function createPlayer(controls, { onStep }) {
+export function createPlayer(controls, { onStep, onStop = () => {} }) {
   const { play, back, forward, start, end, scrub, speed } = controls;
   let step = 0;
   let last = 0;
@@ -17,8 +18,10 @@ export function createPlayer(controls, { onStep }) {
   }
 
   function pause() {
+    const wasPlaying = timer !== null;
     if (timer !== null) clearInterval(timer);
     timer = null;
+    if (wasPlaying) onStop(step);
     play.textContent = "▶ Play";
     play.setAttribute("aria-pressed", "false");
   }
@@ -70,6 +73,7 @@ export function createPlayer(controls, { onStep }) {
 
   return {
     getStep: () => step,
+    playing: () => timer !== null,
     setStep,
     pause,
     /** A new trace: the slider's range changes; the step stays where it was when it still exists. */

@@ -1,9 +1,9 @@
 // schedule-view.js — the checkpoint schedule on screen: the summary line, the loud gradient warning, the "Scale this
 // model up" link, and the schedules of a trace traced without a checkpoint ("none" goes to the server bare, which is
-// ~3× faster), fetched once editing pauses and filled into the Pareto panel when the same trace is still shown.
-import { traceSpec } from "./api.js";
+// ~3× faster), fetched through the workspace's one request once editing pauses and filled into the Pareto panel when the same trace is still shown.
 import { ledgerLink } from "./scale-up.js";
 import { NO_CHECKPOINT, gradMismatch, scheduleSummary } from "./schedule.js";
+import { subscribe, traceSchedules } from "./workspace.js";
 
 const SCHEDULES_AFTER_MS = 500;            // quiet time after a trace before the schedules are asked for
 const AUTO_SCHEDULES_MAX_ENTRIES = 1000;   // above this, running every schedule waits for a click
@@ -12,7 +12,6 @@ const AUTO_SCHEDULES_MAX_ENTRIES = 1000;   // above this, running every schedule
 export function createScheduleView({ root, pareto, current }) {
   const byTestId = (id) => root.querySelector(`[data-testid="${id}"]`);
   let timer = null;
-  let request = null;
 
   function show(trace, spec) {
     const summary = byTestId("schedule-summary");
@@ -29,17 +28,13 @@ export function createScheduleView({ root, pareto, current }) {
     if (href) link.href = href; else link.removeAttribute("href");
   }
 
-  function cancel() {
-    clearTimeout(timer);
-    request?.abort();
-  }
+  const cancel = () => clearTimeout(timer);
 
   async function fetchNow(trace, spec) {
-    const controller = (request = new AbortController());
     try {
       const preserve = current().checkpoint.preserve_rng_state !== false;
-      const full = await traceSpec(spec, controller.signal, { ...NO_CHECKPOINT, preserve_rng_state: preserve });
-      if (current().trace !== trace) return;
+      const full = await traceSchedules(spec, { ...NO_CHECKPOINT, preserve_rng_state: preserve });
+      if (!full || current().trace !== trace) return;
       Object.assign(trace, { schedule: full.schedule, schedules: full.schedules, pareto: full.pareto });
       await pareto.load(trace);
       show(trace, spec);
@@ -66,8 +61,9 @@ export function createScheduleView({ root, pareto, current }) {
     timer = setTimeout(() => fetchNow(trace, spec), SCHEDULES_AFTER_MS);
   }
 
-  // The editor started another trace: the schedules of the one on screen would only hold the server up.
-  document.addEventListener("tapescope:tracing", cancel);
+  // Another trace was asked for: the schedules of the one on screen would only hold the server up (the workspace
+  // aborts a schedules request already in flight, since it is the one request).
+  subscribe((kind) => { if (kind === "tracing") cancel(); });
 
   return { show, fetchLater };
 }

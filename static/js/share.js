@@ -1,4 +1,6 @@
-// share.js — the Share button (a snapshot of the current step and selection, link copied) and a snapshot's "Make a copy".
+// share.js — the Share button (a snapshot of the current step and selection, link copied, plus a "link to this step"
+// that opens the snapshot at exactly this step whatever its stored one) and a snapshot's "Make a copy".
+import { stepHash } from "./address.js";
 import { copySnapshot, createSnapshot } from "./api.js";
 
 export function bindShare({ button, output }, getState) {
@@ -9,12 +11,17 @@ export function bindShare({ button, output }, getState) {
     try {
       const { url } = await createSnapshot(spec, { step, selected: selected || null }, checkpoint || null);
       const link = new URL(url, window.location.origin).href;
+      const hash = stepHash(step, selected);
       output.replaceChildren();
       const anchor = document.createElement("a");
       anchor.href = link;
       anchor.textContent = link;
       anchor.dataset.testid = "share-link";
-      output.append(anchor);
+      const stepAnchor = document.createElement("a");
+      stepAnchor.href = `${link}#${hash}`;
+      stepAnchor.textContent = `link to this step (${step})`;
+      stepAnchor.dataset.testid = "share-step-link";
+      output.append(anchor, " · ", stepAnchor);
       try {
         await navigator.clipboard.writeText(link);
         output.append(" (copied)");

@@ -9,7 +9,7 @@ from tests.settings import app_config
 FAKE_STEP_COUNT = 30
 
 
-def fake_trace_spec(spec, checkpoint=None):
+def fake_trace_spec(spec, checkpoint=None, **engine_limits):
     """A deterministic trace document shaped like the real one, with the spec and checkpoint folded in."""
     if spec.get("bad"):
         raise SpecError([{"path": "spec.bad", "message": "Remove 'bad'."}])

@@ -1,7 +1,8 @@
 """The session API: a browser's own workspace behind a signed cookie; never another's, never a tampered one."""
+import sqlite3
 import threading
 
-from backend.api.payloads import HISTORY_MAX_ENTRIES, SPEC_MAX_BYTES
+from backend.api.payloads import HISTORY_MAX_ENTRIES, SESSION_MAX_BYTES, SPEC_MAX_BYTES
 from backend.store import close_store
 from tests.concurrency import run_threads
 
@@ -18,32 +19,65 @@ def _session_cookie(client):
     return None if cookie is None else cookie.value
 
 
-def _session_rows(app):
-    from sqlalchemy import text
-    with app.app_context():
-        from backend.store import current_db
-        return current_db().execute(text("SELECT count(*) FROM sessions")).scalar()
+def _session_rows(app) -> int:
+    database = app.config["DATABASE_URL"].removeprefix("sqlite:///")
+    with sqlite3.connect(database) as connection:
+        return connection.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
 
 
-def test_a_first_get_answers_the_empty_workspace_and_writes_nothing(app, client):
-    for _ in range(5):
-        response = client.get("/api/session")
-        assert response.status_code == 200
-        body = response.get_json()
-        assert body["spec"] is None and body["view"]["step"] == 0 and body["history"] == {"undo": [], "redo": []}
-        assert body["updated_at"] is None
-        assert "Set-Cookie" not in response.headers
-        assert response.headers["Cache-Control"] == "no-store"
-    assert _session_rows(app) == 0
+def test_a_cookieless_get_answers_the_empty_workspace_and_writes_nothing(app, client):
+    client.get("/api/presets")  # the app and its tables exist
+    before = _session_rows(app)
+    response = client.get("/api/session")
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body["spec"] is None and body["view"]["step"] == 0 and body["history"] == {"undo": [], "redo": []}
+    assert body["version"] is None
+    assert "Set-Cookie" not in response.headers
+    assert response.headers["Cache-Control"] == "no-store"
+    assert _session_rows(app) == before
 
 
-def test_the_first_write_creates_the_workspace_and_its_cookie(app, client):
+def test_the_first_put_creates_the_row_and_sets_the_cookie(app, client):
+    client.get("/api/session")
+    before = _session_rows(app)
     response = client.put("/api/session", json=DOCUMENT)
+    assert response.status_code == 200 and response.get_json()["version"]
     set_cookie = response.headers["Set-Cookie"]
     assert "HttpOnly" in set_cookie and "SameSite=Lax" in set_cookie and "Expires=" in set_cookie
+    assert _session_rows(app) == before + 1
+
+
+def test_a_stale_put_is_409_with_the_current_document_and_changes_nothing(app):
+    first = app.test_client()
+    version = first.put("/api/session", json=DOCUMENT).get_json()["version"]
+    second = app.test_client()
+    second.set_cookie("session", _session_cookie(first))          # another tab of the same browser
+    newer = second.put("/api/session", json={**DOCUMENT, "spec": {"tab": 2}, "version": version})
+    assert newer.status_code == 200
+    stale = first.put("/api/session", json={**DOCUMENT, "spec": {"tab": 1}, "version": version})
+    assert stale.status_code == 409 and "another tab" in stale.get_json()["error"]
+    current = stale.get_json()["current"]
+    assert current["spec"] == {"tab": 2} and current["version"] == newer.get_json()["version"]
+    assert first.get("/api/session").get_json()["spec"] == {"tab": 2}
+    kept = first.put("/api/session", json={**DOCUMENT, "spec": {"tab": 1}, "version": current["version"]})
+    assert kept.status_code == 200 and first.get("/api/session").get_json()["spec"] == {"tab": 1}
+
+
+def test_origin_and_baseline_round_trip(client):
+    document = {**DOCUMENT, "origin": {"kind": "preset", "preset": "deep-mlp"},
+                "baseline": {"spec": {"name": "deep-mlp"}, "checkpoint": {"policy": "sqrt"}, "label": "sqrt, batch 64"}}
+    client.put("/api/session", json=document)
+    body = client.get("/api/session").get_json()
+    assert body["origin"] == document["origin"] and body["baseline"] == document["baseline"]
+
+
+def test_one_cookie_holds_one_workspace_however_often_it_writes(app, client):
     for step in range(5):
-        client.put("/api/session", json={**DOCUMENT, "view": {"step": step}})
-    assert _session_rows(app) == 1          # one cookie, one workspace, however many writes
+        assert client.put("/api/session", json={**DOCUMENT, "view": {"step": step}}).status_code == 200
+    for _ in range(3):
+        client.get("/api/session")
+    assert _session_rows(app) == 1
 
 
 def test_put_replaces_the_workspace_and_get_returns_it(client):
@@ -136,10 +170,13 @@ def test_spec_size_is_capped(client):
     assert response.get_json()["problems"][0]["path"] == "spec"
 
 
-def test_the_whole_workspace_size_is_capped(client):
+def test_the_whole_workspace_size_is_capped_with_a_413_naming_the_cap(client):
     entry = {"blob": "x" * 60_000}
-    response = client.put("/api/session", json={"history": {"undo": [entry] * 7, "redo": [entry] * 7}})
+    response = client.put("/api/session", json={"history": {"undo": [entry] * 3, "redo": [entry] * 2}})
     assert response.status_code == 413
+    body = response.get_json()
+    assert body["cap"] == "SESSION_MAX_BYTES" and body["limit"] == SESSION_MAX_BYTES == 256 * 1024
+    assert "256 KiB" in body["error"]
 
 
 def test_a_body_over_max_content_length_is_413_json(client):

@@ -13,7 +13,7 @@ from backend.store.engine import StorageBusy, StorageFull, StorageReadOnly, unav
 
 DOCUMENT = {"spec": {"preset": "lab1-mlp"}, "checkpoint": None, "view": {"step": 3, "selected": None, "zoom": None},
             "history": {"undo": [], "redo": []}}
-BIG_DOCUMENT = {**DOCUMENT, "history": {"undo": [{"blob": f"{i:05d}" * 12_000} for i in range(10)], "redo": []}}
+BIG_DOCUMENT = {**DOCUMENT, "history": {"undo": [{"blob": f"{i:05d}" * 12_000} for i in range(3)], "redo": []}}
 SNAPSHOT = {"spec": {"n": 1}, "view": {"step": 2}}
 
 

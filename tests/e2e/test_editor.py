@@ -1,7 +1,7 @@
 """The model editor in a real browser: edits re-trace, problems sit at their fields, undo, names as text.
 
 Each test starts from a preset chosen in the explorer, edits through the editor panel and waits for the
-explorer to show the trace the editor dispatched ("tapescope:trace"); numbers are checked against the API.
+explorer to show the trace the workspace got (window.tapescope.traceCount()); numbers are checked against the API.
 """
 import json
 from pathlib import Path
@@ -45,7 +45,6 @@ def editor(page, live_server):
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.goto(live_server + "/")
     page.wait_for_selector(".explorer[data-ready=true]", timeout=20000)
-    page.evaluate("window.__traces = 0; document.addEventListener('tapescope:trace', () => { window.__traces += 1; })")
 
     class Editor:
         def __init__(self):
@@ -60,12 +59,12 @@ def editor(page, live_server):
                 arg=preset, timeout=20000)
 
         def traces(self):
-            return page.evaluate("window.__traces")
+            return page.evaluate("window.tapescope.traceCount()")
 
         def wait_traced(self, before):
             """Wait until the editor dispatched a trace after `before` and the explorer finished showing it."""
             page.wait_for_function(
-                "n => window.__traces > n && document.querySelector('.explorer').dataset.ready === 'true'",
+                "n => window.tapescope.traceCount() > n && document.querySelector('.explorer').dataset.ready === 'true'",
                 arg=before, timeout=20000)
             return page.evaluate("window.tapescope.getTrace()")
 

@@ -132,15 +132,16 @@ def test_clicking_a_node_inspects_it_with_values(page, live_server):
     assert page.locator(f"[data-testid=graph] [data-tensor-id='{x['id']}'].selected").count() == 1
 
 
-def test_an_editor_trace_replaces_the_graph_keeps_the_step_and_ghosts_the_previous_run(page, live_server):
+def test_an_edit_replaces_the_graph_keeps_the_step_and_ghosts_the_previous_run(page, live_server):
     before = trace_for(page, live_server, "seed-tape")
-    after = trace_for(page, live_server, "lab1-mlp")
     open_explorer(page, live_server, "seed-tape")
     go_to_step(page, 3)
-    page.evaluate("d => document.dispatchEvent(new CustomEvent('tapescope:trace', {detail: d}))",
-                  {"trace": after, "spec": after["spec"]})
-    page.wait_for_function("n => document.querySelectorAll('[data-testid=graph] [data-node-id]').length === n",
-                           arg=len(after["tape"]))
+    shown = page.evaluate("window.tapescope.traceCount()")
+    page.locator('#editor-panel .editor-form [data-field="batch"] > [data-path="batch"]').fill("128")
+    page.wait_for_function("n => window.tapescope.traceCount() > n && document.querySelector('.explorer').dataset.ready === 'true'",
+                           arg=shown)
+    after = page.evaluate("window.tapescope.getTrace()")
+    assert after["spec"]["batch"] == 128
     assert page.evaluate("window.tapescope.getStep()") == 3
     delta = page.inner_text("[data-testid=peak-delta]")
     assert delta.startswith("peak ") and "→" in delta

@@ -113,7 +113,7 @@ def test_manual_recompute_of_the_first_softmax(page, live_server, errors, bodies
 
     # a tensor the server refuses (a view) shows its problem at the control; removing its chip clears it
     view = next(t for t in trace["tensors"] if t.get("view") and t["saved_by"])
-    page.evaluate("id => document.dispatchEvent(new CustomEvent('tapescope:recompute-toggle', {detail: {tensor: id}}))", view["id"])
+    page.evaluate("id => window.tapescope.toggleRecompute(id)", view["id"])   # past the graph's own refusal
     error = page.locator("[data-testid=field-error][data-problem-path='checkpoint.recompute']")
     expect(error).to_contain_text(f"tensor {view['id']} ({view['name']}) cannot be recomputed")
     expect(page.locator(".explorer")).to_have_attribute("data-ready", "true")

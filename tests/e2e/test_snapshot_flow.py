@@ -26,6 +26,8 @@ def test_a_shared_backward_step_opens_the_same_in_a_fresh_browser_and_copies_int
         assert other.inner_text("[data-testid=step-label]") == page.inner_text("[data-testid=step-label]")
         assert other.locator("body.read-only").count() == 1
         assert other.locator("[data-testid=preset]").is_disabled()
+        assert other.locator("[data-testid=preset]").input_value() == "residual-unit"
+        assert other.inner_text("[data-testid=model-origin]") == "snapshot: residual-unit"
 
         other.click("[data-testid=make-copy]")
         other.wait_for_url(f"{live_server}/")
@@ -37,5 +39,7 @@ def test_a_shared_backward_step_opens_the_same_in_a_fresh_browser_and_copies_int
         session = other.request.get(f"{live_server}/api/session").json()
         assert session["spec"]["name"] == "residual-unit"
         assert not other.locator("[data-testid=preset]").is_disabled()
+        assert other.inner_text("[data-testid=model-origin]") == "copy of residual-unit"
+        assert other.locator("[data-testid=preset]").input_value() == "residual-unit"
     finally:
         stranger.close()

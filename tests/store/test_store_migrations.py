@@ -74,7 +74,7 @@ def test_downgrading_from_head_gives_the_traces_back_as_text(db_url):
     config = alembic_config()
     with engine.connect() as connection:          # the app only ever upgrades; a downgrade is by hand
         config.attributes["connection"] = connection
-        command.downgrade(config, "0002_snapshot_title_session_age")
+        command.downgrade(config, "0003_session_origin_baseline")
         stored = {r.id: r.trace_json for r in connection.execute(text("SELECT id, trace_json FROM snapshots"))}
     assert stored == {row["id"]: row["trace_json"] for row in rows}
     engine.dispose()

@@ -7,7 +7,8 @@ from backend.store import sessions
 
 DOCUMENT = {"spec": {"preset": "lab1-mlp"}, "checkpoint": {"policy": "none"},
             "view": {"step": 5, "selected": "n2", "zoom": {"k": 2.0, "x": 1, "y": -3}},
-            "history": {"undo": [{"spec": {"preset": "seed-tape"}}], "redo": []}}
+            "history": {"undo": [{"spec": {"preset": "seed-tape"}}], "redo": []},
+            "origin": {"kind": "preset", "preset": "lab1-mlp"}, "baseline": None}
 
 
 def test_new_session_is_empty_and_has_a_long_random_id(engine):
@@ -15,7 +16,19 @@ def test_new_session_is_empty_and_has_a_long_random_id(engine):
         first, second = sessions.create(db), sessions.create(db)
     assert first.id != second.id and len(first.id) >= 43
     assert first.document() == {"spec": None, "checkpoint": None, "view": sessions.EMPTY_VIEW,
-                                "history": sessions.EMPTY_HISTORY}
+                                "history": sessions.EMPTY_HISTORY, "origin": None, "baseline": None}
+
+
+def test_a_save_from_a_stale_version_raises_with_the_current_workspace(engine):
+    with Session(engine) as db:
+        created = sessions.create(db)
+        newer = sessions.save(db, created.id, DOCUMENT, base_version=created.version)
+        try:
+            sessions.save(db, created.id, {**DOCUMENT, "spec": {"stale": True}}, base_version=created.version)
+        except sessions.StaleVersion as stale:
+            assert stale.current.version == newer.version and stale.current.spec == DOCUMENT["spec"]
+        else:
+            raise AssertionError("a stale save landed")
 
 
 def test_save_replaces_the_document_and_it_reads_back(engine):

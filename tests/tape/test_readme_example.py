@@ -22,3 +22,12 @@ def test_the_readme_engine_example_runs_and_prints_the_gradient_shape():
     assert printed.getvalue() == "(1, 64)\n"
     with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
         namespace["loss"].backward()        # the comment's promise: a second backward raises
+
+
+def test_the_readme_forward_mode_example_runs_after_the_first():
+    section = README.read_text().split("## Using the engine directly", 1)[1]
+    first, forward = re.findall(r"```python\n(.*?)```", section, re.S)[:2]
+    namespace = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(first + forward, str(README), "exec"), namespace)   # noqa: S102
+    assert namespace["tangent"].shape == (64, 1) and namespace["J"].shape == (64, 1, 64, 64)

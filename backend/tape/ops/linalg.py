@@ -1,20 +1,35 @@
-"""Matrix multiply, 2-D and batched: the op that pins both of its inputs."""
+"""Matrix multiply, 2-D, batched and with 1-D operands: the op that pins both of its inputs."""
 import numpy as np
 
-from backend.tape.registry import Op, register, size_of, unbroadcast
+from backend.tape.registry import Op, register, size_of, tangent_sum, unbroadcast
 
 
 def _swap(x):
     return np.swapaxes(x, -1, -2)
 
 
+def _matmul_forward(attrs, a, b):
+    try:
+        return np.asarray(a @ b)            # vec @ vec is 0-d: an array, not a numpy scalar
+    except ValueError:
+        if a.ndim == 0 or b.ndim == 0:
+            raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                               f"{a.ndim}D and {b.ndim}D") from None
+        raise
+
+
 def _matmul_vjp(g, s, node):
     a_shape, b_shape = node.shapes
+    if len(a_shape) == 1 or len(b_shape) == 1:
+        return _vector_matmul_vjp(g, s, node)
+    return _matrix_vjp(g, s.get("a"), s.get("b"), a_shape, b_shape, node.needs)
+
+
+def _matrix_vjp(g, a, b, a_shape, b_shape, needs):
     a_grad = b_grad = None
-    if node.needs[0]:
-        a_grad = unbroadcast(g @ _swap(s["b"]), a_shape)
-    if node.needs[1]:
-        a = s["a"]
+    if needs[0]:
+        a_grad = unbroadcast(g @ _swap(b), a_shape)
+    if needs[1]:
         if len(b_shape) == 2:
             # a weight shared across the batch: fold the batch into rows instead of a [batch, K, N] temporary
             b_grad = a.reshape(-1, a.shape[-1]).T @ g.reshape(-1, g.shape[-1])
@@ -23,12 +38,37 @@ def _matmul_vjp(g, s, node):
     return a_grad, b_grad
 
 
+def _vector_matmul_vjp(g, s, node):
+    """torch.matmul's 1-D rules run backwards: a vector a is a [1, K] row, a vector b a [K, 1] column, and the
+    adjoint gets back the axis the forward dropped; each gradient is then reshaped to its operand's shape."""
+    a_shape, b_shape = node.shapes
+    a, b = s.get("a"), s.get("b")
+    a_matrix, b_matrix = a_shape, b_shape
+    g = np.asarray(g)
+    if len(b_shape) == 1:                   # first: for vec @ vec the 0-d adjoint becomes [1], then [1, 1]
+        g = g[..., None]
+        b = None if b is None else b[:, None]
+        b_matrix = b_shape + (1,)
+    if len(a_shape) == 1:
+        g = g[..., None, :]
+        a = None if a is None else a[None, :]
+        a_matrix = (1,) + a_shape
+    a_grad, b_grad = _matrix_vjp(g, a, b, a_matrix, b_matrix, node.needs)
+    return (None if a_grad is None else a_grad.reshape(a_shape),
+            None if b_grad is None else b_grad.reshape(b_shape))
+
+
+def _matmul_jvp(t, v, attrs):
+    """d(a @ b) = da @ b + a @ db: the forward's own product rule (1-D rules included), no transposes."""
+    return tangent_sum(None if t[0] is None else t[0] @ v["b"], None if t[1] is None else v["a"] @ t[1])
+
+
 def _matmul_flops(shapes, out_shape, attrs):
     return 2 * size_of(out_shape) * shapes[0][-1]
 
 
 register(Op(
     "matmul", "matmul", ("a", "b"), saves={"a": ("b",), "b": ("a",)},
-    forward=lambda attrs, a, b: a @ b, vjp=_matmul_vjp, flops=_matmul_flops,
+    forward=_matmul_forward, vjp=_matmul_vjp, jvp=_matmul_jvp, flops=_matmul_flops,
     why="matmul saves both inputs: dW = Xᵀ·dY needs X, and dX = dY·Wᵀ needs W.",
 ))

@@ -1,4 +1,7 @@
-"""Movement ops: reshape, transpose/permute, indexing and concat. Views share their input's storage."""
+"""Movement ops: reshape, transpose/permute, indexing and concat. Views share their input's storage.
+
+Each is linear, so its jvp is its own forward applied to the tangent.
+"""
 import numpy as np
 
 from backend.tape.registry import Op, register
@@ -12,6 +15,7 @@ register(Op(
     "reshape", "movement", ("x",), view=True,
     forward=lambda attrs, x: np.reshape(x, attrs["shape"]),
     vjp=lambda g, s, node: (np.reshape(g, node.shapes[0]),),
+    jvp=lambda t, v, attrs: np.reshape(t[0], attrs["shape"]),
     flops=_free, why="reshape saves only the shape: a view, no bytes.",
 ))
 
@@ -19,6 +23,7 @@ register(Op(
     "permute", "movement", ("x",), view=True,
     forward=lambda attrs, x: np.transpose(x, attrs["axes"]),
     vjp=lambda g, s, node: (np.transpose(g, np.argsort(node.attrs["axes"])),),
+    jvp=lambda t, v, attrs: np.transpose(t[0], attrs["axes"]),
     flops=_free, why="permute saves only the axis order: a view, no bytes.",
 ))
 
@@ -30,18 +35,19 @@ def _getitem_vjp(g, s, node):
 
 
 def _getitem(attrs, x):
-    out = x[attrs["key"]]
+    key = attrs["key"]
+    out = x[key]
     if type(out) is not np.ndarray:
-        # an integer index down to one element: numpy hands back a scalar copy, torch a 0-d view of the storage
-        key = attrs["key"] if isinstance(attrs["key"], tuple) else (attrs["key"],)
-        out = x[key + (Ellipsis,)]
+        # Every axis taken by an integer: numpy returns a scalar copy, PyTorch a 0-d view. A trailing
+        # Ellipsis makes numpy return the 0-d view too.
+        out = x[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
     return out
 
 
 register(Op(
     "getitem", "movement", ("x",), view=True,
     forward=_getitem,
-    vjp=_getitem_vjp, flops=_free,
+    vjp=_getitem_vjp, jvp=lambda t, v, attrs: _getitem(attrs, t[0]), flops=_free,
     why="indexing saves only the index and shape: its vjp scatters the adjoint back.",
 ))
 
@@ -52,9 +58,14 @@ def _concat_vjp(g, s, node):
     return tuple(np.split(g, bounds, axis=axis))
 
 
+def _concat_jvp(t, v, attrs):
+    parts = [np.zeros_like(x) if tangent is None else tangent for tangent, x in zip(t, v["xs"])]
+    return np.concatenate(parts, axis=attrs["axis"])
+
+
 register(Op(
     "concat", "movement", ("xs",), variadic=True,
     forward=lambda attrs, *xs: np.concatenate(xs, axis=attrs["axis"]),
-    vjp=_concat_vjp, flops=_free,
+    vjp=_concat_vjp, jvp=_concat_jvp, flops=_free,
     why="concat saves only the sizes: its vjp splits the adjoint.",
 ))

@@ -1,4 +1,7 @@
-"""Reductions and softmaxes: sum, mean, max along an axis, softmax, log_softmax."""
+"""Reductions and softmaxes: sum, mean, max along an axis, softmax, log_softmax.
+
+A full reduction is a 0-d array, never a numpy scalar (numpy's sum and mean return scalars).
+"""
 import numpy as np
 
 from backend.tape.registry import Op, register, size_of
@@ -30,15 +33,17 @@ def _input_size(shapes, out_shape, attrs):
 
 register(Op(
     "sum", "reduce", ("x",),
-    forward=lambda attrs, x: np.sum(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False)),
+    forward=lambda attrs, x: np.asarray(np.sum(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False))),
     vjp=lambda g, s, node: (_spread(g, node),),
+    jvp=lambda t, v, attrs: np.asarray(np.sum(t[0], axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False))),
     flops=_input_size, why="sum saves only the input's shape: its vjp broadcasts the adjoint back.",
 ))
 
 register(Op(
     "mean", "reduce", ("x",),
-    forward=lambda attrs, x: np.mean(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False)),
+    forward=lambda attrs, x: np.asarray(np.mean(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False))),
     vjp=lambda g, s, node: (_spread(g / _reduced_count(node), node),),
+    jvp=lambda t, v, attrs: np.asarray(np.mean(t[0], axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False))),
     flops=_input_size, why="mean saves only shapes: its vjp spreads the adjoint evenly.",
 ))
 
@@ -59,9 +64,16 @@ def _max_vjp(g, s, node):
     return (grad,)
 
 
+def _max_jvp(t, v, attrs):
+    """The winner's tangent: the same argmax the forward took."""
+    axis = attrs["axis"]
+    picked = np.take_along_axis(t[0], v["indices"], axis=axis)
+    return picked if attrs.get("keepdims", False) else np.squeeze(picked, axis=axis)
+
+
 register(Op(
     "max", "reduce", ("x",), saves={"indices": ("x",)}, extras=("indices",),
-    forward=_max_forward, vjp=_max_vjp, flops=_input_size,
+    forward=_max_forward, vjp=_max_vjp, jvp=_max_jvp, flops=_input_size,
     why="max saves the argmax indices: only the winning element receives the adjoint.",
 ))
 
@@ -77,9 +89,14 @@ def _softmax_vjp(g, s, node):
     return (p * (g - np.sum(g * p, axis=node.attrs.get("axis", -1), keepdims=True)),)
 
 
+def _softmax_jvp(t, v, attrs):
+    p = v["out"]
+    return p * (t[0] - np.sum(t[0] * p, axis=attrs.get("axis", -1), keepdims=True))
+
+
 register(Op(
     "softmax", "reduce", ("x",), saves={"out": ("x",)},
-    forward=_softmax, vjp=_softmax_vjp, flops=lambda shapes, out, attrs: 5 * size_of(out),
+    forward=_softmax, vjp=_softmax_vjp, jvp=_softmax_jvp, flops=lambda shapes, out, attrs: 5 * size_of(out),
     why="softmax saves its output: dz = p ⊙ (dp − ⟨dp, p⟩) needs only p.",
 ))
 
@@ -95,8 +112,12 @@ def _log_softmax_vjp(g, s, node):
     return (g - np.exp(s["out"]) * np.sum(g, axis=axis, keepdims=True),)
 
 
+def _log_softmax_jvp(t, v, attrs):
+    return t[0] - np.sum(np.exp(v["out"]) * t[0], axis=attrs.get("axis", -1), keepdims=True)
+
+
 register(Op(
     "log_softmax", "reduce", ("x",), saves={"out": ("x",)},
-    forward=_log_softmax, vjp=_log_softmax_vjp, flops=lambda shapes, out, attrs: 5 * size_of(out),
+    forward=_log_softmax, vjp=_log_softmax_vjp, jvp=_log_softmax_jvp, flops=lambda shapes, out, attrs: 5 * size_of(out),
     why="log_softmax saves its output: dz = dy − softmax·Σdy, and softmax = exp(output).",
 ))

@@ -21,9 +21,16 @@ def _index_put_vjp(g, s, node):
     return x_grad, values_grad
 
 
+def _index_put_jvp(t, v, attrs):
+    """The target's tangent with the written region replaced by the values' tangent (zero where it has none)."""
+    out = np.zeros_like(v["out"]) if t[0] is None else np.array(t[0], dtype=v["out"].dtype, copy=True)
+    out[attrs["key"]] = 0 if t[1] is None else t[1]
+    return out
+
+
 register(Op(
     "index_put", "movement", ("x", "values"),
-    forward=_index_put, vjp=_index_put_vjp, flops=lambda shapes, out_shape, attrs: 0,
+    forward=_index_put, vjp=_index_put_vjp, jvp=_index_put_jvp, flops=lambda shapes, out_shape, attrs: 0,
     why="item assignment saves only the index: the written elements take the values' adjoint, the rest pass through.",
 ))
 
@@ -31,6 +38,7 @@ register(Op(
     "fill", "elementwise", ("x",),
     forward=lambda attrs, x: np.full_like(x, attrs["value"]),
     vjp=lambda g, s, node: (np.zeros_like(g),),
+    jvp=lambda t, v, attrs: np.zeros_like(v["out"]),
     flops=lambda shapes, out_shape, attrs: 0,
     why="fill saves nothing: what it overwrote gets no gradient.",
 ))

@@ -1,7 +1,7 @@
 """Snapshot traces stored xz-compressed (a 28.5 MiB document becomes 1.2 MiB), and the rate limiter's counters.
 
-Revision ID: 0003_compressed_traces_rate_limits
-Revises: 0002_snapshot_title_session_age
+Revision ID: 0004_compressed_traces_rate_limits
+Revises: 0003_session_origin_baseline
 Create Date: 2026-12-01
 """
 import lzma
@@ -9,8 +9,8 @@ import lzma
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003_compressed_traces_rate_limits"
-down_revision = "0002_snapshot_title_session_age"
+revision = "0004_compressed_traces_rate_limits"
+down_revision = "0003_session_origin_baseline"
 branch_labels = None
 depends_on = None
 

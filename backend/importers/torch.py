@@ -1,0 +1,205 @@
+"""Record one real PyTorch training step into the trace document: `record_step(...)` and the command line.
+
+    python -m backend.importers.torch MODEL_FILE [--out run.json] [--checkpoint POLICY] [--values]
+
+MODEL_FILE is your own Python file. It defines `build()`, which returns either a tuple
+(model, batch[, loss_fn[, optimizer]]) or a dict with those keys ("model", "batch", optional "loss_fn",
+"optimizer"). `model` is a torch.nn.Module. How one step runs (docs/torch-import.md has the details):
+
+- with a loss_fn, `batch` is (inputs, target): output = model(inputs), loss = loss_fn(output, target);
+- without one, output = model(batch) and the loss is the output itself when it is a scalar tensor, else
+  output["loss"], output.loss or output[0];
+- `inputs` / `batch` that is a tuple or list is spread as model(*batch), a dict as model(**batch);
+- then loss.backward(), and optimizer.step() when an optimizer is given.
+
+`build()` may be called more than once (each checkpoint what-if runs a fresh step), so seed it. The file runs
+only here, on your machine, in this process; the app never imports torch and never runs Python it was sent.
+"""
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from backend.importers.torch_recorder import TorchRecorder, _tensors
+from backend.trace.document import build_document
+
+LOSS_SCOPE = "loss"
+
+
+# ----- one step, recorded or plain ---------------------------------------------------------------
+def run_step(model, batch, loss_fn=None, optimizer=None, recorder=None):
+    """Forward, loss, backward, optimizer step; returns the loss tensor. The same code with and without a
+    recorder, so a plain run (profiled, timed, compared) is the recorded run minus the hooks."""
+    begin = recorder.begin if recorder is not None else (lambda phase: None)
+    begin("forward")
+    loss = _forward_loss(model, batch, loss_fn, recorder)
+    if recorder is not None:
+        recorder.attach(loss)
+    begin("backward")
+    loss.backward()
+    if recorder is not None:
+        recorder.name_grads(model)
+    if optimizer is not None:
+        begin("optimizer")
+        optimizer.step()
+    begin("done")
+    return loss
+
+
+def _forward_loss(model, batch, loss_fn, recorder):
+    """The loss, with the model's output gone by the time it returns (as in a training loop's body)."""
+    if loss_fn is None:
+        return _as_loss(_call(model, batch))
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        raise ValueError("with a loss_fn, batch must be (inputs, target): the step runs "
+                         "loss_fn(model(inputs), target)")
+    inputs, target = batch
+    output = _call(model, inputs)
+    if recorder is not None:
+        recorder.push_scope(LOSS_SCOPE)
+    try:
+        return loss_fn(output, target)
+    finally:
+        if recorder is not None:
+            recorder.pop_scope()
+
+
+def _call(model, inputs):
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    if isinstance(inputs, (tuple, list)):
+        return model(*inputs)
+    return model(inputs)
+
+
+def _as_loss(output):
+    if isinstance(output, torch.Tensor) and output.dim() == 0:
+        return output
+    for pick in (lambda o: o["loss"], lambda o: o.loss, lambda o: o[0]):
+        try:
+            loss = pick(output)
+        except (KeyError, AttributeError, TypeError, IndexError):
+            continue
+        if isinstance(loss, torch.Tensor) and loss.dim() == 0:
+            return loss
+    raise ValueError("the model's output is not a loss: without a loss_fn, model(batch) must return a scalar "
+                     "tensor, or something with a scalar under ['loss'], .loss or [0]; or give build() a loss_fn")
+
+
+# ----- the document ------------------------------------------------------------------------------
+def record_step(model, batch, loss_fn=None, optimizer=None, values=False):
+    """One training step of `model` on `batch` under PyTorch's hooks, as a trace document (a dict)."""
+    recorder = TorchRecorder(with_values=values)
+    recorder.add_model(model, _tensors(batch))
+    try:
+        with recorder, torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack):
+            loss = run_step(model, batch, loss_fn, optimizer, recorder)
+    finally:
+        recorder.finish()
+    spec = describe(model, batch, loss_fn, optimizer)
+    document = build_document(recorder, spec, f"torch {torch.__version__}", float(loss.detach()))
+    document["layers"] = [{"path": name, "type": type(child).__name__, "name": name}
+                          for name, child in model.named_children()]
+    document["source"] = {"kind": "torch", "torch_version": torch.__version__, "model": type(model).__name__,
+                          "loss": spec["loss"]["type"],
+                          "optimizer": type(optimizer).__name__ if optimizer is not None else None,
+                          "values": bool(values)}
+    document["summary"]["packed"] = len(recorder.packed)
+    return document
+
+
+def describe(model, batch, loss_fn, optimizer):
+    """The document's `spec`: what the run was, in the fields our own specs have (read-only for an import)."""
+    params = list(model.parameters())
+    tensors = _tensors(batch)
+    return {"name": type(model).__name__, "seed": None,
+            "dtype": str(params[0].dtype).replace("torch.", "") if params else "float32",
+            "batch": int(tensors[0].shape[0]) if tensors and tensors[0].dim() else 1,
+            "input": {"kind": "torch", "shapes": [list(t.shape) for t in tensors]},
+            "layers": [{"type": type(child).__name__, "name": name} for name, child in model.named_children()],
+            "loss": {"type": _loss_name(loss_fn)}, "optimizer": optimizer_spec(optimizer)}
+
+
+def _loss_name(loss_fn):
+    if loss_fn is None:
+        return "model"
+    return getattr(loss_fn, "__name__", None) or type(loss_fn).__name__
+
+
+def optimizer_spec(optimizer):
+    """SGD, Adam and AdamW in our spec's words (the planner and the verdicts read them); others by name."""
+    if optimizer is None:
+        return {"type": "none"}
+    group = optimizer.param_groups[0]
+    kind = type(optimizer).__name__.lower()
+    lr = float(group.get("lr", 0.0))
+    if kind == "sgd":
+        return {"type": "sgd", "lr": lr, "momentum": float(group["momentum"]),
+                "weight_decay": float(group["weight_decay"]), "nesterov": bool(group["nesterov"])}
+    if kind in ("adam", "adamw"):
+        return {"type": kind, "lr": lr, "betas": [float(b) for b in group["betas"]],
+                "weight_decay": float(group["weight_decay"])}
+    return {"type": "other", "name": type(optimizer).__name__, "lr": lr}
+
+
+# ----- the user's file ---------------------------------------------------------------------------
+def load_build(path):
+    """Import MODEL_FILE and return its build() (the user's own code, run here on the user's machine)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SystemExit(f"{path}: no such file")
+    module_spec = importlib.util.spec_from_file_location(f"tapescope_model_{path.stem}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    build = getattr(module, "build", None)
+    if not callable(build):
+        raise SystemExit(f"{path}: defines no build(); it must return (model, batch[, loss_fn[, optimizer]])")
+    return build
+
+
+def unpack_build(built):
+    """(model, batch, loss_fn, optimizer) from what build() returned, with a sentence when it is wrong."""
+    if isinstance(built, dict):
+        parts = (built.get("model"), built.get("batch"), built.get("loss_fn"), built.get("optimizer"))
+    elif isinstance(built, (tuple, list)) and 2 <= len(built) <= 4:
+        parts = (*built, None, None)[:4]
+    else:
+        raise SystemExit("build() must return (model, batch[, loss_fn[, optimizer]]) or a dict with those keys")
+    if not isinstance(parts[0], torch.nn.Module):
+        raise SystemExit(f"build()'s model is a {type(parts[0]).__name__}, not a torch.nn.Module")
+    return parts
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m backend.importers.torch",
+                                     description="Record one training step of your PyTorch model as a Tapescope trace.")
+    parser.add_argument("model_file", help="a Python file defining build() -> (model, batch[, loss_fn[, optimizer]])")
+    parser.add_argument("--out", help="write the document here (default: standard output)")
+    parser.add_argument("--checkpoint", help="also run checkpointed what-ifs: every_k=1, every_k=N or selective")
+    parser.add_argument("--blocks", help="comma-separated module paths to checkpoint (default: the children "
+                                         "of the largest ModuleList)")
+    parser.add_argument("--values", action="store_true",
+                        help="include small tensors' values (default: statistics only; no raw weights leave)")
+    args = parser.parse_args(argv)
+    build = load_build(args.model_file)
+    document = record_step(*unpack_build(build()), values=args.values)
+    if args.checkpoint:
+        raise SystemExit("--checkpoint is not built yet (torch.utils.checkpoint what-ifs, issue 16); "
+                         "record without it for now")
+    text = json.dumps(document, separators=(",", ":"))
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        sys.stdout.write(text + "\n")
+    summary = document["summary"]
+    print(f"{document['source']['model']}: {summary['entries']} ops, {summary['steps']} steps, "
+          f"peak {summary['peak_bytes']:,} B at step {summary['peak_step']} ({summary['peak']['phase']}), "
+          f"saved {summary['saved_bytes']:,} B" + (f" -> {args.out}" if args.out else ""), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""What the explorer knows about an aten op: its family (the graph's colour) and a FLOP estimate."""
+import math
+
+# aten overload packet name -> family; anything else is drawn as "other"
+_FAMILIES = {
+    "matmul": ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot", "einsum"),
+    "elementwise": ("relu", "gelu", "tanh", "sigmoid", "exp", "log", "neg", "sqrt", "rsqrt", "silu", "abs",
+                    "clamp", "pow", "reciprocal", "sin", "cos", "erf", "threshold", "hardtanh", "leaky_relu",
+                    "softplus", "elu", "mish", "square", "sign", "clone", "copy", "fill", "zero", "where",
+                    "masked_fill", "_to_copy", "lerp", "addcmul", "addcdiv", "maximum", "minimum"),
+    "binary": ("add", "sub", "mul", "div", "rsub", "true_divide", "eq", "ne", "lt", "gt", "le", "ge"),
+    "reduce": ("sum", "mean", "amax", "amin", "max", "min", "var", "std", "norm", "linalg_vector_norm",
+               "logsumexp", "prod", "argmax"),
+    "movement": ("view", "reshape", "_unsafe_view", "t", "transpose", "permute", "expand", "squeeze",
+                 "unsqueeze", "slice", "select", "split", "split_with_sizes", "chunk", "cat", "stack",
+                 "contiguous", "as_strided", "alias", "detach", "unbind", "index_select", "narrow",
+                 "flatten", "unflatten", "repeat", "gather", "index", "embedding", "lift_fresh"),
+    "normalization": ("native_layer_norm", "layer_norm", "native_batch_norm", "_native_batch_norm_legit",
+                      "_native_batch_norm_legit_functional", "native_group_norm", "_fused_rms_norm",
+                      "rms_norm", "_softmax", "softmax", "_log_softmax", "log_softmax"),
+    "random": ("native_dropout", "dropout", "bernoulli", "rand", "randn", "rand_like", "randn_like",
+               "randint", "uniform", "normal"),
+    "loss": ("nll_loss_forward", "nll_loss", "nll_loss2d_forward", "mse_loss", "cross_entropy_loss",
+             "binary_cross_entropy", "binary_cross_entropy_with_logits", "l1_loss", "smooth_l1_loss",
+             "huber_loss"),
+    "attention": ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+                  "_scaled_dot_product_flash_attention", "scaled_dot_product_attention",
+                  "_scaled_dot_product_attention_math"),
+}
+FAMILY_OF = {name: family for family, names in _FAMILIES.items() for name in names}
+
+
+def op_name(func):
+    """`aten.addmm.default` -> "addmm"; in-place `add_` keeps its underscore."""
+    return func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
+
+
+def family(name):
+    return FAMILY_OF.get(name.rstrip("_") if name not in FAMILY_OF else name, "other")
+
+
+def flops(name, inputs, outputs):
+    """2·m·n·k for matrix products, one per output element otherwise (movement and views: zero)."""
+    fam = family(name)
+    if fam == "movement" or not outputs:
+        return 0
+    out = outputs[0]
+    if fam == "matmul" and inputs:
+        a = inputs[-2] if len(inputs) >= 2 else inputs[0]
+        inner = a.shape[-1] if a.dim() else 1
+        return int(2 * out.numel() * inner)
+    if fam == "attention" and len(inputs) >= 3:
+        q, k = inputs[0], inputs[1]
+        seq_k = k.shape[-2] if k.dim() >= 2 else 1
+        return int(4 * q.numel() * seq_k)
+    return int(math.prod(out.shape)) if out.dim() else 1

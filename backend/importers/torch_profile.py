@@ -1,0 +1,94 @@
+"""torch.profiler's CPU memory events (profile_memory=True) beside a recorded document: the independent check.
+
+The profiler reports every allocation and free of the CPU allocator with its address, size and the running
+total, counted from when profiling began. Two figures come out of it:
+
+- `plain_peak`: a plain (unrecorded) step's peak = the largest running total + the bytes that existed before
+  the step (parameters, buffers, the batch: what the document calls setup storages);
+- `live_by_step`: the same events from the *recorded* run, binned into the document's steps by identity
+  — an allocation at address A of n bytes is the document's next storage (in birth order) if that one is at A with n bytes, a free at A
+  is that storage's death — and, per step, the most bytes the allocator held at any moment of it.
+  Allocations the document has no storage for (a kernel's scratch) stay in the step they happen in.
+"""
+import torch
+from torch._C._profiler import _EventType
+from torch.profiler import ProfilerActivity, profile
+
+LOOKAHEAD = 4       # storages whose allocation the profiler never reports (from_blob, another allocator) are skipped
+
+
+def allocation_events(prof):
+    """[(time_ns, address, bytes (negative: a free), total_allocated)] of the CPU allocator, in time order."""
+    found, stack = [], list(prof.profiler.kineto_results.experimental_event_tree())
+    while stack:
+        event = stack.pop()
+        stack.extend(event.children)
+        if event.tag == _EventType.Allocation:
+            fields = event.extra_fields
+            if str(fields.device) == "cpu":
+                found.append((event.start_time_ns, fields.ptr, fields.alloc_size, fields.total_allocated))
+    found.sort()
+    return found
+
+
+def profiled(fn):
+    """(fn(), allocation events while it ran)."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = fn()
+    return result, allocation_events(prof)
+
+
+def existing_bytes(model, batch_tensors, optimizer=None):
+    """Bytes of the unique storages alive before the step: parameters, buffers, the batch, optimizer state."""
+    tensors = [*model.parameters(), *model.buffers(), *batch_tensors]
+    if optimizer is not None:
+        tensors += [v for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor)]
+    unique = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
+    return int(sum(unique.values()))
+
+
+def _base(events):
+    """The allocator's running total is process-wide: count from where it stood when the step began."""
+    return events[0][3] - events[0][2] if events else 0
+
+
+def plain_peak(events, existing):
+    return int(existing + max((total for *_, total in events), default=_base(events)) - _base(events))
+
+
+def live_by_step(document, events):
+    """Per document step, the most bytes the allocator held during it (setup storages added)."""
+    steps = len(document["steps"])
+    existing = sum(s["nbytes"] for s in document["storages"] if s.get("setup"))
+    # Our storages are numbered in birth order and each is one allocation, so their allocations are a
+    # subsequence of the profiler's, in id order; a scratch buffer at a reused address is not the next one.
+    expected = [st for st in sorted(document["storages"], key=lambda st: st["id"])
+                if not st.get("setup") and st["nbytes"] > 0]
+    position = 0
+    alive = {}
+    best = [0] * steps
+    base = _base(events)
+    step, total = 0, 0
+    for _, address, nbytes, after in events:
+        after -= base
+        found = step
+        if nbytes > 0:
+            for ahead, storage in enumerate(expected[position:position + LOOKAHEAD]):
+                if (int(storage["address"], 16), storage["nbytes"]) == (address, nbytes):
+                    position += ahead + 1
+                    alive[address] = storage
+                    found = storage["born"]
+                    break
+        else:
+            storage = alive.pop(address, None)
+            if storage is not None and storage["freed"] is not None:
+                found = storage["freed"]
+        if found > step:                  # the steps in between held what was there when they began
+            for between in range(step + 1, min(found, steps - 1) + 1):
+                best[between] = total
+            step = min(found, steps - 1)
+        best[step] = max(best[step], total, after)
+        total = after
+    for after_last in range(step + 1, steps):
+        best[after_last] = total
+    return [int(existing + held) for held in best]

@@ -1,0 +1,376 @@
+"""The torch recorder: PyTorch's own hooks turned into the same records backend/trace/recorder.py collects.
+
+Four kinds of hook, each with one job:
+- a TorchDispatchMode sees every aten op (forward entries and steps; backward and optimizer allocations);
+- saved_tensors_hooks see exactly what autograd packs, and when it lets go of it;
+- module forward pre/post hooks give every op its scope (the module path, e.g. `transformer.h.0.attn`);
+- pre/post hooks on the grad_fn nodes give the order of the backward sweep, one step per node.
+Storages are keyed by untyped_storage().data_ptr() while alive (views share them); a weakref finalizer on
+the storage object says when the allocator gets it back, so `freed` is the step during which it went.
+The attributes (tensors, storages, tape, steps, sweep, values, ...) are what backend.trace.document reads.
+"""
+import weakref
+
+import numpy as np
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from backend.importers.torch_ops import family, flops, op_name
+from backend.trace.values import ValueTable
+
+SMALL_TENSOR_ELEMENTS = 1024      # with --values, tensors this small carry their values (heatmaps)
+_next_sequence_nr = torch._C._autograd._get_sequence_nr
+
+
+class Packed:
+    """What saved_tensors_hooks hand autograd: the tensor itself plus who we are; its death is the release."""
+    __slots__ = ("tensor", "uid", "recorder", "__weakref__")
+
+    def __init__(self, tensor, uid, recorder):
+        self.tensor, self.uid, self.recorder = tensor, uid, recorder
+
+    def __del__(self):
+        recorder = self.recorder
+        if recorder is not None and recorder.phase != "done":
+            recorder.on_release(self.uid)
+
+
+class TorchRecorder(TorchDispatchMode):
+    def __init__(self, with_values=False):
+        super().__init__()
+        self.with_values = with_values
+        self.phase = "setup"
+        self.values = ValueTable()
+        self.tensors = {}           # id -> tensor record
+        self.storages = {}          # storage id -> storage record (each allocation its own, addresses reused)
+        self.tape, self.steps, self.sweep = [], [], []
+        self.dependencies, self.blocks = {}, []
+        self.step = 0
+        self.packed = []            # (tensor id, storage id) of every pack, in order
+        self._live = {}             # data_ptr -> storage record, while the allocator has it
+        self._views = {}            # (data_ptr, offset, shape, stride, dtype) -> latest tensor id
+        self._entry_of_seq = {}     # autograd sequence_nr -> tape index
+        self._last_seq = _next_sequence_nr()
+        self._scopes = []
+        self._probe = None          # the tape index whose node's _saved_* attributes are being read
+        self._node_entry = {}       # grad_fn node -> tape index (None for AccumulateGrad)
+        self._handles = []
+        self._busy = 0
+        self._freed_in_step = False
+
+    # ----- steps and phases ---------------------------------------------------------------------
+    def begin(self, phase):
+        self.phase = phase
+
+    def _new_step(self, entry, **extra):
+        self._freed_in_step = False
+        self.step = len(self.steps)
+        self.steps.append({"index": self.step, "phase": self.phase, "entry": entry, **extra})
+
+    @property
+    def scope(self):
+        return self._scopes[-1] if self._scopes else "model"
+
+    # ----- storages and tensors -----------------------------------------------------------------
+    def _storage(self, tensor, kind, scope=None):
+        storage = tensor.untyped_storage()
+        ptr = storage.data_ptr()
+        record = self._live.get(ptr) if ptr else None
+        if record is None:
+            record = {"id": len(self.storages), "address": f"0x{ptr:x}", "nbytes": int(storage.nbytes()),
+                      "kind": kind, "born": self.step, "freed": None, "setup": self.phase == "setup"}
+            if scope:
+                record["scope"] = scope
+            self.storages[record["id"]] = record
+            if ptr:
+                self._live[ptr] = record
+                weakref.finalize(storage, self._on_storage_freed, ptr, record["id"])
+        return record
+
+    def _on_storage_freed(self, ptr, storage_id):
+        record = self.storages[storage_id]
+        if self._live.get(ptr) is record:
+            del self._live[ptr]
+        if self.phase != "done" and record["freed"] is None:
+            record["freed"] = self.step
+            self._freed_in_step = True
+
+    @staticmethod
+    def _key(tensor):
+        return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape),
+                tuple(tensor.stride()), tensor.dtype)
+
+    def lookup(self, tensor):
+        """The id of the tensor record `tensor` is (or a view with its exact layout is); None if unseen."""
+        uid = self._views.get(self._key(tensor))
+        if uid is not None and self.storages[self.tensors[uid]["storage"]]["freed"] is None:
+            return uid
+        return None
+
+    def tensor(self, tensor, kind, name=None, produced_by=None, scope=None, **extra):
+        """A new tensor record over `tensor`'s storage (created when the storage is new)."""
+        known = tensor.untyped_storage().data_ptr() in self._live
+        storage = self._storage(tensor, kind, scope if kind in ("param", "input") else None)
+        uid = len(self.tensors)
+        record = {"id": uid, "name": name or f"t{uid}", "kind": storage["kind"], "shape": list(tensor.shape),
+                  "dtype": str(tensor.dtype).replace("torch.", ""), "nbytes": storage["nbytes"],
+                  "storage": storage["id"], "address": storage["address"], "born": self.step, "freed": None,
+                  "saved_by": [], "produced_by": produced_by, "scope": scope, **extra}
+        if known and kind not in ("param", "input"):
+            record["view"] = True
+        self.tensors[uid] = record
+        self._views[self._key(tensor)] = uid
+        self._describe(record, tensor)
+        return uid
+
+    def _describe(self, target, tensor, with_values=None):
+        """Statistics (and, with --values, the values of small tensors), read from the tensor at birth."""
+        if with_values is None:                 # a tensor record: its description lives under "value"
+            if tensor.dtype.is_complex or tensor.device.type == "meta":
+                return
+            target["value"] = {}
+            target, with_values = target["value"], self.with_values
+        elif tensor.dtype.is_complex or tensor.device.type == "meta":
+            target.update(min=None, max=None, mean=None, norm=None)
+            return
+        self._busy += 1
+        try:
+            data = tensor.detach()
+            if data.dtype in (torch.bfloat16, torch.float16) or not data.is_cpu:
+                data = data.float().cpu()
+            array = data.numpy()
+        finally:
+            self._busy -= 1
+        if with_values and array.size <= SMALL_TENSOR_ELEMENTS:
+            self.values.add(target, array, True)
+        else:
+            # ValueTable.add's sum of squares is a BLAS dot, which fights torch's threads (~100x slower here);
+            # the same five numbers from plain reductions. TODO: a public ValueTable.add_statistics.
+            self.values._large.append((target, _statistics(array.ravel())))
+
+    def known(self, tensor, kind, name, scope=None):
+        uid = self.lookup(tensor)
+        return uid if uid is not None else self.tensor(tensor, kind, name, scope=scope)
+
+    # ----- setup: what exists before the step --------------------------------------------------
+    def add_model(self, model, batch_tensors):
+        for i, t in enumerate(batch_tensors):
+            self.tensor(t, "input", name=f"batch[{i}]" if len(batch_tensors) > 1 else "batch", scope="input")
+        for name, p in model.named_parameters():
+            self.tensor(p, "param", name=name, scope=name.rpartition(".")[0] or "model")
+        for name, b in model.named_buffers():
+            if self.lookup(b) is None:
+                self.tensor(b, "param", name=name, scope=name.rpartition(".")[0] or "model", buffer=True)
+        for path, module in model.named_modules():
+            self._handles.append(module.register_forward_pre_hook(self._enter(path or "model")))
+            self._handles.append(module.register_forward_hook(self._leave))
+
+    def _enter(self, path):
+        def enter(module, args):
+            self._scopes.append(path)
+        return enter
+
+    def _leave(self, module, args, output):
+        if self._scopes:
+            self._scopes.pop()
+
+    def push_scope(self, path):
+        self._scopes.append(path)
+
+    def pop_scope(self):
+        self._scopes.pop()
+
+    # ----- every aten op ------------------------------------------------------------------------
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self._busy or self.phase in ("setup", "done") or func in _MARKERS:
+            return func(*args, **kwargs)
+        if self.phase == "forward":
+            return self._forward_op(func, args, kwargs)
+        if self.phase == "optimizer":
+            self._new_step(None, op=op_name(func))
+        elif self._freed_in_step and self.steps:
+            # A node freed a buffer before this op allocates: a step of its own keeps the two apart, so a
+            # step's live bytes are what was held together at one moment (as in the engine's recompute steps).
+            self._new_step(self.steps[-1]["entry"], op=op_name(func), continues=True)
+        out = func(*args, **kwargs)
+        kind = "grad" if self.phase == "backward" else "optimizer"
+        for t in _tensors(out):
+            if self.lookup(t) is None:
+                self.tensor(t, kind, name=None, scope=None)
+        return out
+
+    def _forward_op(self, func, args, kwargs):
+        name = op_name(func)
+        inputs = _tensors((args, kwargs))
+        input_ids = [self.known(t, "input", None, scope="input") for t in inputs]
+        index = len(self.tape)
+        entry = {"index": index, "op": name, "family": family(name), "backward": "", "inputs": input_ids,
+                 "output": None, "saved": [], "flops": 0, "scope": self.scope, "why": "", "phase": "forward",
+                 "attrs": {"aten": str(func)}}
+        self.tape.append(entry)
+        self._new_step(index)
+        out = func(*args, **kwargs)
+        outputs = _tensors(out)
+        ids = [self.tensor(t, "activation", name=f"{name}{index}" + (f".{i}" if i else ""), produced_by=index,
+                           scope=entry["scope"]) for i, t in enumerate(outputs)]
+        entry["output"] = ids[0] if ids else None
+        if len(ids) > 1:
+            entry["attrs"]["outputs"] = ids
+        entry["flops"] = flops(name, inputs, outputs)
+        sequence_nr = _next_sequence_nr()
+        for seq in range(self._last_seq, sequence_nr):      # the autograd node(s) this op created
+            self._entry_of_seq[seq] = index
+        self._last_seq = sequence_nr
+        return out
+
+    # ----- what autograd saves ------------------------------------------------------------------
+    def pack(self, tensor):
+        if self.phase != "forward":
+            return Packed(tensor, None, None)          # a recompute's packs: not the forward's tape
+        uid = self.known(tensor, "activation", None, scope=self.scope)
+        self.packed.append((uid, self.tensors[uid]["storage"]))
+        return Packed(tensor, uid, self)
+
+    def unpack(self, packed):
+        if self._probe is not None and packed.uid is not None:
+            entry = self.tape[self._probe[0]]
+            if packed.uid not in entry["saved"]:
+                entry["saved"].append(packed.uid)
+                self.tensors[packed.uid]["saved_by"].append(entry["index"])
+            self._probe[1].append(self._probe[2])
+        return packed.tensor
+
+    def on_release(self, uid):
+        if self.sweep and self.phase == "backward":
+            freed = self.sweep[-1]["freed"]
+            if uid not in freed:
+                freed.append(uid)
+
+    # ----- the graph, after forward -------------------------------------------------------------
+    def attach(self, loss):
+        """Walk loss.grad_fn's graph: which node is which entry, what each saves, and hook the sweep."""
+        seen, stack = set(), [loss.grad_fn] if loss.grad_fn is not None else []
+        self._busy += 1             # reading _saved_* must not record ops
+        try:
+            self._walk(seen, stack)
+        finally:
+            self._busy -= 1
+
+    def _walk(self, seen, stack):
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            index = None if _is_accumulate(node) else self._entry_of_seq.get(node._sequence_nr())
+            self._node_entry[node] = index
+            if index is not None:
+                self._read_saved(node, index)
+            self._handles.append(node.register_prehook(self._node_begin(node)))
+            self._handles.append(node.register_hook(self._node_end(node)))
+            stack.extend(next_node for next_node, _ in node.next_functions)
+
+    def _read_saved(self, node, index):
+        entry = self.tape[index]
+        entry["backward"] = node.name()
+        names = []
+        for attr in dir(node):
+            if attr.startswith("_saved_"):
+                self._probe = (index, names, attr[len("_saved_"):])
+                try:
+                    getattr(node, attr)
+                except RuntimeError:        # freed already, or not a tensor
+                    pass
+                finally:
+                    self._probe = None
+        if names:
+            entry["why"] = f"{node.name()} keeps {', '.join(dict.fromkeys(names))} for backward"
+        else:
+            entry["why"] = f"{node.name()} keeps nothing for backward"
+
+    def _node_begin(self, node):
+        def begin(grad_outputs):
+            index = self._node_entry.get(node)
+            if index is None:
+                self._accumulate(node, grad_outputs)
+                return None
+            self._new_step(index)
+            entry = self.tape[index]
+            grad = next((g for g in grad_outputs if g is not None), None)
+            adjoint = None
+            if grad is not None:
+                uid = self.known(grad, "grad", None)
+                adjoint = {"tensor": uid, "shape": list(grad.shape)}
+                self._describe(adjoint, grad, with_values=False)
+            self.sweep.append({"step": self.step, "entry": index, "op": entry["op"], "backward": entry["backward"],
+                               "adjoint": adjoint, "reads": list(entry["saved"]), "why": entry["why"],
+                               "contributions": [], "accumulations": [], "freed": [], "ready": [], "pending": {}})
+            return None
+        return begin
+
+    def _node_end(self, node):
+        def end(grad_inputs, grad_outputs):
+            if self._node_entry.get(node) is None or not self.sweep:
+                return None
+            item = self.sweep[-1]
+            for grad, (target, _) in zip(grad_inputs, node.next_functions):
+                if grad is None or target is None:
+                    continue
+                if _is_accumulate(target):
+                    to = self.lookup(target.variable)
+                else:
+                    parent = self._node_entry.get(target)
+                    to = self.tape[parent]["output"] if parent is not None else None
+                if to is not None:
+                    item["contributions"].append({"to": to, "grad": self.known(grad, "grad", None),
+                                                  "shape": list(grad.shape)})
+            return None
+        return end
+
+    def _accumulate(self, node, grad_outputs):
+        param = self.lookup(node.variable)
+        grad = grad_outputs[0] if grad_outputs else None
+        if param is None or grad is None or not self.sweep:
+            return
+        uid = self.known(grad, "grad", None)
+        self.tensors[uid].update(grad_of=param, name=f"{self.tensors[param]['name']}.grad")
+        self.sweep[-1]["accumulations"].append({"tensor": param, "parts": [uid], "total": uid, "into": "grad"})
+
+    def name_grads(self, model):
+        """After backward: each parameter's .grad (a copy when it was accumulated) is named after it."""
+        for name, p in model.named_parameters():
+            if p.grad is not None:
+                uid = self.known(p.grad, "grad", f"{name}.grad")
+                param = self.lookup(p)
+                self.tensors[uid].update(name=f"{name}.grad", **({"grad_of": param} if param is not None else {}))
+
+    def finish(self):
+        self.phase = "done"
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        self._node_entry = {}
+
+
+_MARKERS = (torch.ops.profiler._record_function_enter_new.default, torch.ops.profiler._record_function_exit._RecordFunction)
+
+
+def _statistics(flat):
+    """[min, max, sum, sum of squares, finite count], as backend.trace.values reduces them."""
+    with np.errstate(all="ignore"):             # an empty_like output is read before it is filled
+        values = flat.astype(np.float64, copy=False)
+        if not np.isfinite(values).all():
+            values = values[np.isfinite(values)]
+        if not values.size:
+            return [np.nan, np.nan, 0.0, 0.0, 0]
+        return [values.min(), values.max(), values.sum(), np.add.reduce(np.square(values)), values.size]
+
+
+def _tensors(tree):
+    return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+
+
+def _is_accumulate(node):
+    return hasattr(node, "variable") and node.name() == "torch::autograd::AccumulateGrad"

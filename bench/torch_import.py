@@ -1,0 +1,44 @@
+"""Recording overhead of the torch importer: recorded step time / plain step time (goal ≤ 3×), and document size.
+
+    .venv/bin/python bench/torch_import.py          (needs torch==2.13.0 in .venv)
+"""
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from backend.importers.torch import load_build, record_step, run_step, unpack_build  # noqa: E402
+
+EXAMPLES = ["mlp", "residual", "gpt", "transformer_tiny"]
+REPEATS = 5
+
+
+def timed(build, fn):
+    """Median wall time of fn(model, batch, loss_fn, optimizer) over fresh builds (the build is not timed)."""
+    times = []
+    for _ in range(REPEATS):
+        step = unpack_build(build())
+        start = time.perf_counter()
+        result = fn(*step)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def main():
+    print(f"{'example':18} {'plain ms':>9} {'recorded ms':>12} {'overhead':>9} {'ops':>6} {'doc KiB':>9}")
+    for example in EXAMPLES:
+        build = load_build(ROOT / "examples" / "torch" / f"{example}.py")
+        plain, _ = timed(build, run_step)
+        recorded, document = timed(build, record_step)
+        size = len(json.dumps(document, separators=(",", ":")))
+        print(f"{example:18} {plain * 1e3:9.2f} {recorded * 1e3:12.2f} {recorded / plain:8.1f}× "
+              f"{document['summary']['entries']:6d} {size / 1024:9.1f}")
+    print("recorded time includes building the document (statistics, live bytes, the peak explanation)")
+
+
+if __name__ == "__main__":
+    main()
