@@ -24,7 +24,7 @@ EXTENSION_KEY = "tapescope.limiter"
 
 # Per client address. The bounds they put on disk are worked out in docs/storage.md ("How full it can get").
 DEFAULT_RATE_LIMITS = {
-    "session_write": "120 per minute",                 # PUT /api/session (an autosave every 0.5 s)
+    "session_write": "240 per minute",                 # PUT /api/session (the page autosaves ~0.6 s after a change)
     "snapshot_create": "10 per minute; 100 per day",   # POST /api/snapshots: runs the engine, stores ≤ 2 MiB
     "snapshot_copy": "30 per minute",                  # POST /api/snapshots/<id>/copy
     "workspace_create": "10 per hour; 50 per day",     # a write from a browser without a workspace yet
