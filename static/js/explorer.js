@@ -43,7 +43,12 @@ function showBytes(element, bytes) {
   element.title = `${bytes.toLocaleString("en")} bytes`;
 }
 
-const graph = createGraphView(byTestId("graph"), { onSelect: (id) => { workspace.select(id); if (id?.[0] === "e") toggleRecompute(id, false); } });
+const graphControls = {
+  fit: byTestId("graph-fit"), zoomIn: byTestId("graph-zoom-in"), zoomOut: byTestId("graph-zoom-out"),
+  reset: byTestId("graph-actual-size"), minimap: byTestId("graph-minimap"),
+  search: byTestId("graph-search"), searchCount: byTestId("graph-search-count"),
+};
+const graph = createGraphView(byTestId("graph"), { controls: graphControls, onSelect: (id) => { workspace.select(id); if (id?.[0] === "e") toggleRecompute(id, false); } });
 const memory = createMemoryChart(byTestId("memory-chart"), { onPick: (step) => player.setStep(step) });
 const lifetimes = createLifetimeChart(byTestId("lifetime-chart"), { onPick: (id) => workspace.select(id) });
 const inspector = createInspector(document.getElementById("inspector"), {

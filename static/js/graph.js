@@ -1,11 +1,14 @@
 // graph.js — the tape as a left-to-right DAG: laid out once, drawn with keyed D3 joins; stepping only restyles.
 // Checkpointed runs: checkpoint entries are labelled with their block region; recompute entries (and, under
 // op-level recomputation, the entries re-run in backward) wear a dashed outline and a "↻" badge; under the manual
-// policy, nodes whose output is in the picked set (setPicked) are "picked", before the re-trace confirms them. Small graphs are zoomed to fit whole; bigger ones stay readable and follow the cursor.
+// policy, nodes whose output is in the picked set (setPicked) are "picked", before the re-trace confirms them.
+// Moving around (fit, zoom, follow, minimap) is graph-nav.js; the search box's matches are graph-search.js.
 // Nodes and their badges are drawn at absolute coordinates, never with a per-node transform: Chromium gives every
 // transformed SVG group its own paint chunk, and re-layerizing ~10,000 chunks on every step was most of a frame.
 /* global d3 */
 import { formatBytes } from "./format.js";
+import { createNavigator } from "./graph-nav.js";
+import { createSearch } from "./graph-search.js";
 import { layoutGraph } from "./layout.js";
 import { familyColor } from "./palette.js";
 import { blocksText } from "./trace-index.js";
@@ -14,10 +17,11 @@ const NODE_HEIGHT = 26;
 const LEAF_HEIGHT = 20;
 const LABEL_MAX = 24;
 const CHAR_WIDTH = 6.6;
-const MIN_READABLE_SCALE = 0.8;
-const FAR_SCALE = 0.35;
-const FIT_ALL_NODES = 60;     // up to this many nodes the whole graph is fitted into the panel, however small
-const READABLE_MAX_NODES = 500; // up to this many, a graph too big to fit stays readable however long it is
+// What a node shows when its label would be under 10 px on screen (graph-nav.js): a glyph for its op, or its kind.
+const GLYPHS = { matmul: "@", add: "+", sub: "−", mul: "×", div: "÷", neg: "−", relu: "r", tanh: "~", sigmoid: "σ",
+  exp: "e", log: "ln", sum: "Σ", mean: "μ", softmax: "s", layernorm: "N", dropout: "d", embedding: "E", reshape: "⇄",
+  permute: "⇆", transpose: "T", gelu: "g", masked_fill: "m", cross_entropy: "L", mse: "L", checkpoint: "⟲" };
+const glyphOf = (node) => (node.isOp ? GLYPHS[node.op] ?? node.op[0] : node.kind === "param" ? "W" : "x");
 
 const shorten = (text) => (text.length > LABEL_MAX ? `…${text.slice(-(LABEL_MAX - 1))}` : text);
 
@@ -34,7 +38,13 @@ function nodeModels(trace, index) {
   }));
   const leaves = trace.graph.leaves.map((l) => ({ ...l, isOp: false, label: shorten(l.name), height: LEAF_HEIGHT }));
   const nodes = ops.concat(leaves);
-  for (const node of nodes) node.width = Math.round(18 + CHAR_WIDTH * node.label.length);
+  for (const node of nodes) {
+    node.width = Math.round(18 + CHAR_WIDTH * node.label.length);
+    node.glyph = glyphOf(node);
+    const output = node.isOp ? trace.tape[node.entry]?.output : node.tensor;
+    node.searchText = [node.label, node.op, node.name, node.scope, output !== undefined ? index.nameOf(output) : ""]
+      .filter(Boolean).join(" ").toLowerCase();
+  }
   return nodes;
 }
 
@@ -91,39 +101,21 @@ function nodeTitle(n, index) {
   return `entry ${n.entry} · ${n.op} (${n.family})${scope}`;
 }
 
-export function createGraphView(svgElement, { onSelect }) {
+export function createGraphView(svgElement, { onSelect, controls = {} }) {
   const svg = d3.select(svgElement);
   const viewport = svg.append("g").attr("class", "viewport");
   const edgeLayer = viewport.append("g").attr("class", "edges");
   const nodeLayer = viewport.append("g").attr("class", "nodes");
-  // Zoomed far out, labels are unreadable and most of the paint cost: the "far" class hides them.
-  const zoom = d3.zoom().scaleExtent([0.05, 4]).on("zoom", (event) => {
-    viewport.attr("transform", event.transform);
-    svgElement.classList.toggle("far", event.transform.k < FAR_SCALE);
+  const nav = createNavigator(svgElement, viewport, controls);
+  const search = createSearch(controls, {
+    nodes: () => state?.nodes ?? [],
+    onMatches: () => { if (state) update(state.step ?? 0); },
+    onGo: (nodeId) => nav.zoomToNode(nodeId),
   });
-  svg.call(zoom).on("dblclick.zoom", null);
-  // The panel's size, kept by a ResizeObserver so following the cursor never forces a layout mid-step.
-  let panelBox = null;
-  if (typeof ResizeObserver === "function") {
-    new ResizeObserver(() => { panelBox = svgElement.getBoundingClientRect(); }).observe(svgElement);
-  }
 
   let state = null; // {trace, index, nodes, edges, nodeElements, edgeElements, badges, lastClass}
   let selected = null;
   let picked = null;   // tensor ids in the manual recompute set, or null
-
-  function fit(width, height, nodeCount) {
-    const box = svgElement.getBoundingClientRect();
-    // Small graphs fit whole. Bigger ones keep labels readable: below MIN_READABLE_SCALE the graph overflows
-    // and follows the cursor instead.
-    const fitted = Math.min(box.width / width, box.height / height);
-    // (Thousands of nodes are shown whole and far out instead: following would pan on every step.)
-    const readable = nodeCount > FIT_ALL_NODES && fitted < MIN_READABLE_SCALE && (width < 4000 || nodeCount <= READABLE_MAX_NODES);
-    const scale = Math.min(1.4, readable ? MIN_READABLE_SCALE : Math.max(0.05, fitted));
-    const x = width * scale > box.width ? 10 : (box.width - width * scale) / 2;
-    const y = (box.height - height * scale) / 2;
-    svg.call(zoom.transform, d3.zoomIdentity.translate(x, y).scale(scale));
-  }
 
   function draw(index, nodes, edges, layout) {
     const widthScale = d3.scaleLog()
@@ -145,6 +137,7 @@ export function createGraphView(svgElement, { onSelect }) {
         const g = enter.append("g");
         g.append("rect");
         g.append("text").attr("class", "label");
+        g.append("text").attr("class", "glyph");
         g.append("title");
         const badge = g.append("g").attr("class", "badge");
         badge.append("rect").attr("rx", 3);
@@ -156,6 +149,7 @@ export function createGraphView(svgElement, { onSelect }) {
       .attr("tabindex", 0)
       .attr("role", "button")
       .on("click", (event, n) => onSelect(n.id))
+      .on("dblclick", (event, n) => { event.preventDefault(); nav.zoomToNode(n.id); })
       .on("keydown", (event, n) => { if (event.key === "Enter") onSelect(n.id); });
     const at = (n) => layout.positions[n.id];
     nodeSel.select("rect")
@@ -164,6 +158,7 @@ export function createGraphView(svgElement, { onSelect }) {
       .attr("rx", (n) => (n.isOp ? 4 : n.height / 2))
       .attr("fill", (n) => (n.isOp ? familyColor(n.family) : null));
     nodeSel.select("text.label").attr("x", (n) => at(n).x).attr("y", (n) => at(n).y).attr("dy", "0.35em").text((n) => n.label);
+    nodeSel.select("text.glyph").attr("x", (n) => at(n).x).attr("y", (n) => at(n).y).attr("dy", "0.35em").text((n) => n.glyph);
     nodeSel.select("title").text((n) => nodeTitle(n, index));
     nodeSel.each(function setRecomputeBadge(n) {
       const group = d3.select(this);
@@ -192,7 +187,7 @@ export function createGraphView(svgElement, { onSelect }) {
       const badge = d3.select(this).select("g.badge");
       if (!tensor) { badge.remove(); return; }
       const text = formatBytes(tensor.nbytes);
-      const width = 10 + text.length * 6;
+      const width = 10 + text.length * CHAR_WIDTH;
       const { x, y } = layout.positions[n.id];
       const [cx, cy] = [x + n.width / 2 - width / 2 + 4, y - n.height / 2 - 9]; // the badge's centre
       badge.select("rect").attr("x", cx - width / 2).attr("y", cy - 7).attr("width", width).attr("height", 14);
@@ -203,26 +198,10 @@ export function createGraphView(svgElement, { onSelect }) {
       nodeElements: nodeSel.nodes(), edgeElements: edgeSel.nodes(),
       badges, lastClass: new Map(), positions: layout.positions, size: { width: layout.width, height: layout.height },
     };
-    fit(layout.width, layout.height, nodes.length);
-  }
-
-  /** Pan (never re-layout) so the current node stays on screen when the graph is bigger than the view. */
-  function follow(nodeId) {
-    const position = state.positions[nodeId];
-    if (!position) return;
-    const transform = d3.zoomTransform(svgElement);
-    const box = panelBox ?? svgElement.getBoundingClientRect();
-    const [left, top] = transform.apply([0, 0]);
-    const [right, bottom] = transform.apply([state.size.width, state.size.height]);
-    // A small graph shown whole stays put (panning would cut it off beside the editor). Bigger graphs keep
-    // following: at a far-out fit, panning also keeps most of thousands of nodes off screen, which paints faster.
-    const whole = left >= -1 && top >= -1 && right <= box.width + 1 && bottom <= box.height + 1;
-    if (whole && state.nodes.length <= FIT_ALL_NODES) return;
-    const [x, y] = transform.apply([position.x, position.y]);
-    const margin = 60;
-    if (x > margin && x < box.width - margin && y > margin && y < box.height - margin) return;
-    // A jump, not a transition: on thousands of nodes every panned frame repaints the whole drawing.
-    svg.call(zoom.translateTo, position.x, position.y);
+    nav.load({ width: layout.width, height: layout.height }, nodes.length, layout.positions,
+      nodes.map((n) => ({ ...layout.positions[n.id], width: n.width, height: n.height })));
+    search.refresh();
+    state.justLoaded = true;
   }
 
   function setClass(element, key, className) {
@@ -258,9 +237,12 @@ export function createGraphView(svgElement, { onSelect }) {
       if (tensor && index.held(tensor, stepIndex)) cls += " held";
       if (n.id === selected) cls += " selected";
       if (picked && n.isOp && picked.has(trace.tape[n.entry]?.output)) cls += " picked";
+      if (search.matches(n.id)) cls += " match";
       setClass(nodeElements[i], n.id, cls);
     });
-    if (step.entry !== null && step.entry !== undefined) follow(`e${step.entry}`);
+    // Pan (never re-layout) so the current node stays in view: smoothly, except right after a new graph is drawn.
+    if (step.entry !== null && step.entry !== undefined) nav.follow(`e${step.entry}`, state.justLoaded);
+    state.justLoaded = false;
     const flowing = sweep ? `e${sweep.entry}` : null;
     edges.forEach((e, i) => {
       if (e.link) {
@@ -287,5 +269,5 @@ export function createGraphView(svgElement, { onSelect }) {
     if (state) update(state.step ?? 0);
   }
 
-  return { load, update, select, setPicked, hasNode: (id) => !!state && state.nodes.some((n) => n.id === id) };
+  return { load, update, select, setPicked, fit: () => nav.fit(), hasNode: (id) => !!state && state.nodes.some((n) => n.id === id) };
 }
