@@ -95,11 +95,15 @@ export function createNavigator(svgElement, viewport, controls = {}) {
   }
 
   const nav = {
-    /** A newly drawn graph: remember its size, draw the minimap, fit. */
-    load(size, nodeCount, positions, boxes) {
+    /** A newly drawn graph: remember its size, draw the minimap; fit, or with `keep` ({before, after}: one node's
+     * position in the old and the new layout) shift the view so that node stays where it was on screen. */
+    load(size, nodeCount, positions, boxes, keep = null) {
       graph = { ...size, nodeCount, positions };
       minimap?.draw(size, boxes);
-      moveTo(fitTransform(), true);
+      if (!keep) { moveTo(fitTransform(), true); return; }
+      const transform = d3.zoomTransform(svgElement);
+      const shift = keep.before && keep.after ? [keep.before.x - keep.after.x, keep.before.y - keep.after.y] : [0, 0];
+      moveTo(transform.translate(...shift), true);
     },
     fit: (instant = false) => graph && moveTo(fitTransform(), instant),
     zoomBy: (factor) => zoomAboutCentre((k) => k * factor),

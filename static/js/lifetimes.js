@@ -1,4 +1,5 @@
-// lifetimes.js — the Plotly lifetime chart: one horizontal bar per saved tensor from born to freed, with a step cursor.
+// lifetimes.js — the Plotly lifetime chart: one horizontal bar per saved tensor from born to freed, with a step cursor;
+// the selection (a tensor, or the op that made it) is outlined.
 /* global Plotly */
 import { createChartCursor } from "./chart-cursor.js";
 import { formatBytes, formatShape } from "./format.js";
@@ -19,6 +20,8 @@ function describe(tensor, index) {
 
 export function createLifetimeChart(element, { onPick }) {
   const cursor = createChartCursor(element);
+  let shown = null;        // {rows, index}
+  let outlined = null;     // the selected tensor's row, or null
 
   async function load(index) {
     const { trace, savedTensors, lastStep } = index;
@@ -44,6 +47,8 @@ export function createLifetimeChart(element, { onPick }) {
         tickfont: { size: 10 } },
     };
     await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
+    shown = { rows, index };
+    outlined = undefined;
     if (!element.dataset.bound) {
       element.dataset.bound = "1";
       element.on("plotly_click", (event) => {
@@ -53,5 +58,22 @@ export function createLifetimeChart(element, { onPick }) {
     }
   }
 
-  return { load, update: (stepIndex) => cursor.move(stepIndex) };
+  /** Outline the bar of the selected tensor: "t<id>", or "e<entry>" for the tensor that entry made. */
+  function select(id) {
+    if (!shown) return;
+    let tensorId = null;
+    if (id?.[0] === "t") tensorId = Number(id.slice(1));
+    else if (id?.[0] === "e") tensorId = shown.index.trace.tape[Number(id.slice(1))]?.output ?? null;
+    const row = shown.rows.findIndex((r) => r.tensor.id === tensorId);
+    const next = row < 0 ? null : row;
+    if (next === outlined) return;
+    outlined = next;
+    element.dataset.selectedTensor = next === null ? "" : String(tensorId);
+    Plotly.restyle(element, {
+      "marker.line.width": [shown.rows.map((r) => (r.row === next ? 3 : 0))],
+      "marker.line.color": "#CC79A7",
+    }, [0]);
+  }
+
+  return { load, update: (stepIndex) => cursor.move(stepIndex), select };
 }

@@ -3,14 +3,14 @@ zoom and 1:1 buttons and their keys; a double-click zooms to a node; labels are 
 the search box lights up matches and Enter zooms to them; playing pans smoothly to keep the current node in view."""
 import pytest
 
-from tests.e2e.explorer_helpers import open_explorer, presets, trace_for
+from tests.e2e.explorer_helpers import open_explorer, presets, trace_for, unfold_all
 
 SCALE = "() => Number(document.querySelector('[data-testid=graph]').dataset.scale)"
 LABEL_HEIGHTS = """() => Array.from(document.querySelectorAll('[data-testid=graph] .node .label'),
   (label) => label.getBoundingClientRect().height).filter((h) => h > 0)"""
 CENTRE_IN_PANEL = """selector => {
   const panel = document.querySelector('[data-testid=graph]').getBoundingClientRect();
-  const r = document.querySelector(`[data-testid=graph] ${selector} rect`).getBoundingClientRect();
+  const r = document.querySelector(`[data-testid=graph] ${selector} > rect`).getBoundingClientRect();
   const [x, y] = [r.left + r.width / 2, r.top + r.height / 2];
   return {inside: x > panel.left && x < panel.right && y > panel.top && y < panel.bottom,
           dx: x - (panel.left + panel.width / 2), dy: y - (panel.top + panel.height / 2)};
@@ -95,6 +95,7 @@ def test_fit_keeps_every_drawn_label_legible_on_every_preset(page, live_server):
 
 def test_zoomed_out_a_node_shows_its_glyph_and_keeps_its_label_in_the_title(page, live_server):
     open_explorer(page, live_server, "transformer-tiny")
+    unfold_all(page)
     page.get_by_test_id("graph").focus()
     for _ in range(2):
         page.keyboard.press("-")
@@ -109,7 +110,7 @@ def test_zoomed_out_a_node_shows_its_glyph_and_keeps_its_label_in_the_title(page
 
 def test_double_click_zooms_to_a_node(page, live_server):
     open_explorer(page, live_server, "transformer-tiny")
-    page.locator("[data-testid=graph] [data-node-id='0'] rect").dblclick()
+    page.locator("[data-testid=graph] [data-node-id='0'] rect").first.dblclick()
     settle(page)
     assert scale(page) >= 1.2
     where = page.evaluate(CENTRE_IN_PANEL, "[data-node-id='0']")
@@ -122,18 +123,22 @@ def test_search_lights_up_matches_and_enter_zooms_to_the_first(page, live_server
     search = page.get_by_test_id("graph-search")
     search.fill("softmax")
     softmaxes = [str(n["entry"]) for n in trace["graph"]["nodes"] if n["op"] == "softmax"]
-    lit = page.eval_on_selector_all("[data-testid=graph] .node.match", "ns => ns.map(n => n.dataset.nodeId)")
-    assert sorted(lit) == sorted(softmaxes)
     assert page.get_by_test_id("graph-search-count").text_content() == "2 matches"
-    assert not page.evaluate(CENTRE_IN_PANEL, f"[data-node-id='{softmaxes[0]}']")["inside"]
+    # Folded away inside the two blocks: the blocks' boxes light up.
+    lit = page.eval_on_selector_all("[data-testid=graph] .node.match", "ns => ns.map(n => n.dataset.groupId)")
+    assert sorted(lit) == ["layers[1]", "layers[2]"]
     search.press("Enter")
+    first = page.locator(f"[data-testid=graph] [data-node-id='{softmaxes[0]}']")
+    first.wait_for()
     settle(page)
+    assert "match" in first.get_attribute("class").split()
     where = page.evaluate(CENTRE_IN_PANEL, f"[data-node-id='{softmaxes[0]}']")
     assert where["inside"] and abs(where["dx"]) < 3
 
+    unfold_all(page)
     search.fill("layers[2].mlp")
     in_scope = sorted(str(n["entry"]) for n in trace["graph"]["nodes"] if n.get("scope") == "layers[2].mlp")
-    lit = page.eval_on_selector_all("[data-testid=graph] .node.match", "ns => ns.map(n => n.dataset.nodeId)")
+    lit = page.eval_on_selector_all("[data-testid=graph] .node.match[data-node-id]", "ns => ns.map(n => n.dataset.nodeId)")
     assert in_scope and sorted(lit) == in_scope
     search.press("Escape")
     assert page.locator("[data-testid=graph] .node.match").count() == 0
