@@ -35,3 +35,24 @@ def test_the_memory_axis_counts_binary_bytes(page, live_server):
     assert ticks and ticks[0] == "0"
     assert all(re.fullmatch(r"[\d.]+ (B|KiB|MiB|GiB)", t) for t in ticks[1:]), ticks
     assert not any(re.search(r"\d(k|M)B", t) for t in ticks), ticks
+
+
+def test_at_1280_by_800_the_graph_is_the_biggest_panel_and_the_checkpoint_policy_is_in_view(page, live_server):
+    open_explorer(page, live_server, "transformer-tiny")
+    area = lambda selector: (lambda b: b["width"] * b["height"])(page.locator(selector).bounding_box())  # noqa: E731
+    assert area("[data-testid=graph]") > max(area("#editor-panel"), area(".side"))
+    policy = page.get_by_test_id("checkpoint-policy").bounding_box()
+    panel = page.locator("#editor-panel").bounding_box()
+    assert page.evaluate("document.getElementById('editor-panel').scrollTop") == 0
+    assert policy["y"] + policy["height"] <= min(800, panel["y"] + panel["height"]), "the checkpoint policy is below the fold"
+
+
+def test_the_lifetime_chart_names_every_tensor_and_has_a_legend(page, live_server):
+    trace = trace_for(page, live_server, "transformer-tiny")
+    open_explorer(page, live_server, "transformer-tiny")
+    saved = [t for t in trace["tensors"] if t["saved_by"]]
+    assert len(saved) > 40
+    names = page.eval_on_selector_all("[data-testid=lifetime-chart] .ytick text", "ts => ts.map(t => t.textContent)")
+    assert names == [t["name"] for t in saved]
+    legend = page.get_by_test_id("lifetime-legend").inner_text()
+    assert "activation" in legend and "parameter" in legend
