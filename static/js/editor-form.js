@@ -183,6 +183,7 @@ function wrapBar(ctx) {
 /** Render the whole form for `spec` into `root`. */
 export function renderForm(root, spec, ctx) {
   const layers = el("fieldset", { class: "layers" }, el("legend", { text: "Layers" }), wrapBar(ctx), layerList(spec?.layers, "layers", ctx));
-  root.replaceChildren(dials(spec ?? {}, ctx), layers, modelFields(spec ?? {}, ctx), optimizerFields(spec ?? {}, ctx),
-    ctx.checkpointFields?.() ?? "");
+  // The checkpoint policy sits right under the dials: on a 1280×800 screen it is in view without scrolling the panel.
+  root.replaceChildren(dials(spec ?? {}, ctx), ctx.checkpointFields?.() ?? "", layers, modelFields(spec ?? {}, ctx),
+    optimizerFields(spec ?? {}, ctx));
 }

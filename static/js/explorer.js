@@ -43,7 +43,12 @@ function showBytes(element, bytes) {
   element.title = `${bytes.toLocaleString("en")} bytes`;
 }
 
-const graph = createGraphView(byTestId("graph"), { onSelect: (id) => { workspace.select(id); if (id?.[0] === "e") toggleRecompute(id, false); } });
+const graphControls = {
+  fit: byTestId("graph-fit"), zoomIn: byTestId("graph-zoom-in"), zoomOut: byTestId("graph-zoom-out"),
+  reset: byTestId("graph-actual-size"), minimap: byTestId("graph-minimap"),
+  search: byTestId("graph-search"), searchCount: byTestId("graph-search-count"), foldAll: byTestId("graph-unfold-all"),
+};
+const graph = createGraphView(byTestId("graph"), { controls: graphControls, onSelect: (id) => { workspace.select(id); if (id?.[0] === "e") toggleRecompute(id, false); } });
 const memory = createMemoryChart(byTestId("memory-chart"), { onPick: (step) => player.setStep(step) });
 const lifetimes = createLifetimeChart(byTestId("lifetime-chart"), { onPick: (id) => workspace.select(id) });
 const inspector = createInspector(document.getElementById("inspector"), {
@@ -118,6 +123,7 @@ const player = createPlayer({
 function showSelection(id) {
   root.dataset.selected = id || "";
   graph.select(id, player.getStep());
+  lifetimes.select(id);
   if (view.index) inspector.render(id, view.index, player.getStep());
 }
 
@@ -157,6 +163,7 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   redrawing = true;
   try { player.reset(view.index.lastStep, keepStep); } finally { redrawing = false; }
   graph.select(ws.selected, player.getStep());
+  lifetimes.select(ws.selected);
   root.dataset.selected = ws.selected || "";
   root.dataset.ready = "true";
   performance.mark("tapescope:ready");
@@ -237,6 +244,12 @@ async function start() {
       { step: address.step ?? 0, selected: address.selected ?? null });
   }
 }
+
+// Escape clears the selection everywhere (a field being typed in keeps its own Escape).
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape" || !ws.selected || event.target.closest("input, textarea, select")) return;
+  workspace.select(null);
+});
 
 byTestId("pin-baseline").addEventListener("click", () => (ws.baseline ? workspace.unpin() : workspace.pin()));
 byTestId("conflict-keep").addEventListener("click", () => workspace.keepMine());

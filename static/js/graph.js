@@ -1,23 +1,31 @@
 // graph.js — the tape as a left-to-right DAG: laid out once, drawn with keyed D3 joins; stepping only restyles.
 // Checkpointed runs: checkpoint entries are labelled with their block region; recompute entries (and, under
 // op-level recomputation, the entries re-run in backward) wear a dashed outline and a "↻" badge; under the manual
-// policy, nodes whose output is in the picked set (setPicked) are "picked", before the re-trace confirms them. Small graphs are zoomed to fit whole; bigger ones stay readable and follow the cursor.
+// policy, nodes whose output is in the picked set (setPicked) are "picked", before the re-trace confirms them.
+// Moving around (fit, zoom, follow, minimap) is graph-nav.js; the search box's matches are graph-search.js.
 // Nodes and their badges are drawn at absolute coordinates, never with a per-node transform: Chromium gives every
 // transformed SVG group its own paint chunk, and re-layerizing ~10,000 chunks on every step was most of a frame.
 /* global d3 */
 import { formatBytes } from "./format.js";
+import { buildGroups, visibleGraph } from "./graph-groups.js";
+import { createNavigator } from "./graph-nav.js";
+import { createSearch } from "./graph-search.js";
 import { layoutGraph } from "./layout.js";
 import { familyColor } from "./palette.js";
 import { blocksText } from "./trace-index.js";
 
 const NODE_HEIGHT = 26;
 const LEAF_HEIGHT = 20;
+const GROUP_HEIGHT = 30;
+const FRAME_CHAR_WIDTH = 6.2;  // an 11 px sans-serif frame name, per character
+const FOLD_ABOVE_NODES = 60;   // a graph bigger than this opens with its groups folded (the cursor's path unfolded)
 const LABEL_MAX = 24;
 const CHAR_WIDTH = 6.6;
-const MIN_READABLE_SCALE = 0.8;
-const FAR_SCALE = 0.35;
-const FIT_ALL_NODES = 60;     // up to this many nodes the whole graph is fitted into the panel, however small
-const READABLE_MAX_NODES = 500; // up to this many, a graph too big to fit stays readable however long it is
+// What a node shows when its label would be under 10 px on screen (graph-nav.js): a glyph for its op, or its kind.
+const GLYPHS = { matmul: "@", add: "+", sub: "−", mul: "×", div: "÷", neg: "−", relu: "r", tanh: "~", sigmoid: "σ",
+  exp: "e", log: "ln", sum: "Σ", mean: "μ", softmax: "s", layernorm: "N", dropout: "d", embedding: "E", reshape: "⇄",
+  permute: "⇆", transpose: "T", gelu: "g", masked_fill: "m", cross_entropy: "L", mse: "L", checkpoint: "⟲" };
+const glyphOf = (node) => (node.isOp ? GLYPHS[node.op] ?? node.op[0] : node.kind === "param" ? "W" : "x");
 
 const shorten = (text) => (text.length > LABEL_MAX ? `…${text.slice(-(LABEL_MAX - 1))}` : text);
 
@@ -34,7 +42,13 @@ function nodeModels(trace, index) {
   }));
   const leaves = trace.graph.leaves.map((l) => ({ ...l, isOp: false, label: shorten(l.name), height: LEAF_HEIGHT }));
   const nodes = ops.concat(leaves);
-  for (const node of nodes) node.width = Math.round(18 + CHAR_WIDTH * node.label.length);
+  for (const node of nodes) {
+    node.width = Math.round(18 + CHAR_WIDTH * node.label.length);
+    node.glyph = glyphOf(node);
+    const output = node.isOp ? trace.tape[node.entry]?.output : node.tensor;
+    node.searchText = [node.label, node.op, node.name, node.scope, output !== undefined ? index.nameOf(output) : ""]
+      .filter(Boolean).join(" ").toLowerCase();
+  }
   return nodes;
 }
 
@@ -73,6 +87,12 @@ function checkpointLinks(trace, index) {
   return links;
 }
 
+/** Whether any group enclosing `group` is folded (then `group` is not drawn at all). */
+function ancestorFolded(group, groups, collapsed) {
+  for (let id = group.parent; id; id = groups.get(id)?.parent) if (collapsed.has(id)) return true;
+  return false;
+}
+
 function nodeTitle(n, index) {
   if (!n.isOp) return `${n.name} (${n.kind})`;
   const scope = n.scope ? ` · ${n.scope}` : "";
@@ -91,39 +111,23 @@ function nodeTitle(n, index) {
   return `entry ${n.entry} · ${n.op} (${n.family})${scope}`;
 }
 
-export function createGraphView(svgElement, { onSelect }) {
+export function createGraphView(svgElement, { onSelect, controls = {} }) {
   const svg = d3.select(svgElement);
   const viewport = svg.append("g").attr("class", "viewport");
+  const groupLayer = viewport.append("g").attr("class", "groups");
   const edgeLayer = viewport.append("g").attr("class", "edges");
   const nodeLayer = viewport.append("g").attr("class", "nodes");
-  // Zoomed far out, labels are unreadable and most of the paint cost: the "far" class hides them.
-  const zoom = d3.zoom().scaleExtent([0.05, 4]).on("zoom", (event) => {
-    viewport.attr("transform", event.transform);
-    svgElement.classList.toggle("far", event.transform.k < FAR_SCALE);
+  const nav = createNavigator(svgElement, viewport, controls);
+  const search = createSearch(controls, {
+    nodes: () => (model ? model.nodes.concat(state?.nodes.filter((n) => n.isGroup) ?? []) : []),
+    onMatches: () => { if (state) update(state.step ?? 0); },
+    onGo: (nodeId) => reveal(nodeId).then(() => nav.zoomToNode(nodeId)),
   });
-  svg.call(zoom).on("dblclick.zoom", null);
-  // The panel's size, kept by a ResizeObserver so following the cursor never forces a layout mid-step.
-  let panelBox = null;
-  if (typeof ResizeObserver === "function") {
-    new ResizeObserver(() => { panelBox = svgElement.getBoundingClientRect(); }).observe(svgElement);
-  }
 
-  let state = null; // {trace, index, nodes, edges, nodeElements, edgeElements, badges, lastClass}
-  let selected = null;
+  let model = null; // the whole graph: {trace, index, nodes, edges, groups, badges, collapsed, autoOpened, byId}
+  let state = null; // what is drawn: {trace, index, nodes, edges, rep, nodeElements, edgeElements, badges, lastClass}
+  let selected = null;   // the node drawn as selected: a selected tensor shows as the op that made it
   let picked = null;   // tensor ids in the manual recompute set, or null
-
-  function fit(width, height, nodeCount) {
-    const box = svgElement.getBoundingClientRect();
-    // Small graphs fit whole. Bigger ones keep labels readable: below MIN_READABLE_SCALE the graph overflows
-    // and follows the cursor instead.
-    const fitted = Math.min(box.width / width, box.height / height);
-    // (Thousands of nodes are shown whole and far out instead: following would pan on every step.)
-    const readable = nodeCount > FIT_ALL_NODES && fitted < MIN_READABLE_SCALE && (width < 4000 || nodeCount <= READABLE_MAX_NODES);
-    const scale = Math.min(1.4, readable ? MIN_READABLE_SCALE : Math.max(0.05, fitted));
-    const x = width * scale > box.width ? 10 : (box.width - width * scale) / 2;
-    const y = (box.height - height * scale) / 2;
-    svg.call(zoom.transform, d3.zoomIdentity.translate(x, y).scale(scale));
-  }
 
   function draw(index, nodes, edges, layout) {
     const widthScale = d3.scaleLog()
@@ -145,6 +149,7 @@ export function createGraphView(svgElement, { onSelect }) {
         const g = enter.append("g");
         g.append("rect");
         g.append("text").attr("class", "label");
+        g.append("text").attr("class", "glyph");
         g.append("title");
         const badge = g.append("g").attr("class", "badge");
         badge.append("rect").attr("rx", 3);
@@ -152,19 +157,24 @@ export function createGraphView(svgElement, { onSelect }) {
         return g;
       })
       .attr("data-node-id", (n) => (n.isOp ? n.entry : null))
-      .attr("data-tensor-id", (n) => (n.isOp ? null : n.tensor))
+      .attr("data-tensor-id", (n) => (n.isOp || n.isGroup ? null : n.tensor))
+      .attr("data-group-id", (n) => (n.isGroup ? n.group.id : null))
+      .attr("data-collapsed", (n) => (n.isGroup ? "true" : null))
+      .attr("aria-label", (n) => (n.isGroup ? `${n.group.title}; click to unfold` : null))
       .attr("tabindex", 0)
       .attr("role", "button")
-      .on("click", (event, n) => onSelect(n.id))
-      .on("keydown", (event, n) => { if (event.key === "Enter") onSelect(n.id); });
+      .on("click", (event, n) => (n.isGroup ? toggleGroup(n.group.id) : onSelect(n.id)))
+      .on("dblclick", (event, n) => { event.preventDefault(); if (!n.isGroup) nav.zoomToNode(n.id); })
+      .on("keydown", (event, n) => { if (event.key === "Enter") (n.isGroup ? toggleGroup(n.group.id) : onSelect(n.id)); });
     const at = (n) => layout.positions[n.id];
     nodeSel.select("rect")
       .attr("x", (n) => at(n).x - n.width / 2).attr("y", (n) => at(n).y - n.height / 2)
       .attr("width", (n) => n.width).attr("height", (n) => n.height)
-      .attr("rx", (n) => (n.isOp ? 4 : n.height / 2))
+      .attr("rx", (n) => (n.isOp ? 4 : n.isGroup ? 6 : n.height / 2))
       .attr("fill", (n) => (n.isOp ? familyColor(n.family) : null));
     nodeSel.select("text.label").attr("x", (n) => at(n).x).attr("y", (n) => at(n).y).attr("dy", "0.35em").text((n) => n.label);
-    nodeSel.select("title").text((n) => nodeTitle(n, index));
+    nodeSel.select("text.glyph").attr("x", (n) => at(n).x).attr("y", (n) => at(n).y).attr("dy", "0.35em").text((n) => n.glyph);
+    nodeSel.select("title").text((n) => (n.isGroup ? `${n.group.title} · click to unfold` : nodeTitle(n, index)));
     nodeSel.each(function setRecomputeBadge(n) {
       const group = d3.select(this);
       group.select("g.recompute-badge").remove();
@@ -181,48 +191,176 @@ export function createGraphView(svgElement, { onSelect }) {
     const nodes = nodeModels(trace, index);
     const edges = trace.graph.edges.concat(checkpointLinks(trace, index))
       .map((e, i) => ({ ...e, key: `${e.source}>${e.target}#${e.tensor}#${i}` }));
+    const groups = buildGroups(nodes, index, trace.spec);
+    const fold = nodes.length > FOLD_ABOVE_NODES && !unfoldedByPerson;
+    // A re-trace of the same model (an edit, a schedule) keeps what was folded and opened; new groups start folded.
+    const before = model && model.trace.spec?.name === trace.spec?.name && [...groups.keys()].some((id) => model.groups.has(id)) ? model : null;
+    const collapsed = before
+      ? new Set([...groups.keys()].filter((id) => (before.groups.has(id) ? before.collapsed.has(id) : fold)))
+      : new Set(fold ? groups.keys() : []);
+    model = { trace, index, nodes, edges, groups, badges: badgeTensors(trace, index), byId: new Map(nodes.map((n) => [n.id, n])),
+      collapsed, autoOpened: new Set(before ? [...before.autoOpened].filter((id) => groups.has(id)) : []),
+      autoFold: before ? before.autoFold : fold, path: before ? before.path : null, fresh: !before,
+      // A small graph is drawn plain (dagre's clusters would stretch it) until someone folds something.
+      framed: before ? before.framed : fold || unfoldedByPerson };
+    state = null;
+    showFoldState();
     performance.mark("tapescope:layout-start");
-    const layout = await layoutGraph(nodes.map(({ id, width, height }) => ({ id, width, height })),
-      edges.map(({ source, target, link }) => ({ source, target, weight: edgeWeight(index, target, link) })));
+    await relayout({ fit: true });
     performance.mark("tapescope:layout-done");
-    const { nodeSel, edgeSel } = draw(index, nodes, edges, layout);
-    const badges = badgeTensors(trace, index);
-    nodeSel.each(function setBadge(n) {
-      const tensor = badges.get(n.id);
-      const badge = d3.select(this).select("g.badge");
-      if (!tensor) { badge.remove(); return; }
-      const text = formatBytes(tensor.nbytes);
-      const width = 10 + text.length * 6;
-      const { x, y } = layout.positions[n.id];
-      const [cx, cy] = [x + n.width / 2 - width / 2 + 4, y - n.height / 2 - 9]; // the badge's centre
-      badge.select("rect").attr("x", cx - width / 2).attr("y", cy - 7).attr("width", width).attr("height", 14);
-      badge.select("text").attr("x", cx).attr("y", cy).attr("dy", "0.35em").text(text);
-    });
-    state = {
-      trace, index, nodes, edges,
-      nodeElements: nodeSel.nodes(), edgeElements: edgeSel.nodes(),
-      badges, lastClass: new Map(), positions: layout.positions, size: { width: layout.width, height: layout.height },
-    };
-    fit(layout.width, layout.height, nodes.length);
   }
 
-  /** Pan (never re-layout) so the current node stays on screen when the graph is bigger than the view. */
-  function follow(nodeId) {
-    const position = state.positions[nodeId];
-    if (!position) return;
-    const transform = d3.zoomTransform(svgElement);
-    const box = panelBox ?? svgElement.getBoundingClientRect();
-    const [left, top] = transform.apply([0, 0]);
-    const [right, bottom] = transform.apply([state.size.width, state.size.height]);
-    // A small graph shown whole stays put (panning would cut it off beside the editor). Bigger graphs keep
-    // following: at a far-out fit, panning also keeps most of thousands of nodes off screen, which paints faster.
-    const whole = left >= -1 && top >= -1 && right <= box.width + 1 && bottom <= box.height + 1;
-    if (whole && state.nodes.length <= FIT_ALL_NODES) return;
-    const [x, y] = transform.apply([position.x, position.y]);
-    const margin = 60;
-    if (x > margin && x < box.width - margin && y > margin && y < box.height - margin) return;
-    // A jump, not a transition: on thousands of nodes every panned frame repaints the whole drawing.
-    svg.call(zoom.translateTo, position.x, position.y);
+  let unfoldedByPerson = false;   // "Unfold all" holds for the traces that follow (an edit does not fold it back)
+  let laying = null;      // the relayout under way, and whether another was asked for meanwhile
+  let relayoutAgain = false;
+
+  /** Lay out and draw what is unfolded now. `fit` on a new graph; otherwise the cursor's node keeps its place on
+   * screen (a fold or unfold moves the drawing around it, not it). */
+  async function relayout({ fit = false } = {}) {
+    if (laying) { relayoutAgain = true; return laying; }
+    const mine = model;
+    laying = (async () => {
+      const { trace, index, nodes, edges, groups, collapsed, badges } = mine;
+      const shown = visibleGraph(nodes, edges, groups, collapsed, { height: GROUP_HEIGHT, charWidth: CHAR_WIDTH });
+      const openGroups = !mine.framed ? [] : [...groups.values()].filter((g) => !collapsed.has(g.id) && !ancestorFolded(g, groups, collapsed));
+      const open = new Set(openGroups.map((g) => g.id));
+      const innermostOpen = (n) => (n.isGroup ? n.group.parent : [...(n.groups ?? [])].reverse().find((g) => open.has(g))) ?? null;
+      const anchorId = !fit && state ? state.rep.get(cursorId()) : null;
+      const before = anchorId ? state.positions[anchorId] : null;
+      const layout = await layoutGraph(
+        shown.nodes.map((n) => ({ id: n.id, width: n.width, height: n.height, parent: open.has(innermostOpen(n)) ? innermostOpen(n) : null })),
+        shown.edges.map(({ source, target, link }) => ({ source, target, weight: edgeWeight(index, target, link) })),
+        openGroups.map((g) => ({ id: g.id, parent: g.parent && open.has(g.parent) ? g.parent : null })));
+      if (model !== mine) return;
+      const { nodeSel, edgeSel } = draw(index, shown.nodes, shown.edges, layout);
+      drawFrames(openGroups, layout.clusters ?? {});
+      nodeSel.each(function setBadge(n) {
+        const tensor = badges.get(n.id);
+        const badge = d3.select(this).select("g.badge");
+        if (!tensor) { badge.remove(); return; }
+        const text = formatBytes(tensor.nbytes);
+        const width = 10 + text.length * CHAR_WIDTH;
+        const { x, y } = layout.positions[n.id];
+        const [cx, cy] = [x + n.width / 2 - width / 2 + 4, y - n.height / 2 - 9]; // the badge's centre
+        badge.select("rect").attr("x", cx - width / 2).attr("y", cy - 7).attr("width", width).attr("height", 14);
+        badge.select("text").attr("x", cx).attr("y", cy).attr("dy", "0.35em").text(text);
+      });
+      const step = state?.step;
+      state = {
+        trace, index, nodes: shown.nodes, edges: shown.edges, rep: shown.rep,
+        nodeElements: nodeSel.nodes(), edgeElements: edgeSel.nodes(),
+        badges, lastClass: new Map(), positions: layout.positions, size: { width: layout.width, height: layout.height }, step,
+      };
+      const after = anchorId ? layout.positions[state.rep.get(cursorId())] : null;
+      nav.load({ width: layout.width, height: layout.height }, shown.nodes.length, layout.positions,
+        shown.nodes.map((n) => ({ ...layout.positions[n.id], width: n.width, height: n.height })),
+        fit ? null : { before, after });
+      search.refresh();
+      state.justLoaded = fit;
+      if (step !== undefined) update(step);
+    })();
+    try { await laying; } finally { laying = null; }
+    if (relayoutAgain && model === mine) { relayoutAgain = false; await relayout(); }
+  }
+
+  const cursorId = () => {
+    const entry = state?.trace.steps[state.step ?? 0]?.entry;
+    return entry === null || entry === undefined ? null : `e${entry}`;
+  };
+
+  /** Open groups as frames behind their members: the name, what they save, and a click on the name folds them. */
+  function drawFrames(openGroups, boxes) {
+    const frames = groupLayer.selectAll("g.group-frame").data(openGroups.filter((g) => boxes[g.id]), (g) => g.id)
+      .join((enter) => {
+        const g = enter.append("g").attr("class", "group-frame").attr("data-collapsed", "false");
+        g.append("rect").attr("class", "frame").attr("rx", 6);
+        const head = g.append("text").attr("class", "frame-label").attr("role", "button").attr("tabindex", 0);
+        head.append("title");
+        return g;
+      })
+      .attr("data-group-id", (g) => g.id)
+      .attr("data-depth", (g) => g.depth);
+    frames.select("rect.frame").each(function place(g) {
+      const b = boxes[g.id];
+      d3.select(this).attr("x", b.x - b.width / 2).attr("y", b.y - b.height / 2).attr("width", b.width).attr("height", b.height);
+    });
+    // Nested frames share a top edge: a group's name goes after its parent's, not over it.
+    const labelAt = new Map();
+    for (const g of [...openGroups].filter((o) => boxes[o.id]).sort((a, b) => a.depth - b.depth)) {
+      const b = boxes[g.id];
+      const text = `▾ ${g.label} · ${formatBytes(g.savedBytes)}`;
+      let x = b.x - b.width / 2 + 6;
+      const y = b.y - b.height / 2 - 4;
+      const parent = g.parent ? labelAt.get(g.parent) : null;
+      if (parent && Math.abs(parent.y - y) < 14 && x < parent.end + 8) x = parent.end + 8;
+      labelAt.set(g.id, { x, y, text, end: x + text.length * FRAME_CHAR_WIDTH });
+    }
+    frames.select("text.frame-label")
+      .attr("x", (g) => labelAt.get(g.id).x).attr("y", (g) => labelAt.get(g.id).y)
+      .text((g) => labelAt.get(g.id).text)
+      .on("click", (event, g) => { event.stopPropagation(); toggleGroup(g.id); })
+      .on("keydown", (event, g) => { if (event.key === "Enter") toggleGroup(g.id); });
+    frames.select("title").text((g) => `${g.title} · click to fold`);
+  }
+
+  /** A person folds or unfolds a group: theirs from now on (the player will not fold it back). */
+  function toggleGroup(groupId) {
+    if (!model) return;
+    if (model.collapsed.has(groupId)) model.collapsed.delete(groupId);
+    else model.collapsed.add(groupId);
+    model.autoOpened.delete(groupId);
+    model.framed = true;
+    showFoldState();
+    return relayout();
+  }
+
+  /** Unfold the groups a node is folded inside (a search hit): the person asked for it, so the player keeps it open. */
+  async function reveal(nodeId) {
+    const node = model?.byId.get(nodeId);
+    if (!node || node.isGroup || !node.groups.some((g) => model.collapsed.has(g))) return;
+    for (const g of node.groups) { model.collapsed.delete(g); model.autoOpened.delete(g); }
+    showFoldState();
+    await relayout();
+  }
+
+  /** Unfold every group (the player then folds nothing), or fold them all back (the cursor's path opens again). */
+  function setAllFolded(folded) {
+    if (!model) return null;
+    unfoldedByPerson = !folded;
+    model.collapsed = new Set(folded ? model.groups.keys() : []);
+    model.autoOpened.clear();
+    model.autoFold = folded;
+    model.framed = true;
+    model.path = null;
+    showFoldState();
+    return relayout();
+  }
+
+  function showFoldState() {
+    if (!controls.foldAll) return;
+    controls.foldAll.hidden = !model?.groups.size;
+    const anyFolded = Boolean(model?.collapsed.size);
+    controls.foldAll.textContent = anyFolded ? "Unfold all" : "Fold all";
+    controls.foldAll.setAttribute("aria-pressed", String(!anyFolded));
+  }
+  controls.foldAll?.addEventListener("click", () => setAllFolded(!model?.collapsed.size));
+
+  /** The player entered a group: unfold the folded groups on the cursor's path, fold back those it unfolded and left. */
+  function unfoldForCursor(entry) {
+    const node = entry === null || entry === undefined ? null : model.byId.get(`e${entry}`);
+    const path = node?.groups ?? [];
+    const key = path.join("|");
+    if (!model.autoFold || key === model.path) return;
+    model.path = key;
+    let changed = false;
+    for (const id of [...model.autoOpened]) {
+      if (!path.includes(id)) { model.autoOpened.delete(id); model.collapsed.add(id); changed = true; }
+    }
+    for (const id of path) {
+      if (model.collapsed.has(id)) { model.collapsed.delete(id); model.autoOpened.add(id); changed = true; }
+    }
+    // The first step shown on a new graph opens its path before anyone has moved: that layout is the one to fit.
+    if (changed) { showFoldState(); relayout({ fit: model.fresh }); }
   }
 
   function setClass(element, key, className) {
@@ -244,7 +382,21 @@ export function createGraphView(svgElement, { onSelect }) {
     const recorded = (entry) => (index.recordedAt.get(entry) ?? Infinity) <= stepIndex;
     // Op-level recomputation: the entries re-run during this backward step to re-derive a recipe's value.
     const rerun = new Set((index.rederivedAt.get(stepIndex) ?? []).map((t) => index.tensor(t.recompute_of)?.produced_by));
+    unfoldForCursor(step.entry);
+    model.fresh = false;
+    const cursorRep = step.entry === null || step.entry === undefined ? null : state.rep.get(`e${step.entry}`);
+    const selectedRep = selected ? state.rep.get(selected) : null;
     nodes.forEach((n, i) => {
+      if (n.isGroup) {
+        let cls = "node group-node";
+        if (!n.group.entries.some(recorded)) cls += " future";
+        else if (afterBackward) cls += " freed";
+        if (cursorRep === n.id && step.phase !== "optimizer") cls += ` current ${step.phase}`;
+        if (selectedRep === n.id) cls += " selected";
+        if (n.group.members.some((id) => search.matches(id))) cls += " match";
+        setClass(nodeElements[i], n.id, cls);
+        return;
+      }
       let cls = n.isOp ? `node op fam-${n.family}${n.recompute ? " recompute-node" : ""}` : `node leaf kind-${n.kind}`;
       if (n.isOp) {
         const swept = index.sweptAt.get(n.entry);
@@ -258,9 +410,12 @@ export function createGraphView(svgElement, { onSelect }) {
       if (tensor && index.held(tensor, stepIndex)) cls += " held";
       if (n.id === selected) cls += " selected";
       if (picked && n.isOp && picked.has(trace.tape[n.entry]?.output)) cls += " picked";
+      if (search.matches(n.id)) cls += " match";
       setClass(nodeElements[i], n.id, cls);
     });
-    if (step.entry !== null && step.entry !== undefined) follow(`e${step.entry}`);
+    // Pan (never re-layout) so the current node stays in view: smoothly, except right after a new graph is drawn.
+    if (cursorRep) nav.follow(cursorRep, state.justLoaded);
+    state.justLoaded = false;
     const flowing = sweep ? `e${sweep.entry}` : null;
     edges.forEach((e, i) => {
       if (e.link) {
@@ -268,8 +423,8 @@ export function createGraphView(svgElement, { onSelect }) {
         setClass(edgeElements[i], e.key, `edge ckpt-link${started ? " started" : ""}`);
         return;
       }
-      const target = Number(e.target.slice(1));
-      let cls = "edge";
+      const target = e.bundled ? Math.min(...e.targets.map((t) => (t[0] === "e" ? Number(t.slice(1)) : Infinity))) : Number(e.target.slice(1));
+      let cls = e.bundled ? "edge bundle" : "edge";
       if (!recorded(target)) cls += " future";
       else if (flowing && e.target === flowing) cls += " adjoint";
       else if ((step.phase === "forward" || step.phase === "recompute") && step.entry === target) cls += " feeding";
@@ -277,9 +432,22 @@ export function createGraphView(svgElement, { onSelect }) {
     });
   }
 
-  function select(nodeId, stepIndex) {
-    selected = nodeId;
-    if (state) update(stepIndex);
+  /** Select a node, or a tensor (a lifetime bar, a breakdown row): the node that shows it is highlighted and, if off
+   * screen, panned into view. */
+  function select(id, stepIndex) {
+    selected = nodeFor(id);
+    if (!state) return;
+    update(stepIndex);
+    const shown = selected ? state.rep.get(selected) : null;
+    if (shown) nav.follow(shown);
+  }
+
+  function nodeFor(id) {
+    if (!id || !model || model.byId.has(id) || id[0] !== "t") return id || null;
+    const tensor = model.index.tensor(Number(id.slice(1)));
+    if (!tensor) return id;
+    if (tensor.produced_by !== null && tensor.produced_by !== undefined) return `e${tensor.produced_by}`;
+    return id;
   }
 
   function setPicked(ids) {
@@ -287,5 +455,5 @@ export function createGraphView(svgElement, { onSelect }) {
     if (state) update(state.step ?? 0);
   }
 
-  return { load, update, select, setPicked, hasNode: (id) => !!state && state.nodes.some((n) => n.id === id) };
+  return { load, update, select, setPicked, fit: () => nav.fit(), toggleGroup, hasNode: (id) => !!model && model.byId.has(id) };
 }

@@ -7,12 +7,18 @@
   const DAGRE_MAX_NODES = 500;
   const SPACING = { nodesep: 14, ranksep: 46, margin: 20 };
 
-  function withDagre(boxes, edges) {
-    const graph = new dagre.graphlib.Graph({ multigraph: true });
+  function withDagre(boxes, edges, clusters) {
+    const graph = new dagre.graphlib.Graph({ multigraph: true, compound: clusters.length > 0 });
     graph.setGraph({ rankdir: "LR", nodesep: SPACING.nodesep, ranksep: SPACING.ranksep, edgesep: 6,
       marginx: SPACING.margin, marginy: SPACING.margin });
     graph.setDefaultEdgeLabel(() => ({}));
     for (const box of boxes) graph.setNode(box.id, { width: box.width, height: box.height });
+    // Unfolded groups are dagre clusters: their members are kept together, inside a box around them.
+    for (const cluster of clusters) {
+      graph.setNode(cluster.id, {});
+      if (cluster.parent) graph.setParent(cluster.id, cluster.parent);
+    }
+    for (const box of boxes) if (box.parent) graph.setParent(box.id, box.parent);
     // An edge's optional weight (default 1) asks dagre to keep it short and straight: the forward chain's edges
     // outweigh the dotted links that hang a recomputed region off its checkpoint.
     edges.forEach((edge, i) => graph.setEdge(edge.source, edge.target, { weight: edge.weight ?? 1 }, String(i)));
@@ -24,7 +30,29 @@
     }
     const routes = edges.map((edge, i) => graph.edge(edge.source, edge.target, String(i)).points);
     const size = graph.graph();
-    return { positions, routes, width: size.width, height: size.height };
+    const clusterBoxes = {};
+    for (const cluster of clusters) {
+      const node = graph.node(cluster.id);
+      if (node && node.width) clusterBoxes[cluster.id] = { x: node.x, y: node.y, width: node.width, height: node.height };
+    }
+    return { positions, routes, clusters: clusterBoxes, width: size.width, height: size.height };
+  }
+
+  /** Without dagre's clusters, a group's box is the bounding box of its members (they may interleave with others). */
+  function boundingClusters(boxes, positions, clusters) {
+    const bounds = {};
+    const parentOf = new Map(clusters.map((c) => [c.id, c.parent]));
+    for (const box of boxes) {
+      const { x, y } = positions[box.id];
+      for (let id = box.parent; id; id = parentOf.get(id)) {
+        const b = (bounds[id] ||= { x0: Infinity, y0: Infinity, x1: -Infinity, y1: -Infinity });
+        b.x0 = Math.min(b.x0, x - box.width / 2 - 8); b.x1 = Math.max(b.x1, x + box.width / 2 + 8);
+        b.y0 = Math.min(b.y0, y - box.height / 2 - 8); b.y1 = Math.max(b.y1, y + box.height / 2 + 8);
+      }
+    }
+    const out = {};
+    for (const [id, b] of Object.entries(bounds)) out[id] = { x: (b.x0 + b.x1) / 2, y: (b.y0 + b.y1) / 2, width: b.x1 - b.x0, height: b.y1 - b.y0 };
+    return out;
   }
 
   /** Ranks by longest path from the sources; a source sits one rank before its first consumer. */
@@ -89,7 +117,11 @@
     return { positions, routes, width: x + SPACING.margin, height: height + SPACING.margin };
   }
 
-  scope.tapescopeLayout = function tapescopeLayout(boxes, edges) {
-    return boxes.length <= DAGRE_MAX_NODES ? withDagre(boxes, edges) : layered(boxes, edges);
+  /** boxes: [{id, width, height, parent?}], edges: [{source, target, weight?}], clusters: [{id, parent?}] (unfolded
+   * groups) -> {positions, routes, clusters: {id: {x, y, width, height}}, width, height}. */
+  scope.tapescopeLayout = function tapescopeLayout(boxes, edges, clusters = []) {
+    if (boxes.length <= DAGRE_MAX_NODES) return withDagre(boxes, edges, clusters);
+    const layout = layered(boxes, edges);
+    return { ...layout, clusters: boundingClusters(boxes, layout.positions, clusters) };
   };
 }(self));

@@ -3,6 +3,6 @@
 importScripts("/static/vendor/dagre.min.js", "/static/js/layout-core.js");
 
 self.onmessage = (event) => {
-  const { boxes, edges } = event.data;
-  self.postMessage(tapescopeLayout(boxes, edges));
+  const { boxes, edges, clusters } = event.data;
+  self.postMessage(tapescopeLayout(boxes, edges, clusters));
 };

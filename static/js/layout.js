@@ -3,17 +3,18 @@
 
 export const WORKER_THRESHOLD = 300;
 
-function inWorker(boxes, edges) {
+function inWorker(boxes, edges, clusters) {
   return new Promise((resolve, reject) => {
     const worker = new Worker("/static/js/layout-worker.js");
     worker.onmessage = (event) => { worker.terminate(); resolve(event.data); };
     worker.onerror = (event) => { worker.terminate(); reject(new Error(event.message)); };
-    worker.postMessage({ boxes, edges });
+    worker.postMessage({ boxes, edges, clusters });
   });
 }
 
-/** boxes: [{id, width, height}], edges: [{source, target}] -> {positions, routes, width, height}. */
-export function layoutGraph(boxes, edges) {
-  if (boxes.length > WORKER_THRESHOLD) return inWorker(boxes, edges);
-  return Promise.resolve(tapescopeLayout(boxes, edges));
+/** boxes: [{id, width, height, parent?}], edges: [{source, target}], clusters: [{id, parent?}] (layout-core.js)
+ * -> {positions, routes, clusters, width, height}. */
+export function layoutGraph(boxes, edges, clusters = []) {
+  if (boxes.length > WORKER_THRESHOLD) return inWorker(boxes, edges, clusters);
+  return Promise.resolve(tapescopeLayout(boxes, edges, clusters));
 }

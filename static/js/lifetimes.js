@@ -1,10 +1,11 @@
-// lifetimes.js — the Plotly lifetime chart: one horizontal bar per saved tensor from born to freed, with a step cursor.
+// lifetimes.js — the Plotly lifetime chart: one horizontal bar per saved tensor from born to freed, with a step cursor;
+// the selection (a tensor, or the op that made it) is outlined.
 /* global Plotly */
 import { createChartCursor } from "./chart-cursor.js";
 import { formatBytes, formatShape } from "./format.js";
 import { KIND_COLORS } from "./palette.js";
 
-const MAX_TICK_LABELS = 40;
+const ROW_PX = 16;
 
 function describe(tensor, index) {
   const trace = index.trace;
@@ -19,6 +20,31 @@ function describe(tensor, index) {
 
 export function createLifetimeChart(element, { onPick }) {
   const cursor = createChartCursor(element);
+  let shown = null;        // {rows, index}
+  let outlined = null;     // the selected tensor's row, or null
+
+  /** What the bar colours mean: the kinds of tensor in this chart. */
+  function showLegend(rows) {
+    const wrap = element.closest(".chart-wrap");
+    let legend = wrap?.previousElementSibling?.matches?.(".lifetime-legend") ? wrap.previousElementSibling : null;
+    if (!legend && wrap) {
+      legend = document.createElement("ul");
+      legend.className = "legend lifetime-legend";
+      legend.dataset.testid = "lifetime-legend";
+      legend.setAttribute("aria-label", "Lifetime colours");
+      wrap.before(legend);
+    }
+    if (!legend) return;
+    const kinds = [...new Set(rows.map((r) => r.tensor.kind))];
+    legend.replaceChildren(...kinds.map((kind) => {
+      const item = document.createElement("li");
+      const swatch = document.createElement("span");
+      swatch.className = "swatch";
+      swatch.style.background = KIND_COLORS[kind];
+      item.append(swatch, kind === "param" ? "parameter (resident)" : kind);
+      return item;
+    }));
+  }
 
   async function load(index) {
     const { trace, savedTensors, lastStep } = index;
@@ -32,18 +58,21 @@ export function createLifetimeChart(element, { onPick }) {
       customdata: rows.map((r) => r.tensor.id),
       hovertext: rows.map((r) => describe(r.tensor, index)), hovertemplate: "%{hovertext}<extra></extra>",
     }];
-    const labelled = rows.length <= MAX_TICK_LABELS;
-    const height = Math.max(160, Math.min(420, 34 + rows.length * 14));
+    // Every row named, however many: the chart grows and its frame scrolls (.lifetime-scroll).
+    const height = Math.max(160, 40 + rows.length * ROW_PX);
     element.style.height = `${height}px`;
+    element.closest(".chart-wrap")?.classList.add("lifetime-scroll");
+    showLegend(rows);
     const layout = {
-      height, margin: { l: labelled ? 130 : 40, r: 12, t: 6, b: 30 }, showlegend: false, bargap: 0.25,
+      height, margin: { l: 40, r: 12, t: 6, b: 30 }, showlegend: false, bargap: 0.25,
       hovermode: "closest",
       xaxis: { range: [-0.5, trace.steps.length - 0.5], title: { text: "step", standoff: 2 }, zeroline: false },
-      yaxis: { autorange: "reversed", tickvals: labelled ? rows.map((r) => r.row) : undefined,
-        ticktext: labelled ? rows.map((r) => r.tensor.name) : undefined, showticklabels: labelled,
-        tickfont: { size: 10 } },
+      yaxis: { autorange: "reversed", tickvals: rows.map((r) => r.row), ticktext: rows.map((r) => r.tensor.name),
+        automargin: true, tickfont: { size: 10 } },
     };
     await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
+    shown = { rows, index };
+    outlined = undefined;
     if (!element.dataset.bound) {
       element.dataset.bound = "1";
       element.on("plotly_click", (event) => {
@@ -53,5 +82,22 @@ export function createLifetimeChart(element, { onPick }) {
     }
   }
 
-  return { load, update: (stepIndex) => cursor.move(stepIndex) };
+  /** Outline the bar of the selected tensor: "t<id>", or "e<entry>" for the tensor that entry made. */
+  function select(id) {
+    if (!shown) return;
+    let tensorId = null;
+    if (id?.[0] === "t") tensorId = Number(id.slice(1));
+    else if (id?.[0] === "e") tensorId = shown.index.trace.tape[Number(id.slice(1))]?.output ?? null;
+    const row = shown.rows.findIndex((r) => r.tensor.id === tensorId);
+    const next = row < 0 ? null : row;
+    if (next === outlined) return;
+    outlined = next;
+    element.dataset.selectedTensor = next === null ? "" : String(tensorId);
+    Plotly.restyle(element, {
+      "marker.line.width": [shown.rows.map((r) => (r.row === next ? 3 : 0))],
+      "marker.line.color": "#CC79A7",
+    }, [0]);
+  }
+
+  return { load, update: (stepIndex) => cursor.move(stepIndex), select };
 }

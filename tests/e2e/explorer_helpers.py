@@ -25,6 +25,14 @@ def open_explorer(page, base_url, preset_id="seed-tape"):
             " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preset_id)
 
 
+def unfold_all(page):
+    """Draw every node: big graphs open with their modules folded; "Unfold all" opens them (and the traces after)."""
+    button = page.get_by_test_id("graph-unfold-all")
+    if button.is_visible() and button.text_content() == "Unfold all":
+        button.click()
+    page.wait_for_function("() => !document.querySelector('[data-testid=graph] .group-node')")
+
+
 def go_to_step(page, step):
     """Step with the slider, as a person dragging it would."""
     page.locator("[data-testid=scrub]").fill(str(step))

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets, unfold_all
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 POLICIES = [{"policy": "none"}, {"policy": "every_k", "k": 1}, {"policy": "every_k", "k": 2}, {"policy": "sqrt"},
@@ -111,6 +111,7 @@ def test_recompute_steps_are_labelled_and_marked_in_the_graph(page, live_server,
     expect(current).to_have_class(re.compile(r"\brecompute-node\b"))
     expect(current.locator(".recompute-badge")).to_have_count(1)
     expect(page.get_by_test_id("sweep")).to_contain_text("Recomputing")
+    unfold_all(page)
     # one ↻ node per recompute tape entry; checkpoint entries labelled with their blocks
     recomputed = [e for e in trace["tape"] if e["phase"] == "recompute"]
     expect(page.locator("[data-testid=graph] .node.recompute-node")).to_have_count(len(recomputed))
@@ -216,6 +217,7 @@ def test_every_preset_and_policy_steps_without_errors(page, live_server, errors)
         page.select_option("[data-testid=preset]", preset_id)
         page.wait_for_function("id => window.tapescope.getTrace().spec.name === id"
                                " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preset_id)
+        unfold_all(page)
         for request in POLICIES:
             trace = choose(page, request["policy"], k=request.get("k"))
             assert trace["schedule"]["grads_match"] is True, (preset_id, request)
@@ -267,6 +269,7 @@ def test_the_checkpoint_travels_with_edits_and_preset_loads(page, live_server, e
 
 def test_selective_recomputation_marks_the_ops_it_re_runs(page, live_server, errors):
     open_explorer(page, live_server, "transformer-tiny")
+    unfold_all(page)
     trace = choose(page, "selective")
     re_run = {t["produced_by"] for t in trace["tensors"] if t.get("recomputed_by") and t["produced_by"] is not None}
     assert re_run, "selective recomputation keeps some outputs as recipes"

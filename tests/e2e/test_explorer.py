@@ -1,13 +1,14 @@
 """The explorer page in a real browser: the graph, the step player, memory and lifetime charts, the sweep panel."""
 import pytest
 
-from tests.e2e.explorer_helpers import current_node_ids, go_to_step, live_bytes, open_explorer, trace_for
+from tests.e2e.explorer_helpers import current_node_ids, go_to_step, live_bytes, open_explorer, trace_for, unfold_all
 
 
 @pytest.mark.parametrize("preset_id", ["seed-tape", "transformer-tiny"])
 def test_one_op_node_per_tape_entry_and_one_leaf_per_leaf_tensor(page, live_server, preset_id):
     trace = trace_for(page, live_server, preset_id)
     open_explorer(page, live_server, preset_id)
+    unfold_all(page)
     graph = page.locator("[data-testid=graph]")
     assert graph.locator("[data-node-id]").count() == len(trace["tape"])
     assert graph.locator("[data-tensor-id]").count() == len(trace["graph"]["leaves"])

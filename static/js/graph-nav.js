@@ -1,0 +1,193 @@
+// graph-nav.js — moving around the recorded graph: zoom and pan (Ctrl/⌘ + wheel or a pinch zooms, a plain wheel
+// scrolls the page, a drag pans), the fit / zoom in / zoom out / 1:1 buttons and their keys (f, +, −, 0), a smooth
+// pan that keeps the player's node in view, and a minimap when the graph is bigger than the panel.
+// Legibility is the rule fit follows: a label is drawn only at a scale where it is at least 10 CSS px tall; below it
+// the svg gets the "far" class (op glyph and colour only, the label in the node's title), and below the glyph's own
+// threshold "farther" (colour only).
+/* global d3 */
+
+export const LABEL_SCALE = 0.85;    // an 11 px label is 10 CSS px tall on screen from here up
+export const GLYPH_SCALE = 0.45;    // the 20 px op glyph is 10 CSS px tall from here up
+const FIT_MAX_SCALE = 1.4;
+const [MIN_SCALE, MAX_SCALE] = [0.02, 4];
+const STEP_FACTOR = 1.25;           // one button press or key
+const PAN_MS = 350;
+const FOLLOW_MARGIN = 60;
+const WHOLE_MAX_NODES = 60;         // a graph this small shown whole stays put while playing
+const READABLE_MAX_NODES = 500;     // up to this many nodes (or a graph under 4,000 px) fit keeps labels legible
+const MINIMAP_WIDTH = 180;
+const MINIMAP_MAX_HEIGHT = 90;
+const MINIMAP_MIN_HEIGHT = 40;
+
+/** Ctrl/⌘ + wheel (and a trackpad pinch, which the browser reports as one) zooms; a notch is about 1.25×. */
+function wheelDelta(event) {
+  const pixels = event.deltaY * (event.deltaMode === 1 ? 20 : event.deltaMode ? 400 : 1);
+  return -pixels * (Math.abs(pixels) < 40 ? 0.01 : 0.003);
+}
+
+/** Which pointer and wheel events the zoom takes: a wheel only with Ctrl or ⌘ (the page scrolls otherwise). */
+function zoomFilter(event) {
+  if (event.type === "wheel") return event.ctrlKey || event.metaKey;
+  if (event.type === "dblclick") return false;
+  return !event.ctrlKey && !event.button;
+}
+
+/**
+ * svgElement: the graph; viewport: the <g> that carries the transform; controls: {fit, zoomIn, zoomOut, reset,
+ * minimap} elements (any may be missing). Returns the navigator the graph view drives.
+ */
+export function createNavigator(svgElement, viewport, controls = {}) {
+  const svg = d3.select(svgElement);
+  let graph = null;       // {width, height, nodeCount, positions}
+  let panelBox = null;    // kept by a ResizeObserver so following the cursor never forces a layout mid-step
+  const minimap = controls.minimap ? createMinimap(controls.minimap, (x, y) => svg.call(zoom.translateTo, x, y)) : null;
+
+  const zoom = d3.zoom().scaleExtent([MIN_SCALE, MAX_SCALE]).filter(zoomFilter).wheelDelta(wheelDelta).on("zoom", (event) => {
+    const { k } = event.transform;
+    viewport.attr("transform", event.transform);
+    svgElement.classList.toggle("far", k < LABEL_SCALE);
+    svgElement.classList.toggle("farther", k < GLYPH_SCALE);
+    svgElement.dataset.scale = k.toFixed(3);
+    if (minimap && graph) minimap.view(event.transform, box());
+  });
+  svg.call(zoom);
+  if (typeof ResizeObserver === "function") {
+    new ResizeObserver(() => { panelBox = svgElement.getBoundingClientRect(); }).observe(svgElement);
+  }
+  const box = () => panelBox ?? svgElement.getBoundingClientRect();
+
+  let aim = null;   // where a running pan or zoom is headed: a second press zooms from there, not from midway
+
+  /** Move to `transform`, smoothly unless `instant`; data-panning is set while a move runs (tests wait on it). */
+  function moveTo(transform, instant = false, ms = PAN_MS) {
+    svg.interrupt();
+    if (instant) { svg.call(zoom.transform, transform); return; }
+    aim = transform;
+    svgElement.dataset.panning = "true";
+    svg.transition().duration(ms).ease(d3.easeCubicOut).call(zoom.transform, transform)
+      .on("end interrupt", () => { aim = null; delete svgElement.dataset.panning; });
+  }
+
+  /** Zoom about the panel's centre to scale k (clamped), from where any running move is headed. */
+  function zoomAboutCentre(scaleFor) {
+    const from = aim ?? d3.zoomTransform(svgElement);
+    const { width, height } = box();
+    const [x, y] = from.invert([width / 2, height / 2]);
+    const k = Math.min(MAX_SCALE, Math.max(MIN_SCALE, scaleFor(from.k)));
+    moveTo(d3.zoomIdentity.translate(width / 2 - x * k, height / 2 - y * k).scale(k), false, 200);
+  }
+
+  /** The view fit opens on: the whole graph when its labels stay legible there (or when it is thousands of nodes
+   * wide, shown far out), else legible from its start — the minimap shows the rest. */
+  function fitTransform() {
+    const { width, height } = box();
+    const fitted = Math.min(width / graph.width, height / graph.height, FIT_MAX_SCALE);
+    const readable = fitted < LABEL_SCALE && (graph.width < 4000 || graph.nodeCount <= READABLE_MAX_NODES);
+    const k = readable ? LABEL_SCALE : Math.max(MIN_SCALE, fitted);
+    const x = graph.width * k > width ? 10 : (width - graph.width * k) / 2;
+    const y = (height - graph.height * k) / 2;
+    return d3.zoomIdentity.translate(x, y).scale(k);
+  }
+
+  function centredOn(position, k) {
+    const { width, height } = box();
+    return d3.zoomIdentity.translate(width / 2 - position.x * k, height / 2 - position.y * k).scale(k);
+  }
+
+  const nav = {
+    /** A newly drawn graph: remember its size, draw the minimap; fit, or with `keep` ({before, after}: one node's
+     * position in the old and the new layout) shift the view so that node stays where it was on screen. */
+    load(size, nodeCount, positions, boxes, keep = null) {
+      graph = { ...size, nodeCount, positions };
+      minimap?.draw(size, boxes);
+      if (!keep) { moveTo(fitTransform(), true); return; }
+      const transform = d3.zoomTransform(svgElement);
+      const shift = keep.before && keep.after ? [keep.before.x - keep.after.x, keep.before.y - keep.after.y] : [0, 0];
+      moveTo(transform.translate(...shift), true);
+    },
+    fit: (instant = false) => graph && moveTo(fitTransform(), instant),
+    zoomBy: (factor) => zoomAboutCentre((k) => k * factor),
+    actualSize: () => zoomAboutCentre(() => 1),
+    /** Centre a node, zoomed in to at least 1:1 (double-click, search). */
+    zoomToNode(nodeId) {
+      const position = graph?.positions[nodeId];
+      if (!position) return;
+      moveTo(centredOn(position, Math.max(1.2, d3.zoomTransform(svgElement).k)));
+    },
+    /** Keep the player's node in view with a smooth pan; a small graph shown whole stays put. `instant` on load. */
+    follow(nodeId, instant = false) {
+      const position = graph?.positions[nodeId];
+      if (!position) return;
+      const transform = d3.zoomTransform(svgElement);
+      const { width, height } = box();
+      const [left, top] = transform.apply([0, 0]);
+      const [right, bottom] = transform.apply([graph.width, graph.height]);
+      const whole = left >= -1 && top >= -1 && right <= width + 1 && bottom <= height + 1;
+      if (whole && graph.nodeCount <= WHOLE_MAX_NODES) return;
+      minimap?.current(position);
+      const [x, y] = transform.apply([position.x, position.y]);
+      if (x > FOLLOW_MARGIN && x < width - FOLLOW_MARGIN && y > FOLLOW_MARGIN && y < height - FOLLOW_MARGIN) return;
+      moveTo(centredOn(position, transform.k), instant);
+    },
+  };
+
+  controls.fit?.addEventListener("click", () => nav.fit());
+  controls.zoomIn?.addEventListener("click", () => nav.zoomBy(STEP_FACTOR));
+  controls.zoomOut?.addEventListener("click", () => nav.zoomBy(1 / STEP_FACTOR));
+  controls.reset?.addEventListener("click", () => nav.actualSize());
+  const keys = { f: () => nav.fit(), "+": () => nav.zoomBy(STEP_FACTOR), "=": () => nav.zoomBy(STEP_FACTOR),
+    "-": () => nav.zoomBy(1 / STEP_FACTOR), "−": () => nav.zoomBy(1 / STEP_FACTOR), _: () => nav.zoomBy(1 / STEP_FACTOR),
+    0: () => nav.actualSize() };
+  svgElement.addEventListener("keydown", (event) => {
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    const action = keys[event.key];
+    if (!action) return;
+    event.preventDefault();
+    action();
+  });
+  return nav;
+}
+
+/** The whole graph in a corner: every node a speck, the visible part a rectangle; click or drag there to pan. */
+function createMinimap(element, panTo) {
+  const mini = d3.select(element);
+  const nodes = mini.append("path").attr("class", "mini-nodes");
+  const current = mini.append("circle").attr("class", "mini-current").attr("r", 3).attr("cx", -10);
+  const view = mini.append("rect").attr("class", "mini-view");
+  let [sx, sy] = [1, 1];   // a long, flat graph is stretched vertically: a 12 px sliver would be no map at all
+  let size = null;
+  const toGraph = (event) => {
+    const [x, y] = d3.pointer(event, element);
+    return [x / sx, y / sy];
+  };
+  element.addEventListener("pointerdown", (event) => {
+    element.setPointerCapture?.(event.pointerId);
+    panTo(...toGraph(event));
+  });
+  element.addEventListener("pointermove", (event) => { if (event.buttons) panTo(...toGraph(event)); });
+  return {
+    draw(graphSize, boxes) {
+      size = graphSize;
+      const scale = Math.min(MINIMAP_WIDTH / size.width, MINIMAP_MAX_HEIGHT / size.height);
+      [sx, sy] = [scale, Math.max(scale, Math.min(MINIMAP_MIN_HEIGHT, MINIMAP_MAX_HEIGHT) / size.height)];
+      const [width, height] = [Math.max(24, size.width * sx), size.height * sy];
+      mini.attr("width", width).attr("height", height).attr("viewBox", `0 0 ${width} ${height}`);
+      // One path for every node: cheap at 5,000 nodes.
+      nodes.attr("d", boxes.map((b) => {
+        const w = Math.max(1, b.width * sx);
+        const h = Math.max(1, b.height * sy);
+        return `M${(b.x * sx - w / 2).toFixed(1)} ${(b.y * sy - h / 2).toFixed(1)}h${w.toFixed(1)}v${h.toFixed(1)}h${(-w).toFixed(1)}z`;
+      }).join(""));
+    },
+    /** The visible part of the graph as a rectangle; the minimap hides itself when the whole graph is in view. */
+    view(transform, panel) {
+      if (!size) return;
+      const [x0, y0] = transform.invert([0, 0]);
+      const [x1, y1] = transform.invert([panel.width, panel.height]);
+      const whole = x0 <= 1 && y0 <= 1 && x1 >= size.width - 1 && y1 >= size.height - 1;
+      element.classList.toggle("whole", whole);
+      view.attr("x", x0 * sx).attr("y", y0 * sy).attr("width", (x1 - x0) * sx).attr("height", (y1 - y0) * sy);
+    },
+    current(position) { current.attr("cx", position.x * sx).attr("cy", position.y * sy); },
+  };
+}

@@ -1,0 +1,57 @@
+"""Modules that fold, as a person sees them: transformer-tiny opens with its layers and blocks folded into boxes that
+carry their name and saved bytes; a click unfolds a box and a click on the open frame's name folds it back; playing
+into a folded block unfolds it and leaving folds it again; "Unfold all" draws every node."""
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, trace_for
+
+DRAWN = "[data-testid=graph] .node"
+
+
+def saved_bytes_in(trace, scope):
+    """What the entries in `scope` save for backward, written the way the page writes bytes."""
+    inside = {e["index"] for e in trace["tape"] if e["scope"] == scope or (e["scope"] or "").startswith((scope + ".", scope + "["))}
+    total = sum(t["nbytes"] for t in trace["tensors"] if t["saved_by"] and t["produced_by"] in inside)
+    return f"{total / 1024:.1f} KiB" if total >= 1024 else f"{total} B"
+
+
+def test_folding_a_block_reduces_the_drawing_and_shows_its_saved_bytes(page, live_server):
+    trace = trace_for(page, live_server, "transformer-tiny")
+    open_explorer(page, live_server, "transformer-tiny")
+    total = len(trace["graph"]["nodes"]) + len(trace["graph"]["leaves"])
+    block = page.locator("[data-testid=graph] .group-node[data-group-id='layers[1]']")
+    assert block.get_attribute("data-collapsed") == "true"
+    assert block.locator(".label").text_content() == f"layers[1] · block · {saved_bytes_in(trace, 'layers[1]')}"
+    folded = page.locator(DRAWN).count()
+    assert folded < total / 3
+
+    block.locator("rect").click()
+    frame = page.locator("[data-testid=graph] .group-frame[data-group-id='layers[1]']")
+    frame.wait_for()
+    assert frame.get_attribute("data-collapsed") == "false"
+    unfolded = page.locator(DRAWN).count()
+    assert unfolded > folded
+    # Inside the open block, attention and mlp are folded boxes of their own.
+    assert page.locator("[data-testid=graph] .group-node[data-group-id='layers[1].attn']").count() == 1
+
+    frame.locator(".frame-label").click()
+    page.wait_for_function("n => document.querySelectorAll('[data-testid=graph] .node').length === n", arg=folded)
+    assert page.locator("[data-testid=graph] .group-node[data-group-id='layers[1]']").get_attribute("data-collapsed") == "true"
+
+    page.get_by_test_id("graph-unfold-all").click()
+    page.wait_for_function("n => document.querySelectorAll('[data-testid=graph] .node').length === n", arg=total)
+    assert page.locator("[data-testid=graph] .group-node").count() == 0
+
+
+def test_playing_into_a_folded_block_unfolds_it_and_leaving_folds_it_back(page, live_server):
+    trace = trace_for(page, live_server, "transformer-tiny")
+    open_explorer(page, live_server, "transformer-tiny")
+    assert page.locator("[data-testid=graph] .group-node[data-group-id='layers[2]']").count() == 1
+    inside = next(s for s in trace["steps"] if s["phase"] == "forward" and s["entry"] is not None
+                  and trace["tape"][s["entry"]]["scope"].startswith("layers[2]."))
+    go_to_step(page, inside["index"])
+    current = page.locator(f"[data-testid=graph] [data-node-id='{inside['entry']}']")
+    current.wait_for()
+    assert "current" in current.get_attribute("class").split()
+    assert page.locator("[data-testid=graph] .group-frame[data-group-id='layers[2]']").count() == 1
+    go_to_step(page, 0)
+    page.locator("[data-testid=graph] .group-node[data-group-id='layers[2]']").wait_for()
+    assert page.locator(f"[data-testid=graph] [data-node-id='{inside['entry']}']").count() == 0

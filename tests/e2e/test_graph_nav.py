@@ -1,0 +1,163 @@
+"""Moving around the recorded graph as a person does: a plain wheel scrolls the page and Ctrl + wheel zooms; the fit,
+zoom and 1:1 buttons and their keys; a double-click zooms to a node; labels are never drawn under 10 px on screen;
+the search box lights up matches and Enter zooms to them; playing pans smoothly to keep the current node in view."""
+import pytest
+
+from tests.e2e.explorer_helpers import open_explorer, presets, trace_for, unfold_all
+
+SCALE = "() => Number(document.querySelector('[data-testid=graph]').dataset.scale)"
+LABEL_HEIGHTS = """() => Array.from(document.querySelectorAll('[data-testid=graph] .node .label'),
+  (label) => label.getBoundingClientRect().height).filter((h) => h > 0)"""
+CENTRE_IN_PANEL = """selector => {
+  const panel = document.querySelector('[data-testid=graph]').getBoundingClientRect();
+  const r = document.querySelector(`[data-testid=graph] ${selector} > rect`).getBoundingClientRect();
+  const [x, y] = [r.left + r.width / 2, r.top + r.height / 2];
+  return {inside: x > panel.left && x < panel.right && y > panel.top && y < panel.bottom,
+          dx: x - (panel.left + panel.width / 2), dy: y - (panel.top + panel.height / 2)};
+}"""
+
+
+def scale(page):
+    return page.evaluate(SCALE)
+
+
+def settle(page):
+    """Wait for a smooth pan or zoom to end."""
+    page.wait_for_function("() => !document.querySelector('[data-testid=graph]').dataset.panning")
+
+
+def test_a_plain_wheel_scrolls_the_page_and_ctrl_wheel_zooms_the_graph(page, live_server):
+    open_explorer(page, live_server, "transformer-tiny")
+    box = page.get_by_test_id("graph").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    fitted = scale(page)
+    page.mouse.wheel(0, 300)
+    page.wait_for_function("() => window.scrollY > 0")
+    assert scale(page) == fitted, "a plain wheel over the graph zoomed it"
+
+    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_function("() => window.scrollY === 0")
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -300)
+    page.keyboard.up("Control")
+    page.wait_for_function(f"s => ({SCALE})() > s", arg=fitted)
+    assert page.evaluate("window.scrollY") == 0, "Ctrl + wheel scrolled the page"
+
+
+def test_the_buttons_and_keys_zoom_fit_and_reset(page, live_server):
+    open_explorer(page, live_server, "lab1-mlp")
+    fitted = scale(page)
+    page.get_by_test_id("graph-zoom-in").click()
+    settle(page)
+    assert scale(page) == pytest.approx(fitted * 1.25, rel=0.01)
+    page.get_by_test_id("graph-zoom-out").click()
+    page.get_by_test_id("graph-zoom-out").click()
+    settle(page)
+    assert scale(page) == pytest.approx(fitted / 1.25, rel=0.01)
+    page.get_by_role("button", name="1:1").click()
+    settle(page)
+    assert scale(page) == pytest.approx(1.0)
+    page.get_by_test_id("graph-fit").click()
+    settle(page)
+    assert scale(page) == pytest.approx(fitted)
+
+    page.get_by_test_id("graph").focus()
+    page.keyboard.press("+")
+    settle(page)
+    assert scale(page) == pytest.approx(fitted * 1.25, rel=0.01)
+    page.keyboard.press("0")
+    settle(page)
+    assert scale(page) == pytest.approx(1.0)
+    page.keyboard.press("-")
+    settle(page)
+    assert scale(page) == pytest.approx(0.8, rel=0.01)
+    page.keyboard.press("f")
+    settle(page)
+    assert scale(page) == pytest.approx(fitted)
+
+
+def test_fit_keeps_every_drawn_label_legible_on_every_preset(page, live_server):
+    for preset_id in presets(page, live_server):
+        open_explorer(page, live_server, preset_id)
+        settle(page)
+        heights = page.evaluate(LABEL_HEIGHTS)
+        assert heights, f"{preset_id}: fit shows no label at all"
+        assert min(heights) >= 9.995, f"{preset_id}: a label is {min(heights):.1f} px tall"
+        whole = page.evaluate("""() => {
+          const panel = document.querySelector('[data-testid=graph]').getBoundingClientRect();
+          return Array.from(document.querySelectorAll('[data-testid=graph] .node'), (n) => n.getBoundingClientRect())
+            .every((r) => r.left >= panel.left - 1 && r.right <= panel.right + 1 && r.top >= panel.top - 1 && r.bottom <= panel.bottom + 1);
+        }""")
+        # The part of the graph the panel cannot show is in the minimap, with the panel's view on it.
+        assert page.get_by_test_id("graph-minimap").is_visible() == (not whole), preset_id
+
+
+def test_zoomed_out_a_node_shows_its_glyph_and_keeps_its_label_in_the_title(page, live_server):
+    open_explorer(page, live_server, "transformer-tiny")
+    unfold_all(page)
+    page.get_by_test_id("graph").focus()
+    for _ in range(2):
+        page.keyboard.press("-")
+    settle(page)
+    assert 0.45 <= scale(page) < 0.85
+    assert page.evaluate(LABEL_HEIGHTS) == []
+    matmul = page.locator("[data-testid=graph] .node.fam-matmul").first
+    assert matmul.locator(".glyph").text_content() == "@"
+    assert matmul.locator(".glyph").bounding_box()["height"] >= 10
+    assert "matmul" in matmul.locator("title").text_content()
+
+
+def test_double_click_zooms_to_a_node(page, live_server):
+    open_explorer(page, live_server, "transformer-tiny")
+    page.locator("[data-testid=graph] [data-node-id='0'] rect").first.dblclick()
+    settle(page)
+    assert scale(page) >= 1.2
+    where = page.evaluate(CENTRE_IN_PANEL, "[data-node-id='0']")
+    assert abs(where["dx"]) < 3 and abs(where["dy"]) < 3
+
+
+def test_search_lights_up_matches_and_enter_zooms_to_the_first(page, live_server):
+    trace = trace_for(page, live_server, "transformer-tiny")
+    open_explorer(page, live_server, "transformer-tiny")
+    search = page.get_by_test_id("graph-search")
+    search.fill("softmax")
+    softmaxes = [str(n["entry"]) for n in trace["graph"]["nodes"] if n["op"] == "softmax"]
+    assert page.get_by_test_id("graph-search-count").text_content() == "2 matches"
+    # Folded away inside the two blocks: the blocks' boxes light up.
+    lit = page.eval_on_selector_all("[data-testid=graph] .node.match", "ns => ns.map(n => n.dataset.groupId)")
+    assert sorted(lit) == ["layers[1]", "layers[2]"]
+    search.press("Enter")
+    first = page.locator(f"[data-testid=graph] [data-node-id='{softmaxes[0]}']")
+    first.wait_for()
+    settle(page)
+    assert "match" in first.get_attribute("class").split()
+    where = page.evaluate(CENTRE_IN_PANEL, f"[data-node-id='{softmaxes[0]}']")
+    assert where["inside"] and abs(where["dx"]) < 3
+
+    unfold_all(page)
+    search.fill("layers[2].mlp")
+    in_scope = sorted(str(n["entry"]) for n in trace["graph"]["nodes"] if n.get("scope") == "layers[2].mlp")
+    lit = page.eval_on_selector_all("[data-testid=graph] .node.match[data-node-id]", "ns => ns.map(n => n.dataset.nodeId)")
+    assert in_scope and sorted(lit) == in_scope
+    search.press("Escape")
+    assert page.locator("[data-testid=graph] .node.match").count() == 0
+
+
+def test_playing_pans_smoothly_to_keep_the_current_node_in_view(page, live_server):
+    trace = trace_for(page, live_server, "transformer-tiny")
+    open_explorer(page, live_server, "transformer-tiny")
+    far = next(s for s in trace["steps"] if s["phase"] == "forward" and s["entry"] == 40)
+    # The transform over the frames after one step: a pan goes through places in between, never one jump.
+    frames = page.evaluate("""step => new Promise((resolve) => {
+      const viewport = document.querySelector('[data-testid=graph] .viewport');
+      const seen = [viewport.getAttribute('transform')];
+      window.tapescope.setStep(step);
+      (function frame() {
+        seen.push(viewport.getAttribute('transform'));
+        if (seen.length < 40) requestAnimationFrame(frame); else resolve(seen);
+      })();
+    })""", far["index"])
+    assert len(set(frames)) >= 4, "the view jumped to the current node"
+    settle(page)
+    assert page.evaluate(CENTRE_IN_PANEL, "[data-node-id='40']")["inside"]

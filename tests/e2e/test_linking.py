@@ -1,0 +1,33 @@
+"""Selection is one thing everywhere: a lifetime bar selects its tensor's node in the graph and the inspector shows it;
+a graph node outlines its output's lifetime bar; Escape clears the selection in every view."""
+import re
+
+from playwright.sync_api import expect
+
+from tests.e2e.explorer_helpers import open_explorer, trace_for
+
+
+def test_a_lifetime_bar_and_a_graph_node_select_each_other(page, live_server):
+    trace = trace_for(page, live_server, "seed-tape")
+    open_explorer(page, live_server, "seed-tape")
+    saved = [t for t in trace["tensors"] if t["saved_by"]]
+    row, tensor = next((i, t) for i, t in enumerate(saved) if t["produced_by"] is not None)
+    bar = page.locator("[data-testid=lifetime-chart] .bars .point").nth(row)
+    bar.scroll_into_view_if_needed()
+    box = bar.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)   # as a person clicks a Plotly bar
+    expect(page.locator(".explorer")).to_have_attribute("data-selected", f"t{tensor['id']}")
+    node = page.locator(f"[data-testid=graph] [data-node-id='{tensor['produced_by']}']")
+    expect(node).to_have_class(re.compile(r"\bselected\b"))
+    expect(page.locator("#inspector")).to_contain_text(tensor["name"])
+
+    page.keyboard.press("Escape")
+    expect(page.locator(".explorer")).to_have_attribute("data-selected", "")
+    expect(page.locator("[data-testid=graph] .node.selected")).to_have_count(0)
+    expect(page.get_by_test_id("lifetime-chart")).to_have_attribute("data-selected-tensor", "")
+
+    producer = trace["tape"][tensor["produced_by"]]
+    node.scroll_into_view_if_needed()
+    node.locator("rect").first.click()
+    expect(page.locator(".explorer")).to_have_attribute("data-selected", f"e{producer['index']}")
+    expect(page.get_by_test_id("lifetime-chart")).to_have_attribute("data-selected-tensor", str(producer["output"]))
