@@ -6,6 +6,7 @@ import { formatBytes, formatShape } from "./format.js";
 import { KIND_COLORS } from "./palette.js";
 
 const ROW_PX = 16;
+const MAX_NAMED_ROWS = 300;   // past this a named row each is a chart too tall for Plotly to draw quickly: bars only
 
 function describe(tensor, index) {
   const trace = index.trace;
@@ -58,8 +59,9 @@ export function createLifetimeChart(element, { onPick }) {
       customdata: rows.map((r) => r.tensor.id),
       hovertext: rows.map((r) => describe(r.tensor, index)), hovertemplate: "%{hovertext}<extra></extra>",
     }];
-    // Every row named, however many: the chart grows and its frame scrolls (.lifetime-scroll).
-    const height = Math.max(160, 40 + rows.length * ROW_PX);
+    // Every row named: the chart grows and its frame scrolls (.lifetime-scroll), up to MAX_NAMED_ROWS rows.
+    const labelled = rows.length <= MAX_NAMED_ROWS;
+    const height = labelled ? Math.max(160, 40 + rows.length * ROW_PX) : 420;
     element.style.height = `${height}px`;
     element.closest(".chart-wrap")?.classList.add("lifetime-scroll");
     showLegend(rows);
@@ -67,7 +69,8 @@ export function createLifetimeChart(element, { onPick }) {
       height, margin: { l: 40, r: 12, t: 6, b: 30 }, showlegend: false, bargap: 0.25,
       hovermode: "closest",
       xaxis: { range: [-0.5, trace.steps.length - 0.5], title: { text: "step", standoff: 2 }, zeroline: false },
-      yaxis: { autorange: "reversed", tickvals: rows.map((r) => r.row), ticktext: rows.map((r) => r.tensor.name),
+      yaxis: { autorange: "reversed", tickvals: labelled ? rows.map((r) => r.row) : undefined,
+        ticktext: labelled ? rows.map((r) => r.tensor.name) : undefined, showticklabels: labelled,
         automargin: true, tickfont: { size: 10 } },
     };
     await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
