@@ -3,9 +3,8 @@
 // summary.peak.holders: under a checkpoint this column falls, and it sums to the activation part of the peak),
 // and the saved bytes of the run before. Names are written as text, never HTML.
 import { formatBytes, signedBytes } from "./format.js";
+import { topLayer } from "./trace-index.js";
 
-/** "layers[3]" for "layers[3][0][1]" or "layers[3].attn"; a scope outside the layers by its first word ("loss"). */
-const topLevel = (scope) => /^layers\[\d+\]/.exec(scope)?.[0] ?? scope.split(".")[0];
 
 /** Map "layers[i]" (or "loss") -> saved bytes, from tensors with a non-empty saved_by and a scope. */
 export function savedByLayer(trace) {
@@ -16,7 +15,7 @@ export function savedByLayer(trace) {
     const storage = tensor.storage ?? `t${tensor.id}`;
     if (seen.has(storage)) continue;
     seen.add(storage);
-    const key = topLevel(tensor.scope);
+    const key = topLayer(tensor.scope);
     totals.set(key, (totals.get(key) ?? 0) + tensor.nbytes);
   }
   return totals;
@@ -27,7 +26,7 @@ export function heldAtPeak(trace) {
   const totals = new Map();
   for (const group of trace?.summary?.peak?.holders ?? []) {
     if (group.kind !== "activation") continue;
-    const key = topLevel(group.scope);
+    const key = topLayer(group.scope);
     totals.set(key, (totals.get(key) ?? 0) + group.bytes);
   }
   return totals;

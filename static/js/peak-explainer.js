@@ -6,12 +6,11 @@ import { el } from "./dom.js";
 import { formatBytes, signedBytes } from "./format.js";
 import { KIND_COLORS } from "./palette.js";
 import { percentText } from "./schedule.js";
+import { topLayer } from "./trace-index.js";
 
 const SHOWN_GROUPS = 8;
 const KIND_WORDS = { input: "batch", param: "params", activation: "activations", grad: "grads", optimizer: "optimizer state" };
 
-/** "layers[3]" for "layers[3][0][1]" or "layers[3].attn"; scopes outside the layers stay as they are. */
-const layerOf = (scope) => /^layers\[\d+\]/.exec(scope ?? "")?.[0] ?? (scope || "other");
 
 /** The storages alive at `step` grouped by (top-level layer, kind), largest first: [{layer, kind, bytes, tensors}]. */
 export function breakdownAt(trace, step) {
@@ -19,8 +18,8 @@ export function breakdownAt(trace, step) {
   const alive = new Map();
   for (const storage of trace.storages) {
     if (storage.born > step || (storage.freed !== null && step > storage.freed)) continue;
-    const key = `${layerOf(storage.scope)}|${storage.kind}`;
-    if (!groups.has(key)) groups.set(key, { layer: layerOf(storage.scope), kind: storage.kind, bytes: 0, tensors: [] });
+    const key = `${topLayer(storage.scope)}|${storage.kind}`;
+    if (!groups.has(key)) groups.set(key, { layer: topLayer(storage.scope), kind: storage.kind, bytes: 0, tensors: [] });
     groups.get(key).bytes += storage.nbytes;
     alive.set(storage.id, key);
   }

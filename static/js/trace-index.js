@@ -22,6 +22,10 @@ function checkpointRegions(trace) {
   return out;
 }
 
+/** The top-level layer a scope belongs to: "layers[3]" for "layers[3][0][1]" or "layers[3].attn"; a scope outside
+ * the layers by its first word ("loss", "input"); "other" for none. */
+export const topLayer = (scope) => /^layers\[\d+\]/.exec(scope ?? "")?.[0] ?? (scope ? scope.split(".")[0] : "other");
+
 /** "blocks 0–3", "block 16", or "" when the schedule does not say. */
 export function blocksText(region) {
   const blocks = region?.blocks;
