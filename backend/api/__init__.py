@@ -8,6 +8,8 @@ def register_blueprints(app):
     app.register_blueprint(trace_api)
     from backend.api.levers import levers_api
     app.register_blueprint(levers_api)
+    from backend.api.modes import modes_api
+    app.register_blueprint(modes_api)
     from backend.api.ledger import ledger; app.register_blueprint(ledger)
     from backend.api.security import security
     app.register_blueprint(security)

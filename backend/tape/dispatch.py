@@ -97,12 +97,13 @@ def _dual_output(op, attrs, inputs, arrays, out, extras):
     if events.active:
         events.emit("op", op=op)
     output = _output(op, attrs, out, inputs, None)
-    if type(output) is View:
-        return output                       # a view's tangent is its base's, through the same view ops
-    tangents = tuple([dual.tangent_of(t) for t in inputs])
-    if _carries(tangents):
-        tangent = op.jvp(tangents, _jvp_values(op, arrays, out, extras), attrs)
-        dual.set_tangent(output, _fitted(tangent, out))
+    if type(output) is not View:            # a view's tangent is its base's, through the same view ops
+        tangents = tuple([dual.tangent_of(t) for t in inputs])
+        if _carries(tangents):
+            tangent = op.jvp(tangents, _jvp_values(op, arrays, out, extras), attrs)
+            dual.set_tangent(output, _fitted(tangent, out))
+    if events.active:
+        events.emit("tangent", op=op, attrs=attrs, inputs=inputs, output=output)   # the op ran, its tangent is set
     return output
 
 
@@ -123,6 +124,8 @@ def _dual_inplace(op, target, others, attrs):
     if events.active:
         events.emit("inplace", tensor=target, version=target.storage.version)
     if tangent is None:
+        if events.active:
+            events.emit("tangent", op=op, attrs=attrs, inputs=inputs, output=target)
         return target
     if type(target) is View:
         base = target.base
@@ -132,6 +135,8 @@ def _dual_inplace(op, target, others, attrs):
         dual.set_tangent(base, base_tangent)
     else:
         dual.set_tangent(target, tangent)
+    if events.active:
+        events.emit("tangent", op=op, attrs=attrs, inputs=inputs, output=target)
     return target
 
 

@@ -94,6 +94,9 @@ class Recorder:
         if self._in_checkpoint:       # the region's forward, unrecorded: a step per op keeps its transients apart
             self._new_step(self._checkpoints[-1], op=op.name, recorded=False)
 
+    def on_tangent(self, op, attrs, inputs, output):
+        """A forward-mode op (a JVP sweep under a recorder): its step was its "op" event; tangents are not traced."""
+
     def on_checkpoint_begin(self, node):
         self._in_checkpoint += 1
         self._checkpoints.append(self.entry_of[node.seq])

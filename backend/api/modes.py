@@ -1,0 +1,78 @@
+"""Forward vs reverse API: POST /api/modes (a spec's Jacobians built by JVP and by VJP sweeps, executed and metered;
+one JVP sweep stepped) and POST /api/matrix-chain (the matrix-chain lesson at chosen widths, analytic and executed,
+at most 64 wide, so it needs no work price).
+
+/api/modes runs under a trace's guards (backend/driver): it is priced as one trace per sweep it will run (a sweep
+is never dearer than a recorded training step), so a model whose n + m sweeps are over the budget gets 413 "work".
+"""
+from flask import Blueprint, jsonify
+
+from backend.api.bodies import json_body
+from backend.api.errors import ApiError
+from backend.api.trace import engine_limits
+from backend.driver import DEADLINE_S, run_on_engine
+from backend.driver.engine_slot import ENGINE_WAIT_S, holding_engine
+from backend.models import validate_spec
+from backend.sweeps.chain import matrix_chain
+from backend.sweeps.report import modes_report, sweeps_needed
+from backend.sweeps.subject import sweep_counts
+
+modes_api = Blueprint("modes_api", __name__)
+
+MIN_CHAIN_WIDTHS, MAX_CHAIN_WIDTHS = 3, 6      # n0 … n3 by default: a chain of two to five Jacobians
+MAX_CHAIN_WIDTH = 65_536                       # keeps every count below 2^53, exact as a JSON number in a browser
+
+
+@modes_api.post("/api/modes")
+def modes():
+    """{input, jacobians: {loss, logits}, jvp_sweep} for {"spec", "direction"?: {"element": k}}."""
+    body = _object_body('{"spec": {...}, "direction": {"element": 0}}')
+    if "spec" not in body:
+        raise ApiError(400, "No spec to differentiate.", [{"path": "spec", "message": "is required: the model"}])
+    normalized = validate_spec(body["spec"])
+    counts = sweep_counts(normalized)
+    element = _direction(body.get("direction"), counts["inputs"])
+    report = run_on_engine(normalized, None, lambda spec, limits: modes_report(spec, element),
+                           runs=sweeps_needed(counts), **engine_limits())
+    return jsonify(report)
+
+
+@modes_api.post("/api/matrix-chain")
+def chain():
+    """{analytic, executed} for {"widths": [n0, n1, n2, n3]}."""
+    body = _object_body('{"widths": [4096, 4096, 4096, 1]}')
+    widths = body.get("widths")
+    shape_ok = isinstance(widths, list) and MIN_CHAIN_WIDTHS <= len(widths) <= MAX_CHAIN_WIDTHS
+    if not shape_ok:
+        raise ApiError(400, "The widths are not a chain.", [{"path": "widths", "message":
+                       f"must be a list of {MIN_CHAIN_WIDTHS} to {MAX_CHAIN_WIDTHS} widths n0 … n_L, "
+                       "such as [4096, 4096, 4096, 1]"}])
+    problems = [{"path": f"widths[{i}]", "message": f"must be an integer from 1 to {MAX_CHAIN_WIDTH:,}"}
+                for i, n in enumerate(widths)
+                if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CHAIN_WIDTH]
+    if problems:
+        raise ApiError(400, "Some widths are out of range.", problems)
+    limits = engine_limits()
+    # The engine's listeners are process-wide: even this small metered run takes the engine like a trace.
+    with holding_engine(limits["wait_s"] or ENGINE_WAIT_S, limits["deadline_s"] or DEADLINE_S):
+        return jsonify(matrix_chain(widths))
+
+
+def _object_body(example):
+    body = json_body()
+    if not isinstance(body, dict):
+        raise ApiError(400, f"The body must be a JSON object like {example}.",
+                       [{"path": "body", "message": "must be an object"}])
+    return body
+
+
+def _direction(direction, inputs):
+    """The input element the stepped JVP sweep follows (0 when not given)."""
+    if direction is None:
+        return 0
+    element = direction.get("element") if isinstance(direction, dict) else None
+    if isinstance(element, bool) or not isinstance(element, int) or not 0 <= element < inputs:
+        raise ApiError(400, "The direction is not an input element.", [{"path": "direction.element", "message":
+                       f"must be an integer from 0 to {inputs - 1:,}: the input element whose direction the JVP "
+                       "sweep follows"}])
+    return element
