@@ -52,6 +52,12 @@ export const traceSpec = (spec, signal, checkpoint = null) => onEngine(() =>
 /** POST /api/levers: every change that could lower this run's peak, executed by the engine and ranked. */
 export const fetchLevers = (spec, checkpoint, signal) => onEngine(() =>
   request("/api/levers", { method: "POST", body: JSON.stringify(checkpoint ? { spec, checkpoint } : { spec }), signal }));
+/** POST /api/modes: the model's Jacobians built by JVP and by VJP sweeps (executed, metered) and one JVP sweep stepped. */
+export const fetchModes = (spec, element, signal) => onEngine(() =>
+  request("/api/modes", { method: "POST", body: JSON.stringify({ spec, direction: { element } }), signal }));
+/** POST /api/matrix-chain: both groupings' multiply-adds at these widths, and the chain executed at ≤ 64 wide. */
+export const fetchMatrixChain = (widths, signal) => onEngine(() =>
+  request("/api/matrix-chain", { method: "POST", body: JSON.stringify({ widths }), signal }));
 export const fetchSession = () => request("/api/session");
 /** PUT /api/session: the whole workspace with the `version` it started from (409 with `current` when stale). */
 export const saveSession = (document, { keepalive = false } = {}) =>

@@ -10,7 +10,9 @@ import { formatBytes } from "./format.js";
 import { createGraphView } from "./graph.js";
 import { createInspector } from "./inspector.js";
 import { createLifetimeChart } from "./lifetimes.js";
+import { createMatrixChain } from "./matrix-chain.js";
 import { createMemoryChart } from "./memory.js";
+import { createModesView } from "./modes-view.js";
 import { createParetoPanel } from "./pareto.js";
 import { createPeakExplainer } from "./peak-explainer.js";
 import { describePeakDelta } from "./peak-delta.js";
@@ -71,6 +73,8 @@ function toggleRecompute(selection, report) {
   else if (choice && report) setStatus(`${choice.label ?? "This node"} cannot be recomputed: ${choice.reason}`, true);
 }
 const sweep = createSweepPanel(byTestId("sweep"));
+createModesView(byTestId("modes-view"));
+createMatrixChain(byTestId("matrix-chain"));
 const pareto = createParetoPanel(document.getElementById("schedules"), { onPick: pickSchedule });
 
 /** A schedule picked on the Pareto panel: re-trace the spec with it, keeping the RNG setting. */
@@ -270,6 +274,7 @@ window.tapescope = {
   traceCount: () => ws.tracesShown,
   saveState: () => ws.saveState,
   workspace: ws,
+  setJvpStep: (n) => workspace.setJvpStep(n),
 };
 
 if (readOnly) document.body.dataset.readOnly = "true";

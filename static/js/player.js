@@ -1,9 +1,10 @@
 // player.js — the step cursor's controls: play/pause, back/forward, start/end, scrub, speed, keyboard; onStep redraws,
-// onStop(step) says where playback stopped (the workspace saves that step, never every frame).
+// onStop(step) says where playback stopped (the workspace saves that step, never every frame). `keys: false` leaves
+// the keyboard to the page's main player (a second player, such as the JVP sweep's, takes clicks only).
 
 const SPEEDS_PER_SECOND = [1, 2, 4, 8, 16, 30, 60];
 
-export function createPlayer(controls, { onStep, onStop = () => {} }) {
+export function createPlayer(controls, { onStep, onStop = () => {}, keys = true }) {
   const { play, back, forward, start, end, scrub, speed } = controls;
   let step = 0;
   let last = 0;
@@ -55,7 +56,7 @@ export function createPlayer(controls, { onStep, onStop = () => {} }) {
   speed.addEventListener("change", () => { if (timer !== null) { pause(); resume(); } });
 
   const typing = (target) => target.closest("input, textarea, select, [contenteditable=''], [contenteditable='true']");
-  document.addEventListener("keydown", (event) => {
+  if (keys) document.addEventListener("keydown", (event) => {
     if (event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) return;
     const actions = {
       ArrowRight: () => { pause(); setStep(step + 1); },

@@ -9,8 +9,10 @@
 //   "trace"       a trace is shown ({trace, previous, label, keepStep}; previous is what it is compared with)
 //   "compare"     the comparison changed without a new trace (pin, unpin)
 //   "select", "history", "origin", "save" (saveState, conflict)
+//   "modes"       the forward-vs-reverse report changed ({report} on screen, {running}, or {failure})
+//   "jvp-step"    the JVP sweep's cursor moved ({step})
 import { writeAddress } from "./address.js";
-import { traceSpec } from "./api.js";
+import { fetchModes, traceSpec } from "./api.js";
 import { createAutosave } from "./autosave.js";
 import { clone, same } from "./editor-spec.js";
 import { NO_CHECKPOINT, normalizeRequest, requestFor, wireRequest } from "./schedule.js";
@@ -37,6 +39,7 @@ export const state = {
   version: null, saveState: "idle", conflict: null,
   settledTrace: null,                         // the last trace that settled (no drag, nothing pending)
   tracesShown: 0,
+  modes: { report: null, spec: null, element: 0, jvpStep: 0 },   // the forward-vs-reverse report, for `spec`
 };
 
 export function subscribe(listener) {
@@ -311,6 +314,46 @@ export async function traceSchedules(spec, checkpoint) {
   } finally {
     if (controller === mine) controller = null;
   }
+}
+
+// ------------------------------ forward vs reverse (POST /api/modes) ------------------------------
+
+let modesController = null;
+
+/** Whether the report on screen is for the model traced now (and the direction asked for). */
+export const modesCurrent = (element = state.modes.element) =>
+  Boolean(state.modes.report && state.traced && same(state.modes.spec, state.traced.spec) && state.modes.element === element);
+
+/** Run both modes on the traced model, following input element `element` in the stepped JVP sweep. */
+export async function requestModes(element = state.modes.element) {
+  const spec = state.traced?.spec;
+  if (!spec || modesCurrent(element)) return;
+  modesController?.abort();
+  const mine = (modesController = new AbortController());
+  state.modes = { ...state.modes, element };
+  emit("modes", { running: true });
+  try {
+    const report = await fetchModes(spec, element, mine.signal);
+    state.modes = { report, spec: clone(spec), element, jvpStep: 0 };
+    emit("modes", { report });
+    emit("jvp-step", { step: 0 });
+  } catch (error) {
+    if (error.name === "AbortError") return;
+    state.modes = { ...state.modes, report: null, spec: null };
+    emit("modes", { failure: { status: error.status ?? 0, body: error.body ?? { error: error.message } } });
+  } finally {
+    if (modesController === mine) modesController = null;
+  }
+}
+
+/** The JVP sweep's cursor: the panel shows that op's value and tangent, and the graph selects its tape entry. */
+export function setJvpStep(step) {
+  const steps = state.modes.report?.jvp_sweep.steps ?? [];
+  if (!steps.length) return;
+  state.modes.jvpStep = Math.max(0, Math.min(steps.length - 1, step));
+  emit("jvp-step", { step: state.modes.jvpStep });
+  const entry = steps[state.modes.jvpStep].entry;
+  if (entry !== null && state.trace?.tape[entry]?.op === steps[state.modes.jvpStep].op) select(`e${entry}`);
 }
 
 // ------------------------------ opening: a session, a preset, a snapshot ------------------------------

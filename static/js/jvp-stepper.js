@@ -1,0 +1,62 @@
+// jvp-stepper.js — one JVP sweep stepped forward op by op, with the page's player conventions (player.js, clicks
+// only: the arrow keys stay with the main player): the panel shows each op's value and the tangent it carries beside
+// it, and the workspace selects the op's tape entry so the graph lights it. The direction is one input element.
+import { el, facts } from "./dom.js";
+import { formatNumber, formatShape } from "./format.js";
+import { createPlayer } from "./player.js";
+import * as workspace from "./workspace.js";
+
+const stats = (s) => (s ? `‖·‖ ${formatNumber(s.norm)} · min ${formatNumber(s.min)} · max ${formatNumber(s.max)}` : "none (no path from the direction)");
+
+export function createJvpStepper(root) {
+  const byTestId = (id) => root.querySelector(`[data-testid="${id}"]`);
+  const detail = root.querySelector(".jvp-detail");
+  const element = byTestId("jvp-element");
+  let steps = [];
+  let report = null;
+  const player = createPlayer({
+    play: byTestId("jvp-play"), back: byTestId("jvp-step-back"), forward: byTestId("jvp-step-forward"),
+    start: root.querySelector(".jvp-start"), end: root.querySelector(".jvp-end"),
+    scrub: byTestId("jvp-scrub"), speed: root.querySelector(".jvp-speed"),
+  }, { onStep: (step) => { if (steps.length && step !== workspace.state.modes.jvpStep) workspace.setJvpStep(step); }, keys: false });
+
+  element.addEventListener("change", () => {
+    const wanted = Number(element.value);
+    if (report && Number.isInteger(wanted) && wanted >= 0 && wanted < report.input.elements) workspace.requestModes(wanted);
+    else element.value = String(workspace.state.modes.element);
+  });
+
+  function load(next) {
+    report = next;
+    steps = next.jvp_sweep.steps;
+    root.hidden = false;
+    element.max = String(next.input.elements - 1);
+    element.value = String(next.jvp_sweep.direction.element);
+    byTestId("jvp-direction").textContent = `e${next.jvp_sweep.direction.element}: x${formatShape(next.jvp_sweep.direction.index)} moves, every other input element stays`;
+    player.reset(steps.length - 1, 0);
+  }
+
+  function show(step) {
+    if (!steps.length) return;
+    if (player.getStep() !== step) player.setStep(step);
+    const at = steps[step];
+    root.dataset.step = String(step);
+    root.dataset.entry = at.entry === null ? "" : String(at.entry);
+    detail.replaceChildren(
+      el("p", { "data-testid": "jvp-step-op" }, el("strong", { text: `Op ${step + 1} of ${steps.length}: ${at.op}` }),
+        at.entry === null ? " (not on the trace's tape)" : ` — tape entry ${at.entry}`, at.scope ? ` · ${at.scope}` : ""),
+      facts([
+        ["shape", formatShape(at.shape)],
+        ["value", el("span", { "data-testid": "jvp-value", text: stats(at.value) })],
+        ["tangent", el("span", { "data-testid": "jvp-tangent", text: stats(at.tangent) })],
+        ["FLOPs", `${at.flops.toLocaleString("en-US")} (its forward; its jvp costs about as much again per input carrying a tangent)`],
+      ]),
+      step === steps.length - 1
+        ? el("p", { class: "hint", text: `The loss's tangent, ${formatNumber(report.jvp_sweep.loss.tangent)}, is ∂L/∂x${formatShape(report.jvp_sweep.direction.index)}: one column of the Jacobian per sweep. Nothing was saved for a backward.` })
+        : el("p", { class: "hint", text: "The tangent is computed as the value is, then both move on: forward mode keeps no tape." }));
+  }
+
+  function clear() { steps = []; report = null; root.hidden = true; detail.replaceChildren(); }
+
+  return { load, show, clear };
+}
