@@ -3,7 +3,8 @@
 Prints, in one run, the time ratio engine / hand numpy at widths 64, 256 and 1024 (batch 64, input 64,
 two hidden layers, output 1, float32), the per-op recording overhead in µs, and one JVP sweep (forward mode:
 a directional derivative along the first layer's weight) against one VJP sweep (forward + backward) of the
-same MLP. Run: python bench/engine.py
+same MLP, then whole Jacobians with respect to the input (batch 4: n = 256 input elements) by n JVP sweeps
+against m VJP sweeps, for the logits (m = 4) and the scalar loss (m = 1). Run: python bench/engine.py
 
 `--cpu` times with this thread's CPU clock and 40 rounds instead of the wall clock and 7: on a shared, busy
 machine the wall clock measures the neighbours (run it with OPENBLAS_NUM_THREADS=1 so BLAS stays on this thread).
@@ -16,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backend.tape import jvp, no_grad, parameter, tensor  # noqa: E402
+from backend.tape import jacobian, jvp, no_grad, parameter, tensor  # noqa: E402
 
 
 def make_weights(width, rng):
@@ -107,6 +108,28 @@ def jvp_against_vjp(rng, width=256):
           f"{sweep_vjp * 1e6:.1f} µs, ratio {sweep_jvp / sweep_vjp:.2f}x")
 
 
+def whole_jacobians(rng, width=64, batch=4):
+    """Full Jacobians with respect to x: n JVP sweeps (a column each) against m VJP sweeps (a row each)."""
+    w1, b1, w2, b2, w3, b3 = [tensor(w) for w in make_weights(width, rng)]     # constants: differentiate x only
+    x = tensor(rng.standard_normal((batch, 64)).astype(np.float32))
+    y = tensor(rng.standard_normal((batch, 1)).astype(np.float32))
+
+    def logits(x):
+        return ((x @ w1 + b1).relu() @ w2 + b2).relu() @ w3 + b3
+
+    def loss(x):
+        diff = logits(x) - y
+        return (diff * diff).mean()
+
+    n = x.size
+    for name, fn, m in (("logits", logits, batch), ("loss", loss, 1)):
+        np.testing.assert_allclose(jacobian(fn, x, mode="forward"), jacobian(fn, x, mode="reverse"), rtol=1e-4, atol=1e-6)
+        forward = best_of(lambda: jacobian(fn, x, mode="forward"), 1, rounds=min(ROUNDS, 7))
+        reverse = best_of(lambda: jacobian(fn, x, mode="reverse"), 1, rounds=min(ROUNDS, 7))
+        print(f"Jacobian of the {name} [{m} x {n}]: {n} JVP sweeps {forward * 1e3:.2f} ms, {m} VJP sweep{'s' if m > 1 else ''} "
+              f"{reverse * 1e3:.2f} ms, forward / reverse {forward / reverse:.1f}x")
+
+
 def main():
     rng = np.random.default_rng(0)
     clock = "this thread's CPU time" if CPU_CLOCK else "wall time"
@@ -146,6 +169,7 @@ def main():
     print(f"recording overhead: {(recorded - plain) / 1000 * 1e6:.2f} µs/op "
           f"(recorded {recorded / 1000 * 1e6:.2f} µs/op, unrecorded {plain / 1000 * 1e6:.2f} µs/op)")
     jvp_against_vjp(rng)
+    whole_jacobians(rng)
 
 
 if __name__ == "__main__":
