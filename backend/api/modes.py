@@ -10,8 +10,7 @@ from flask import Blueprint, jsonify
 from backend.api.bodies import json_body
 from backend.api.errors import ApiError
 from backend.api.trace import engine_limits
-from backend.driver import DEADLINE_S, run_on_engine
-from backend.driver.engine_slot import ENGINE_WAIT_S, holding_engine
+from backend.driver import run_bounded, run_on_engine
 from backend.models import validate_spec
 from backend.sweeps.chain import matrix_chain
 from backend.sweeps.report import modes_report, sweeps_needed
@@ -52,10 +51,7 @@ def chain():
                 if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CHAIN_WIDTH]
     if problems:
         raise ApiError(400, "Some widths are out of range.", problems)
-    limits = engine_limits()
-    # The engine's listeners are process-wide: even this small metered run takes the engine like a trace.
-    with holding_engine(limits["wait_s"] or ENGINE_WAIT_S, limits["deadline_s"] or DEADLINE_S):
-        return jsonify(matrix_chain(widths))
+    return jsonify(run_bounded(lambda: matrix_chain(widths), **engine_limits()))
 
 
 def _object_body(example):

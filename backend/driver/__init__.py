@@ -12,7 +12,7 @@ from backend.trace import deadline
 from backend.trace.deadline import TimeBudgetExceeded
 from backend.trace.run import measure_peak, record
 
-__all__ = ["DEADLINE_S", "EngineBusy", "TimeBudgetExceeded", "run_on_engine", "trace_spec"]
+__all__ = ["DEADLINE_S", "EngineBusy", "TimeBudgetExceeded", "run_bounded", "run_on_engine", "trace_spec"]
 
 # An accepted request is priced to finish in about half of this (backend/driver/work.py); the deadline is for
 # a machine busier than the one the price was measured on. Past it the run stops and the API answers 503.
@@ -56,6 +56,14 @@ def run_on_engine(spec, checkpoint, job, deadline_s=None, wait_s=None, runs=1):
     with holding_engine(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s), \
             _collector_paused():
         return job(normalized, priced.limits)
+
+
+def run_bounded(job, deadline_s=None, wait_s=None):
+    """`job()` holding the engine under the deadline, for work bounded by its own small caps rather than priced from
+    a spec (the matrix chain, at most 64 wide): the engine's listeners are process-wide, so even that takes it."""
+    deadline_s = DEADLINE_S if deadline_s is None else deadline_s
+    with holding_engine(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s):
+        return job()
 
 
 @contextmanager
