@@ -104,3 +104,16 @@ def test_a_token_model_is_differentiated_at_its_embedded_tokens():
     assert result["jacobians"]["loss"]["forward"]["sweeps"] == 6 == sweep_counts(spec)["inputs"]
     assert result["jacobians"]["loss"]["max_abs_difference"] < 1e-6
     assert [s["entry"] for s in result["jvp_sweep"]["steps"]][:2] == [1, 2]     # entry 0 is the embedding
+
+
+def test_dropout_draws_the_same_mask_in_every_sweep():
+    """Each sweep is reseeded: the n JVP sweeps and the one recorded forward differentiate the same function."""
+    spec = validate_spec({"batch": 4, "input": {"kind": "features", "size": 3},
+                          "layers": [{"type": "linear", "out": 8}, {"type": "dropout", "p": 0.5}, {"type": "tanh"},
+                                     {"type": "linear", "out": 2}],
+                          "loss": {"type": "mse", "target": "random"}})
+    result = modes_report(spec, keep_jacobians=True)
+    for name in ("loss", "logits"):
+        arrays = result["jacobians"][name]["arrays"]
+        np.testing.assert_allclose(arrays["forward"], arrays["reverse"], rtol=1e-5, atol=1e-6)
+        assert np.count_nonzero(arrays["reverse"]) > 0
