@@ -54,7 +54,8 @@ function verdict(report) {
   return el("p", { class: "modes-verdict" },
     `For the loss, reverse mode needs 1 sweep where forward mode needs ${count(loss.forward.sweeps)} — ${times(loss.forward.total_flops, loss.reverse.total_flops)} the FLOPs. `,
     `For the logits it is ${count(logits.reverse.sweeps)} VJP sweeps against ${count(logits.forward.sweeps)} JVP sweeps. `,
-    `Both modes' Jacobians agree ${agree(loss.max_abs_difference)} (loss) and ${agree(logits.max_abs_difference)} (logits).`);
+    loss.max_abs_difference === 0 && logits.max_abs_difference === 0 ? "Both modes built identical Jacobians."
+      : `Both modes' Jacobians agree ${agree(loss.max_abs_difference)} (loss) and ${agree(logits.max_abs_difference)} (logits).`);
 }
 
 /** section: the panel; controls of the JVP stepper live inside it. */
