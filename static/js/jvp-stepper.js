@@ -8,6 +8,14 @@ import * as workspace from "./workspace.js";
 
 const stats = (s) => (s ? `‖·‖ ${formatNumber(s.norm)} · min ${formatNumber(s.min)} · max ${formatNumber(s.max)}` : "none (no path from the direction)");
 
+/** Where the op sits on the graph on screen: its tape entry, unless the trace shown numbers its entries otherwise. */
+function entryText(at) {
+  if (at.entry === null) return " (not on the trace's tape)";
+  const shown = workspace.state.trace?.tape[at.entry];
+  return shown?.op === at.op ? ` — tape entry ${at.entry}`
+    : ` — entry ${at.entry} of the run without checkpoints (the graph on screen numbers its entries differently)`;
+}
+
 export function createJvpStepper(root) {
   const byTestId = (id) => root.querySelector(`[data-testid="${id}"]`);
   const detail = root.querySelector(".jvp-detail");
@@ -44,7 +52,7 @@ export function createJvpStepper(root) {
     root.dataset.entry = at.entry === null ? "" : String(at.entry);
     detail.replaceChildren(
       el("p", { "data-testid": "jvp-step-op" }, el("strong", { text: `Op ${step + 1} of ${steps.length}: ${at.op}` }),
-        at.entry === null ? " (not on the trace's tape)" : ` — tape entry ${at.entry}`, at.scope ? ` · ${at.scope}` : ""),
+        entryText(at), at.scope ? ` · ${at.scope}` : ""),
       facts([
         ["shape", formatShape(at.shape)],
         ["value", el("span", { "data-testid": "jvp-value", text: stats(at.value) })],

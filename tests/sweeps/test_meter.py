@@ -30,3 +30,14 @@ def test_a_vjp_sweep_counts_the_adjoints_and_each_input_needing_grad():
     sum_flops = OPS["sum"].flops(((4, 2),), (), {"dim": None, "keepdim": False})
     assert sweep.derivative_flops == 2 * matmul_flops + sum_flops     # da and db each cost the product's FLOPs
     assert sweep.peak_bytes >= a.data.nbytes + b.data.nbytes          # the two grads are allocated in the sweep
+
+
+def test_a_jvp_sweep_under_the_trace_recorder_records_no_entries():
+    """The recorder hears forward mode's "tangent" events and keeps nothing of them: no tape entry, no step."""
+    from backend.tape.events import listening
+    from backend.trace.recorder import Recorder
+    recorder = Recorder()
+    x = tensor(np.ones(3))
+    with listening(recorder):
+        jvp(lambda a: (a * a).sum(), (x,), (np.ones(3),))
+    assert recorder.tape == [] and recorder.steps == []
