@@ -70,10 +70,14 @@ export function createModesView(section) {
 
   function show({ report, running, failure }) {
     section.dataset.state = running ? "running" : failure ? "failed" : report ? "ready" : "idle";
-    runButton.hidden = !failure;
+    runButton.hidden = !failure || failure.status === 413 || failure.status === 400;   // only a busy or lost server is worth retrying
     if (running) { status.textContent = "Building both Jacobians on the engine, one sweep at a time…"; return; }
     if (failure) {
-      status.textContent = `Could not run the sweeps: ${failure.body?.error ?? failure.status}`;
+      const why = failure.body?.cap === "work"
+        ? " Forward mode takes one sweep per input element (batch × input size) and each one is a run of the model: a smaller batch brings it under the budget."
+        : "";
+      const sentence = String(failure.body?.error ?? failure.status).replace(/([^.])$/, "$1.");
+      status.textContent = `Could not run the sweeps: ${sentence}${why}`;
       body.replaceChildren();
       stepper.clear();
       return;
