@@ -31,6 +31,8 @@ class Recorder:
         self._holders = {}           # storage address -> live Tensor objects over it
         self._running = []           # sweep items of the nodes running now (a checkpoint's backward nests)
         self._phases = []            # the phase to return to when a recompute ends
+        self.cuts = []               # the model's detach / no_grad layers, set by the driver after the run
+        self.backward_error = None   # the engine's text when backward stopped at the last step
 
     # ----- phases and steps ---------------------------------------------------------------------
     def begin(self, phase):
@@ -93,6 +95,10 @@ class Recorder:
     def on_op(self, op):
         if self._in_checkpoint:       # the region's forward, unrecorded: a step per op keeps its transients apart
             self._new_step(self._checkpoints[-1], op=op.name, recorded=False)
+        elif self.phase == "forward" and self.blocks:
+            # An op of the model that is not on the tape (under no_grad, or before the first parameter that needs
+            # grad, as torch prunes a frozen prefix): a step of its own too, with no entry.
+            self._new_step(None, op=op.name, recorded=False)
 
     def on_checkpoint_begin(self, node):
         self._in_checkpoint += 1
@@ -140,7 +146,8 @@ class Recorder:
             record["freed"] = self.step
 
     def on_inplace(self, tensor, version):
-        self.tensors[tensor.uid].setdefault("versions", []).append({"step": self.step, "version": version})
+        self.tensors[tensor.uid].setdefault("versions", []).append(
+            {"step": self.step, "version": version, "scope": modes.scope or None})
 
     # ----- the tape -----------------------------------------------------------------------------
     def on_record(self, node, inputs, out_shape):

@@ -12,13 +12,18 @@ from backend.tape.remat import recomputing
 from backend.tape.storage import reset_addresses
 from backend.trace.deadline import check as check_deadline
 from backend.trace.document import build_document, peak_of
+from backend.trace.failure import is_version_error
 from backend.trace.recorder import Recorder
 
 
 def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recompute=None):
     """Build the model; forward with each region (consecutive block indices) under checkpoint(), or with the
     outputs of the `recompute` tape entries recomputed in backward instead of saved; backward; the optimizer
-    step. Returns (model, loss, grads): copies of every parameter's .grad before the step."""
+    step. Returns (model, loss, grads): copies of every parameter's .grad before the step (None for a frozen one).
+
+    A backward that raises the version-counter error stops the run there: `model.backward_error` keeps the
+    engine's text, the grads are what had arrived, and there is no optimizer step.
+    """
     if recompute is not None:
         with recomputing(recompute):
             return run_model(spec, regions, preserve_rng_state, recorder)
@@ -44,9 +49,14 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
     del h
     check_deadline()
     begin("backward")
-    loss.backward()
+    try:
+        loss.backward()
+    except RuntimeError as error:
+        if not is_version_error(error):
+            raise
+        model.backward_error = str(error)
     grads = {name: (None if p.grad is None else np.array(p.grad)) for name, p in model.params.items()}
-    if model.optimizer is not None:
+    if model.optimizer is not None and model.backward_error is None:
         begin("optimizer")
         model.optimizer.step()
     return model, loss, grads
@@ -66,7 +76,8 @@ def _noted(recorder, path, fn):
 
 def record(spec, regions=(), preserve_rng_state=True, recompute=None):
     """(trace document, parameter gradients) of one run of a normalized spec."""
-    recorder, loss, grads = _recorded(spec, regions, preserve_rng_state, recompute, Recorder())
+    recorder = Recorder()
+    _, loss, grads = _recorded(spec, regions, preserve_rng_state, recompute, recorder)
     return build_document(recorder, spec, ENGINE_VERSION, float(loss.data)), grads
 
 
@@ -81,6 +92,7 @@ def _recorded(spec, regions, preserve_rng_state, recompute, recorder):
     reset_addresses()
     with listening(recorder):
         model, loss, grads = run_model(spec, regions, preserve_rng_state, recorder, recompute)
+    recorder.cuts, recorder.backward_error = model.cuts, model.backward_error
     del model             # after the listener is gone: end-of-run teardown is not part of the trace
     return recorder, loss, grads
 
