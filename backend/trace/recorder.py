@@ -110,8 +110,9 @@ class Recorder:
 
     def on_alloc(self, tensor, storage, node):
         self._held(storage)
+        frozen = {"frozen": True} if storage.kind == "param" and not tensor.requires_grad else {}
         self._output(self._tensor(tensor.uid, storage, tensor.data.shape, tensor.data.dtype, tensor.name,
-                                  storage.kind, node, tensor.data))
+                                  storage.kind, node, tensor.data, **frozen))
 
     def on_view(self, tensor, storage, node):
         self._held(storage)

@@ -193,3 +193,24 @@ def test_knob_mistakes_are_problems_at_their_paths(layers, message):
 def test_a_residual_skip_carries_the_gradient_past_a_detached_branch():
     spec = spec_of(CASES["detach inside a residual"])
     assert spec["layers"][1]["layers"][0] == {"type": "detach"}
+
+
+def test_a_checkpoint_request_on_a_run_whose_backward_stops_is_a_400_naming_the_step(client):
+    from backend.models import presets
+    reply = client.post("/api/trace", json={"spec": presets.get("version-error"), "checkpoint": {"policy": "sqrt"}})
+    assert reply.status_code == 400
+    problem = reply.get_json()["problems"][0]
+    assert problem["path"] == "checkpoint" and "backward stops at step" in problem["message"]
+
+
+def test_the_version_error_preset_traces_up_to_its_failing_step_over_the_api(client):
+    from backend.models import presets
+    reply = client.post("/api/trace", json={"spec": presets.get("version-error")})
+    assert reply.status_code == 200
+    document = reply.get_json()
+    assert document["error"]["step"] == len(document["steps"]) - 1 and document["error"]["backward"] == "TanhBackward"
+    frozen = client.post("/api/trace", json={"spec": presets.get("frozen-backbone")}).get_json()
+    assert {t["name"] for t in frozen["tensors"] if t.get("frozen")} == {
+        "layers[0].weight", "layers[0].bias", "layers[2].weight", "layers[2].bias"}
+    assert {t["name"] for t in frozen["tensors"] if t["kind"] == "optimizer"} == {      # Adam's m, v: the head only
+        "layers[4].weight.m", "layers[4].weight.v", "layers[4].bias.m", "layers[4].bias.v"}
