@@ -34,14 +34,15 @@ def levers(spec, checkpoint=None):
         found.append(_lever(f"checkpoint: {_policy_text(heuristic)}", _checkpoint_description(heuristic),
                             {"checkpoint": heuristic}, point["document"], current_peak, current_flops,
                             point["recompute_flops"], point["grads_match"]))
-    for name, description, changed in spec_changes(spec):
+    for name, description, changed, *marks in spec_changes(spec):
         try:
             document, grads = _run(changed, checkpoint)
         except PolicyError:                  # a manual pick names tensors the changed model does not have
             document, grads = _run(changed, None)
             description += " (traced without the manual recompute set, whose tensors this model does not have)"
         match = _grads_equal(planner.base_grads, grads) if _comparable(spec, changed) else None
-        found.append(_lever(name, description, {"spec": changed}, document, current_peak, current_flops,
+        found.append(_lever(name, description, {"spec": changed, **(marks[0] if marks else {})}, document,
+                            current_peak, current_flops,
                             document.get("schedule", {}).get("recompute_flops", 0), match))
     return {"current": {"peak_bytes": current_peak, "checkpoint": current_request,
                         "recompute_flops": int(current_flops), "verdict": current["document"]["summary"]["peak"]["verdict"]},
@@ -52,7 +53,8 @@ MAX_SPEC_LEVERS = 7         # what spec_changes can return: the work cap prices 
 
 
 def spec_changes(spec):
-    """(lever, description, changed spec) for each spec edit that applies to this model."""
+    """(lever, description, changed spec[, marks]) for each spec edit that applies to this model; marks are extra
+    keys of the lever ({"freeze": "first"} tells the page which two levers to set side by side)."""
     changes = []
     optimizer = spec["optimizer"]
     if optimizer["type"] in ("adam", "adamw"):
@@ -85,10 +87,11 @@ def _freeze_changes(spec):
     half = parameter_blocks(spec) // 2
     return [
         ("freeze the first half", f"the first {half} blocks with parameters frozen: nothing before the first "
-                                  "parameter that still needs grad is recorded or saved", validate_spec(first)),
+                                  "parameter that still needs grad is recorded or saved", validate_spec(first),
+         {"freeze": "first"}),
         ("freeze the last half", f"the last {half} blocks with parameters frozen: no grads or optimizer state for "
                                  "them, but the gradient still flows through them to the first half, so their "
-                                 "activations are still saved", validate_spec(last)),
+                                 "activations are still saved", validate_spec(last), {"freeze": "last"}),
     ]
 
 
