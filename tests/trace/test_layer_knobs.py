@@ -12,6 +12,7 @@ import pytest
 from backend.models import SpecError, validate_spec
 from backend.models.model import Model
 from backend.trace.run import record
+from tests.torch_spec import torch_layers
 
 FEATURES = {"kind": "features", "size": 3}
 
@@ -52,33 +53,8 @@ def torch_run(torch, spec, hooks=True):
         saved[storage.data_ptr()] = storage.nbytes()
         return t
 
-    def run(layers, h, base):
-        for i, layer in enumerate(layers):
-            path = f"{base}[{i}]"
-            kind = layer["type"]
-            if kind == "linear":
-                h = h @ params[f"{path}.weight"]
-                h = h + params[f"{path}.bias"] if layer["bias"] else h
-            elif kind == "tanh":
-                h = torch.tanh(h)
-            elif kind == "relu":
-                h = h.relu_() if layer.get("inplace") else torch.relu(h)
-            elif kind == "detach":
-                h = h.detach()
-            elif kind == "no_grad":
-                with torch.no_grad():
-                    h = run(layer["layers"], h, f"{path}.layers")
-            elif kind == "residual":
-                h = h + run(layer["layers"], h, f"{path}.layers")
-            elif kind == "repeat":
-                for j in range(layer["times"]):
-                    h = run(layer["layers"], h, f"{path}[{j}]")
-            else:
-                raise AssertionError(kind)
-        return h
-
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t) if hooks else contextlib.nullcontext():
-        loss = run(spec["layers"], torch.tensor(np.array(model.input.data)), "layers").sum()
+        loss = torch_layers(torch, spec["layers"], torch.tensor(np.array(model.input.data)), params).sum()
     nodes, stack = set(), [loss.grad_fn]
     while stack:
         node = stack.pop()
