@@ -5,16 +5,20 @@ Each spec is run by our engine; the torch side replays it op for op (x @ W + b, 
 the very parameter values our model drew.
 """
 import contextlib
+import json
+from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 
-from backend.models import SpecError, validate_spec
+from backend.models import SpecError, presets, validate_spec
 from backend.models.model import Model
 from backend.trace.run import record
 from tests.torch_spec import torch_layers
 
 FEATURES = {"kind": "features", "size": 3}
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "trace.schema.json").read_text())
 
 
 def spec_of(layers, **extra):
@@ -172,7 +176,6 @@ def test_a_residual_skip_carries_the_gradient_past_a_detached_branch():
 
 
 def test_a_checkpoint_request_on_a_run_whose_backward_stops_is_a_400_naming_the_step(client):
-    from backend.models import presets
     reply = client.post("/api/trace", json={"spec": presets.get("version-error"), "checkpoint": {"policy": "sqrt"}})
     assert reply.status_code == 400
     problem = reply.get_json()["problems"][0]
@@ -180,7 +183,6 @@ def test_a_checkpoint_request_on_a_run_whose_backward_stops_is_a_400_naming_the_
 
 
 def test_the_version_error_preset_traces_up_to_its_failing_step_over_the_api(client):
-    from backend.models import presets
     reply = client.post("/api/trace", json={"spec": presets.get("version-error")})
     assert reply.status_code == 200
     document = reply.get_json()
@@ -190,3 +192,19 @@ def test_the_version_error_preset_traces_up_to_its_failing_step_over_the_api(cli
         "layers[0].weight", "layers[0].bias", "layers[2].weight", "layers[2].bias"}
     assert {t["name"] for t in frozen["tensors"] if t["kind"] == "optimizer"} == {      # Adam's m, v: the head only
         "layers[4].weight.m", "layers[4].weight.v", "layers[4].bias.m", "layers[4].bias.v"}
+
+
+@pytest.mark.parametrize("case", ["no_grad", "detach", "frozen first linear", "relu_ after a bias add"])
+def test_knob_documents_over_the_api_validate_against_the_schema(client, case):
+    spec = {"batch": 4, "input": FEATURES, "layers": CASES[case], "loss": {"type": "sum"}}
+    reply = client.post("/api/trace", json={"spec": spec})
+    assert reply.status_code == 200, reply.get_json()
+    document = reply.get_json()
+    jsonschema.validate(document, SCHEMA)
+    assert document["error"] is None
+    assert [cut["type"] for cut in document["cuts"]] == [layer["type"] for layer in CASES[case]
+                                                        if layer["type"] in ("detach", "no_grad")]
+
+
+def test_the_version_error_document_validates_against_the_schema(client):
+    jsonschema.validate(client.post("/api/trace", json={"spec": presets.get("version-error")}).get_json(), SCHEMA)
