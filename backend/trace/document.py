@@ -28,7 +28,9 @@ def _intervals(recorder):
     return storages, steps, tensors, live, by_kind
 
 
-def build_document(recorder, spec, engine_version, loss):
+def build_document(recorder, spec, engine_version, loss, cuts=(), backward_error=None):
+    """The document of a recorded run; `cuts` are the model's detach / no_grad layers ({path, type}) and
+    `backward_error` the engine's text when backward stopped at the last step (backend/trace/run.py)."""
     recorder.values.fill()
     mark_recomputable(recorder.tape, recorder.tensors.values())
     storages, steps, tensors, live, by_kind = _intervals(recorder)
@@ -49,9 +51,8 @@ def build_document(recorder, spec, engine_version, loss):
         "dependencies": {str(k): v for k, v in recorder.dependencies.items()},
         "graph": _graph(recorder.tape, tensors),
         "blocks": recorder.blocks,
-        "cuts": _cuts(recorder.cuts, recorder.tape, tensors),
-        "error": (describe_failure(recorder.backward_error, steps, recorder.tape, recorder.tensors)
-                  if recorder.backward_error else None),
+        "cuts": _cuts(cuts, recorder.tape, tensors),
+        "error": describe_failure(backward_error, steps, recorder.tape, recorder.tensors) if backward_error else None,
         "summary": {
             "peak_bytes": int(live[peak_step]),
             "peak_step": peak_step,

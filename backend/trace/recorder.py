@@ -31,8 +31,6 @@ class Recorder:
         self._holders = {}           # storage address -> live Tensor objects over it
         self._running = []           # sweep items of the nodes running now (a checkpoint's backward nests)
         self._phases = []            # the phase to return to when a recompute ends
-        self.cuts = []               # the model's detach / no_grad layers, set by the driver after the run
-        self.backward_error = None   # the engine's text when backward stopped at the last step
 
     # ----- phases and steps ---------------------------------------------------------------------
     def begin(self, phase):

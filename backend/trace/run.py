@@ -76,25 +76,26 @@ def _noted(recorder, path, fn):
 
 def record(spec, regions=(), preserve_rng_state=True, recompute=None):
     """(trace document, parameter gradients) of one run of a normalized spec."""
-    recorder = Recorder()
-    _, loss, grads = _recorded(spec, regions, preserve_rng_state, recompute, recorder)
-    return build_document(recorder, spec, ENGINE_VERSION, float(loss.data)), grads
+    recorder, loss, grads, outcome = _recorded(spec, regions, preserve_rng_state, recompute, Recorder())
+    return build_document(recorder, spec, ENGINE_VERSION, float(loss.data), **outcome), grads
 
 
 def record_peak(spec, regions=(), preserve_rng_state=True, recompute=None):
     """(peak live bytes, summary.peak, parameter gradients) of one run, recorded as `record` does but without
     tensor values or a document: a schedule that is executed only to check its predicted peak and gradients."""
-    recorder, _loss, grads = _recorded(spec, regions, preserve_rng_state, recompute, Recorder(values=False))
+    recorder, _loss, grads, _outcome = _recorded(spec, regions, preserve_rng_state, recompute, Recorder(values=False))
     return (*peak_of(recorder, spec), grads)
 
 
 def _recorded(spec, regions, preserve_rng_state, recompute, recorder):
+    """(recorder, loss, grads, outcome): outcome is what the model itself knows of the run, the document's cuts and
+    backward_error."""
     reset_addresses()
     with listening(recorder):
         model, loss, grads = run_model(spec, regions, preserve_rng_state, recorder, recompute)
-    recorder.cuts, recorder.backward_error = model.cuts, model.backward_error
+    outcome = {"cuts": model.cuts, "backward_error": model.backward_error}
     del model             # after the listener is gone: end-of-run teardown is not part of the trace
-    return recorder, loss, grads
+    return recorder, loss, grads, outcome
 
 
 def measure_peak(spec, regions=(), preserve_rng_state=True, recompute=None):
