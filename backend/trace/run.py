@@ -74,9 +74,10 @@ def _noted(recorder, path, fn):
     return run
 
 
-def record(spec, regions=(), preserve_rng_state=True, recompute=None):
-    """(trace document, parameter gradients) of one run of a normalized spec."""
-    recorder, loss, grads, outcome = _recorded(spec, regions, preserve_rng_state, recompute, Recorder())
+def record(spec, regions=(), preserve_rng_state=True, recompute=None, values=True):
+    """(trace document, parameter gradients) of one run of a normalized spec; `values=False` leaves out tensor
+    values and statistics (a run traced only for its memory and summary, as a lever is)."""
+    recorder, loss, grads, outcome = _recorded(spec, regions, preserve_rng_state, recompute, Recorder(values=values))
     return build_document(recorder, spec, ENGINE_VERSION, float(loss.data), **outcome), grads
 
 
