@@ -5,20 +5,25 @@ import tracemalloc
 import numpy as np
 
 from backend.models import Model
-from backend.models.network import chain
+from backend.models.kinds import chain
 from backend.tape import ENGINE_VERSION, checkpoint
 from backend.tape.events import listening
 from backend.tape.remat import recomputing
 from backend.tape.storage import reset_addresses
 from backend.trace.deadline import check as check_deadline
 from backend.trace.document import build_document, peak_of
+from backend.trace.failure import is_version_error
 from backend.trace.recorder import Recorder
 
 
 def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recompute=None):
     """Build the model; forward with each region (consecutive block indices) under checkpoint(), or with the
     outputs of the `recompute` tape entries recomputed in backward instead of saved; backward; the optimizer
-    step. Returns (model, loss, grads): copies of every parameter's .grad before the step."""
+    step. Returns (model, loss, grads): copies of every parameter's .grad before the step (None for a frozen one).
+
+    A backward that raises the version-counter error stops the run there: `model.backward_error` keeps the
+    engine's text, the grads are what had arrived, and there is no optimizer step.
+    """
     if recompute is not None:
         with recomputing(recompute):
             return run_model(spec, regions, preserve_rng_state, recorder)
@@ -44,9 +49,14 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
     del h
     check_deadline()
     begin("backward")
-    loss.backward()
+    try:
+        loss.backward()
+    except RuntimeError as error:
+        if not is_version_error(error):
+            raise
+        model.backward_error = str(error)
     grads = {name: (None if p.grad is None else np.array(p.grad)) for name, p in model.params.items()}
-    if model.optimizer is not None:
+    if model.optimizer is not None and model.backward_error is None:
         begin("optimizer")
         model.optimizer.step()
     return model, loss, grads
@@ -64,25 +74,29 @@ def _noted(recorder, path, fn):
     return run
 
 
-def record(spec, regions=(), preserve_rng_state=True, recompute=None):
-    """(trace document, parameter gradients) of one run of a normalized spec."""
-    recorder, loss, grads = _recorded(spec, regions, preserve_rng_state, recompute, Recorder())
-    return build_document(recorder, spec, ENGINE_VERSION, float(loss.data)), grads
+def record(spec, regions=(), preserve_rng_state=True, recompute=None, values=True):
+    """(trace document, parameter gradients) of one run of a normalized spec; `values=False` leaves out tensor
+    values and statistics (a run traced only for its memory and summary, as a lever is)."""
+    recorder, loss, grads, outcome = _recorded(spec, regions, preserve_rng_state, recompute, Recorder(values=values))
+    return build_document(recorder, spec, ENGINE_VERSION, float(loss.data), **outcome), grads
 
 
 def record_peak(spec, regions=(), preserve_rng_state=True, recompute=None):
     """(peak live bytes, summary.peak, parameter gradients) of one run, recorded as `record` does but without
     tensor values or a document: a schedule that is executed only to check its predicted peak and gradients."""
-    recorder, _loss, grads = _recorded(spec, regions, preserve_rng_state, recompute, Recorder(values=False))
+    recorder, _loss, grads, _outcome = _recorded(spec, regions, preserve_rng_state, recompute, Recorder(values=False))
     return (*peak_of(recorder, spec), grads)
 
 
 def _recorded(spec, regions, preserve_rng_state, recompute, recorder):
+    """(recorder, loss, grads, outcome): outcome is what the model itself knows of the run, the document's cuts and
+    backward_error."""
     reset_addresses()
     with listening(recorder):
         model, loss, grads = run_model(spec, regions, preserve_rng_state, recorder, recompute)
+    outcome = {"cuts": model.cuts, "backward_error": model.backward_error}
     del model             # after the listener is gone: end-of-run teardown is not part of the trace
-    return recorder, loss, grads
+    return recorder, loss, grads, outcome
 
 
 def measure_peak(spec, regions=(), preserve_rng_state=True, recompute=None):

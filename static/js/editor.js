@@ -86,6 +86,7 @@ function updateButtons() {
 
 const ctx = {
   selection: local.selection,
+  get schema() { return ws.schema; },
   get lastAdded() { return local.lastAdded; },
   set lastAdded(kind) { local.lastAdded = kind; },
   value(path, value, mode = "debounce") {
@@ -159,7 +160,7 @@ function setCheckpoint(change, mode = "now") {
 const view = () => ({ ...ws.spec, checkpoint: ws.checkpoint });
 
 function renderFormNow() {
-  if (!ws.spec) return;
+  if (!ws.spec || !ws.schema) return;
   local.rendered = { policy: ws.checkpoint.policy, recompute: [...(ws.checkpoint.recompute ?? [])] };
   renderForm(ui.form, ws.spec, ctx);
   panel.classList.toggle("read-only", ws.readOnly);
@@ -174,6 +175,7 @@ function traced({ trace, previous, label, ms }) {
   renderSavedTable(ui.table, trace, previous);
   ui.table.dataset.compare = label || "";
   if (ws.readOnly) setStatus("a shared snapshot: make a copy to edit", "ok");
+  else if (trace.error) setStatus(`traced in ${Math.round(ms)} ms · backward stopped at step ${trace.error.step}: an in-place op overwrote a saved tensor`, "error");
   else setStatus(`traced in ${Math.round(ms)} ms · peak ${formatBytes(trace.summary.peak_bytes)}`, "ok");
   updateButtons();
 }

@@ -214,6 +214,8 @@ def test_every_preset_and_policy_steps_without_errors(page, live_server, errors)
     page.goto(f"{live_server}/")
     page.wait_for_selector(".explorer[data-ready=true]")
     for preset_id in presets(page, live_server):
+        if preset_id == "version-error":
+            continue     # its backward stops at a version error: nothing to checkpoint (400), tests/e2e/test_layer_knobs.py
         page.select_option("[data-testid=preset]", preset_id)
         page.wait_for_function("id => window.tapescope.getTrace().spec.name === id"
                                " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preset_id)
