@@ -204,3 +204,10 @@ def test_the_command_line_shares_the_document_and_prints_its_link(tmp_path):
         snapshot = json.loads(urllib.request.urlopen(f"{server}/api/snapshots/{link.rsplit('/', 1)[1]}").read())
     assert snapshot["trace"]["source"]["model"] == "Sequential"
     assert snapshot["title"] == f"Sequential (torch {torch.__version__})"
+
+
+def test_checkpoint_what_ifs_are_refused_before_the_users_file_runs():
+    for flags in (["--checkpoint", "every_k=1"], ["--blocks", "transformer.h.0"]):
+        result = subprocess.run([sys.executable, "-m", "backend.importers.torch", "no/such/model.py", *flags],
+                                cwd=ROOT, capture_output=True, text=True)
+        assert result.returncode != 0 and "not built yet" in result.stderr and "no such file" not in result.stderr
