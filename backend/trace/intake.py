@@ -22,6 +22,7 @@ SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "trace.schema.json"
 ITEMSIZE = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "float16": 2, "bfloat16": 2, "int32": 4, "float32": 4,
             "int64": 8, "float64": 8, "complex64": 8, "complex128": 16}
 # What one posted document may hold: checking and storing it stays well under a second at these sizes.
+MAX_STORAGE_BYTES = 2 ** 50
 COUNT_CAPS = {"tensors": 50_000, "storages": 50_000, "tape": 20_000, "steps": 60_000, "sweep": 20_000}
 
 
@@ -123,6 +124,10 @@ def _check_intervals(document, problems):
 # ----- bytes: a tensor is counted by its storage, and its shape fits in it ---------------------------
 def _check_bytes(document, problems):
     storages = {s["id"]: s for s in document["storages"]}
+    for position, storage in enumerate(document["storages"]):
+        if storage["nbytes"] > MAX_STORAGE_BYTES:              # summed in int64 below
+            problems.add(f"storages[{position}].nbytes", f"is {storage['nbytes']:,}; no storage holds more than "
+                                                         f"{MAX_STORAGE_BYTES:,} bytes (1 PiB).")
     for position, tensor in enumerate(document["tensors"]):
         path = f"tensors[{position}]"
         storage = storages.get(tensor["storage"])
@@ -155,13 +160,14 @@ def _check_references(document, problems):
     storages = {s["id"] for s in document["storages"]}
     steps = len(document["steps"])
 
+    # The schema leaves some references untyped (graph ids, contributions): anything but an int names nothing.
     def tensor(path, uid, allow_none=False):
-        if not (uid is None and allow_none) and uid not in tensors:
-            problems.add(path, f"names tensor {uid}, which the document does not have.")
+        if not (uid is None and allow_none) and not (type(uid) is int and uid in tensors):
+            problems.add(path, f"names tensor {_short(uid)}, which the document does not have.")
 
     def entry(path, index, allow_none=False):
-        if not (index is None and allow_none) and not (isinstance(index, int) and 0 <= index < entries):
-            problems.add(path, f"names tape entry {index}; the tape has entries 0 to {entries - 1}.")
+        if not (index is None and allow_none) and not (type(index) is int and 0 <= index < entries):
+            problems.add(path, f"names tape entry {_short(index)}; the tape has entries 0 to {entries - 1}.")
 
     for i, t in enumerate(document["tensors"]):
         entry(f"tensors[{i}].produced_by", t.get("produced_by"), allow_none=True)
@@ -190,6 +196,9 @@ def _check_references(document, problems):
         for j, part in enumerate(item["accumulations"]):
             for field in ("tensor", "total"):
                 tensor(f"{path}.accumulations[{j}].{field}", part[field], allow_none=field == "total")
+            if not isinstance(part["parts"], list):
+                problems.add(f"{path}.accumulations[{j}].parts", "must be a list of tensor ids.")
+                continue
             for k, uid in enumerate(part["parts"]):
                 tensor(f"{path}.accumulations[{j}].parts[{k}]", uid)
     _check_graph(document["graph"], entry, tensor, problems)
@@ -206,19 +215,29 @@ def _check_references(document, problems):
 
 def _check_graph(graph, entry, tensor, problems):
     ids = set()
-    for i, node in enumerate(graph["nodes"]):
-        entry(f"graph.nodes[{i}].entry", node["entry"])
-        ids.add(node["id"])
-    for i, leaf in enumerate(graph["leaves"]):
-        tensor(f"graph.leaves[{i}].tensor", leaf["tensor"])
-        if leaf["id"] in ids:
-            problems.add(f"graph.leaves[{i}].id", f"{leaf['id']!r} is used twice; node ids must be unique.")
-        ids.add(leaf["id"])
+    for name in ("nodes", "leaves"):
+        for i, node in enumerate(graph[name]):
+            if name == "nodes":
+                entry(f"graph.nodes[{i}].entry", node["entry"])
+            else:
+                tensor(f"graph.leaves[{i}].tensor", node["tensor"])
+            if not isinstance(node["id"], str):
+                problems.add(f"graph.{name}[{i}].id", "must be a string (e0, t3).")
+            elif node["id"] in ids:
+                problems.add(f"graph.{name}[{i}].id", f"{_short(node['id'])} is used twice; node ids must be unique.")
+            else:
+                ids.add(node["id"])
     for i, edge in enumerate(graph["edges"]):
         for end in ("source", "target"):
-            if edge[end] not in ids:
-                problems.add(f"graph.edges[{i}].{end}", f"names node {edge[end]!r}, which the graph does not have.")
+            if not (isinstance(edge[end], str) and edge[end] in ids):
+                problems.add(f"graph.edges[{i}].{end}", f"names node {_short(edge[end])}, which the graph does not have.")
         tensor(f"graph.edges[{i}].tensor", edge["tensor"])
+
+
+def _short(value):
+    """A value as a problem quotes it: at most 40 characters of its JSON-ish text."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 # ----- the timeline: live bytes, by kind, the peak and the saved bytes, as the intervals imply -------

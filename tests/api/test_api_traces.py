@@ -69,6 +69,7 @@ BREAKS = {
     "missing tensors": lambda d: (d.pop("tensors"), "tensors")[1],
     "wrong schema version": lambda d: (d.update(schema_version=9), "schema_version")[1],
     "negative bytes": lambda d: (d["storages"][0].update(nbytes=-1), "storages[0].nbytes")[1],
+    "bytes past int64": lambda d: (d["storages"][0].update(nbytes=10**30), "storages[0].nbytes")[1],
 }
 
 
@@ -149,3 +150,28 @@ def test_a_form_or_text_body_is_refused(client, document):
     not_json = client.post("/api/traces", data="{not json", content_type="application/json")
     assert not_json.status_code == 400
     assert _post(client, [1, 2, 3]).status_code == 400
+
+
+UNTYPED = {          # references the schema does not type: each, made an object, a list or a string, is a 400
+    "graph.nodes[0].id": lambda d, v: d["graph"]["nodes"][0].update(id=v),
+    "graph.nodes[0].entry": lambda d, v: d["graph"]["nodes"][0].update(entry=v),
+    "graph.leaves[0].tensor": lambda d, v: d["graph"]["leaves"][0].update(tensor=v),
+    "graph.edges[0].source": lambda d, v: d["graph"]["edges"][0].update(source=v),
+    "graph.edges[0].tensor": lambda d, v: d["graph"]["edges"][0].update(tensor=v),
+    "sweep[0].contributions[0].to": lambda d, v: d["sweep"][0]["contributions"][0].update(to=v),
+    "sweep[0].adjoint.tensor": lambda d, v: d["sweep"][0]["adjoint"].update(tensor=v),
+}
+
+
+@pytest.mark.parametrize("value", [{"a": 1}, [1], "e0x", True])
+@pytest.mark.parametrize("path", list(UNTYPED))
+def test_an_untyped_reference_of_the_wrong_type_is_a_400_not_a_500(client, document, path, value):
+    broken = copy.deepcopy(document)
+    UNTYPED[path](broken, value)
+    response = _post(client, broken)
+    assert response.status_code == 400
+    paths = [p["path"] for p in response.get_json()["problems"]]
+    if path == "graph.nodes[0].id" and isinstance(value, str):          # a fine id, but the edges name e0
+        assert any(p.startswith("graph.edges[") for p in paths)
+    else:
+        assert path in paths
