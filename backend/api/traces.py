@@ -4,14 +4,12 @@ The document is read like every other write (this origin's JSON, capped in bytes
 backend.trace.intake before anything is stored: the server never runs what it was sent and never trusts a
 figure it can recompute. The snapshot opens read-only; a posted document cannot be re-traced.
 """
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, current_app, request
 
 from backend.api.bodies import json_body
 from backend.api.errors import ApiError
 from backend.api.payloads import TITLE_MAX_CHARS
-from backend.api.snapshots import STORED_MAX_BYTES_DEFAULT, TRACE_MAX_BYTES_DEFAULT
-from backend.store import current_db
-from backend.store import snapshots as stored_snapshots
+from backend.api.snapshots import store_snapshot
 from backend.trace.intake import PostedDocumentError, PostedDocumentTooLarge, load_posted_document
 
 traces_api = Blueprint("traces_api", __name__)
@@ -22,8 +20,7 @@ OPENING_VIEW = {"step": 0, "selected": None, "zoom": None}
 
 @traces_api.post("/api/traces")
 def post_trace():
-    config = current_app.config
-    request.max_content_length = config.get("TRACE_UPLOAD_MAX_BYTES", UPLOAD_MAX_BYTES_DEFAULT)
+    request.max_content_length = current_app.config.get("TRACE_UPLOAD_MAX_BYTES", UPLOAD_MAX_BYTES_DEFAULT)
     try:
         document = load_posted_document(json_body())
     except PostedDocumentTooLarge as error:
@@ -31,20 +28,8 @@ def post_trace():
                        cap=error.cap, limit=error.limit, requested=error.size)
     except PostedDocumentError as error:
         raise ApiError(400, str(error), error.problems)
-    spec = document.get("spec") or {}
-    try:
-        snapshot_id = stored_snapshots.create(
-            current_db(), spec=spec, checkpoint=None, view=OPENING_VIEW, trace=document,
-            title=_title(document),
-            max_trace_bytes=config.get("SNAPSHOT_MAX_TRACE_BYTES", TRACE_MAX_BYTES_DEFAULT),
-            max_stored_bytes=config.get("SNAPSHOT_MAX_STORED_BYTES", STORED_MAX_BYTES_DEFAULT))
-    except stored_snapshots.StoredValueTooLarge as error:
-        raise ApiError(413, f"{error} Record a smaller step.", cap=error.cap, limit=error.limit_bytes,
-                       requested=error.size_bytes)
-    url = f"/s/{snapshot_id}"
-    response = jsonify({"id": snapshot_id, "url": url})
-    response.headers["Location"] = url
-    return response, 201
+    return store_snapshot(spec=document.get("spec") or {}, checkpoint=None, view=OPENING_VIEW, trace=document,
+                          title=_title(document), smaller="Record a smaller step.")
 
 
 def _title(document):
