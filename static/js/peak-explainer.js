@@ -93,7 +93,7 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
     leverRequest?.abort();
     leverRequest = null;
     if (!current().spec) {           // a recorded run (an import, a file): no spec of ours to re-run
-      leversBox.replaceChildren(el("p", { class: "hint", "data-testid": "levers-recorded", text: "A recorded run: the levers re-run our engine on its spec, which a recorded run does not have; compare its --checkpoint schedules below." }));
+      leversBox.replaceChildren(el("p", { class: "hint", "data-testid": "levers-recorded", text: "A recorded run: the levers re-run our engine on a spec, which a recorded run does not have." }));
       return;
     }
     const find = el("button", { type: "button", "data-testid": "find-levers", text: "What would lower it?" });

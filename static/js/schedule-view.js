@@ -47,14 +47,14 @@ export function createScheduleView({ root, pareto, current }) {
   }
 
   /** A trace without schedules gets them a moment later (or on a click, for big traces); an `offline` one (a run
-   * recorded elsewhere, or opened from a file) never: its spec is not sent, and its schedules are what it recorded. */
+   * recorded elsewhere, or opened from a file) never: its spec is not sent; it shows only schedules it carries. */
   function fetchLater(trace, spec, { offline = false } = {}) {
     cancel();
     root.dataset.schedules = trace.schedules ? "ready" : offline ? "recorded" : "pending";
     if (trace.schedules) return;
     if (offline) {
-      pareto.waiting("A recorded run: its schedules are the checkpointed runs recorded with it "
-        + "(python -m backend.importers.torch MODEL_FILE --checkpoint every_k=1).");
+      pareto.waiting("A recorded run: it shows the schedules recorded with it, and this one has none "
+        + "(checkpoint schedules are run on our engine's own models).");
       return;
     }
     if (trace.tape.length > AUTO_SCHEDULES_MAX_ENTRIES) {
