@@ -15,7 +15,7 @@ from tests.settings import GENEROUS_RATE_LIMITS
 def document():
     """A real document (our engine's transformer-tiny, checkpointed): what the recorder or an import produces."""
     spec = next(p["spec"] for p in presets.listing() if p["id"] == "transformer-tiny")
-    return json.loads(json.dumps(trace_spec(spec, {"policy": "sqrt"})))
+    return json.loads(json.dumps(trace_spec(spec, {"policy": "sqrt"}, wait_s=120.0, deadline_s=120.0)))
 
 
 def _post(client, body, **headers):

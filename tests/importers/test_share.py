@@ -22,7 +22,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def document():
-    return json.loads(json.dumps(trace_spec(presets.get("residual-unit"))))
+    return json.loads(json.dumps(trace_spec(presets.get("residual-unit"), wait_s=120.0, deadline_s=120.0)))
 
 
 def test_a_shared_document_comes_back_from_its_link(server, document):
