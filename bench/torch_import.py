@@ -1,4 +1,5 @@
-"""Recording overhead of the torch importer: recorded step time / plain step time (goal ≤ 3×), and document size.
+"""Recording overhead of the torch importer: recorded step time / plain step time (goal ≤ 3×), document size, and
+what the server's check of a posted document costs (load_posted_document) against parsing its JSON.
 
     .venv/bin/python bench/torch_import.py          (needs torch==2.13.0 in .venv)
 """
@@ -12,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from backend.importers.torch import load_build, record_step, run_step, unpack_build  # noqa: E402
+from backend.trace.intake import load_posted_document  # noqa: E402
 
 EXAMPLES = ["mlp", "residual", "gpt", "transformer_tiny"]
 REPEATS = 5
@@ -28,16 +30,32 @@ def timed(build, fn):
     return statistics.median(times), result
 
 
+def check_times(text):
+    """Median seconds to parse the document's JSON, and to parse it and check it as POST /api/traces does."""
+    parse, check = [], []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        json.loads(text)
+        parse.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        load_posted_document(json.loads(text))
+        check.append(time.perf_counter() - start)
+    return statistics.median(parse), statistics.median(check)
+
+
 def main():
-    print(f"{'example':18} {'plain ms':>9} {'recorded ms':>12} {'overhead':>9} {'ops':>6} {'doc KiB':>9}")
+    print(f"{'example':18} {'plain ms':>9} {'recorded ms':>12} {'overhead':>9} {'ops':>6} {'doc KiB':>9} "
+          f"{'check ms':>9} {'check/parse':>12}")
     for example in EXAMPLES:
         build = load_build(ROOT / "examples" / "torch" / f"{example}.py")
         plain, _ = timed(build, run_step)
         recorded, document = timed(build, record_step)
-        size = len(json.dumps(document, separators=(",", ":")))
+        text = json.dumps(document, separators=(",", ":"))
+        parse, check = check_times(text)
         print(f"{example:18} {plain * 1e3:9.2f} {recorded * 1e3:12.2f} {recorded / plain:8.1f}× "
-              f"{document['summary']['entries']:6d} {size / 1024:9.1f}")
-    print("recorded time includes building the document (statistics, live bytes, the peak explanation)")
+              f"{document['summary']['entries']:6d} {len(text) / 1024:9.1f} {check * 1e3:9.1f} {check / parse:11.1f}×")
+    print("recorded time includes building the document (statistics, live bytes, the peak explanation); "
+          "check = parse + schema + consistency, as POST /api/traces")
 
 
 if __name__ == "__main__":

@@ -21,3 +21,5 @@ def register_blueprints(app):
     app.register_blueprint(sessions)
     from backend.api.snapshots import snapshots
     app.register_blueprint(snapshots)
+    from backend.api.traces import traces_api
+    app.register_blueprint(traces_api)

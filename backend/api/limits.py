@@ -27,6 +27,7 @@ DEFAULT_RATE_LIMITS = {
     "session_write": "240 per minute",                 # PUT /api/session (the page autosaves ~0.6 s after a change)
     "snapshot_create": "10 per minute; 100 per day",   # POST /api/snapshots: runs the engine, stores ≤ 2 MiB
     "snapshot_copy": "30 per minute",                  # POST /api/snapshots/<id>/copy
+    "trace_upload": "10 per minute; 100 per day",      # POST /api/traces: checks ≤ 4 MiB of JSON, stores ≤ 2 MiB
     "workspace_create": "10 per hour; 50 per day",     # a write from a browser without a workspace yet
 }
 
@@ -34,6 +35,7 @@ ROUTE_LIMITS = {                                       # endpoint -> the limit i
     "sessions.replace_session": "session_write",
     "snapshots.create_snapshot": "snapshot_create",
     "snapshots.copy_snapshot": "snapshot_copy",
+    "traces_api.post_trace": "trace_upload",
 }
 
 

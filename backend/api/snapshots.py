@@ -52,16 +52,21 @@ def create_snapshot():
     wanted = parse_snapshot_request(json_body())
     trace = _trace(wanted.spec, wanted.checkpoint)
     _check_step_in_trace(wanted.view, trace)
+    return store_snapshot(spec=wanted.spec, checkpoint=wanted.checkpoint, view=wanted.view, trace=trace,
+                          title=wanted.title, smaller="Share a smaller model.")
+
+
+def store_snapshot(*, spec, checkpoint, view, trace, title, smaller):
+    """Store a snapshot under the app's caps and answer 201 {id, url} with its Location; over a cap, 413 whose
+    sentence ends with `smaller` (what to do about it)."""
     config = current_app.config
     try:
         snapshot_id = stored_snapshots.create(
-            current_db(), spec=wanted.spec, checkpoint=wanted.checkpoint, view=wanted.view, trace=trace,
-            title=wanted.title,
+            current_db(), spec=spec, checkpoint=checkpoint, view=view, trace=trace, title=title,
             max_trace_bytes=config.get("SNAPSHOT_MAX_TRACE_BYTES", TRACE_MAX_BYTES_DEFAULT),
             max_stored_bytes=config.get("SNAPSHOT_MAX_STORED_BYTES", STORED_MAX_BYTES_DEFAULT))
     except stored_snapshots.StoredValueTooLarge as error:
-        raise ApiError(413, f"{error} Share a smaller model.", cap=error.cap, limit=error.limit_bytes,
-                       requested=error.size_bytes)
+        raise ApiError(413, f"{error} {smaller}", cap=error.cap, limit=error.limit_bytes, requested=error.size_bytes)
     url = f"/s/{snapshot_id}"
     response = jsonify({"id": snapshot_id, "url": url})
     response.headers["Location"] = url

@@ -1,6 +1,6 @@
 """Record one real PyTorch training step into the trace document: `record_step(...)` and the command line.
 
-    python -m backend.importers.torch MODEL_FILE [--out run.json] [--checkpoint POLICY] [--values]
+    python -m backend.importers.torch MODEL_FILE [--out run.json] [--share URL] [--checkpoint POLICY] [--values]
 
 MODEL_FILE is your own Python file. It defines `build()`, which returns either a tuple
 (model, batch[, loss_fn[, optimizer]]) or a dict with those keys ("model", "batch", optional "loss_fn",
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from backend.importers.share import ShareFailed, share
 from backend.importers.torch_recorder import TorchRecorder, _tensors
 from backend.trace.document import build_document
 
@@ -178,26 +179,34 @@ def main(argv=None):
                                      description="Record one training step of your PyTorch model as a Tapescope trace.")
     parser.add_argument("model_file", help="a Python file defining build() -> (model, batch[, loss_fn[, optimizer]])")
     parser.add_argument("--out", help="write the document here (default: standard output)")
+    parser.add_argument("--share", metavar="URL", help="post the document to a Tapescope server (e.g. "
+                                                       "http://127.0.0.1:5000) and print its /s/<id> link")
     parser.add_argument("--checkpoint", help="also run checkpointed what-ifs: every_k=1, every_k=N or selective")
     parser.add_argument("--blocks", help="comma-separated module paths to checkpoint (default: the children "
                                          "of the largest ModuleList)")
     parser.add_argument("--values", action="store_true",
                         help="include small tensors' values (default: statistics only; no raw weights leave)")
     args = parser.parse_args(argv)
+    if args.checkpoint or args.blocks:          # refused before the user's file runs, not after a recording
+        raise SystemExit("--checkpoint and --blocks are not built yet (torch.utils.checkpoint what-ifs, issue 16); "
+                         "record without them for now")
     build = load_build(args.model_file)
     document = record_step(*unpack_build(build()), values=args.values)
-    if args.checkpoint:
-        raise SystemExit("--checkpoint is not built yet (torch.utils.checkpoint what-ifs, issue 16); "
-                         "record without it for now")
     text = json.dumps(document, separators=(",", ":"))
     if args.out:
         Path(args.out).write_text(text)
-    else:
+    elif not args.share:
         sys.stdout.write(text + "\n")
     summary = document["summary"]
     print(f"{document['source']['model']}: {summary['entries']} ops, {summary['steps']} steps, "
           f"peak {summary['peak_bytes']:,} B at step {summary['peak_step']} ({summary['peak']['phase']}), "
           f"saved {summary['saved_bytes']:,} B" + (f" -> {args.out}" if args.out else ""), file=sys.stderr)
+    if args.share:
+        try:
+            print(share(document, args.share))
+        except ShareFailed as error:
+            print(f"--share {args.share}: {error}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -11,7 +11,6 @@ The attributes (tensors, storages, tape, steps, sweep, values, ...) are what bac
 """
 import weakref
 
-import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
@@ -145,9 +144,7 @@ class TorchRecorder(TorchDispatchMode):
         if with_values and array.size <= SMALL_TENSOR_ELEMENTS:
             self.values.add(target, array, True)
         else:
-            # ValueTable.add's sum of squares is a BLAS dot, which fights torch's threads (~100x slower here);
-            # the same five numbers from plain reductions. TODO: a public ValueTable.add_statistics.
-            self.values._large.append((target, _statistics(array.ravel())))
+            self.values.add_statistics(target, array)
 
     def known(self, tensor, kind, name, scope=None):
         uid = self.lookup(tensor)
@@ -355,17 +352,6 @@ class TorchRecorder(TorchDispatchMode):
 
 
 _MARKERS = (torch.ops.profiler._record_function_enter_new.default, torch.ops.profiler._record_function_exit._RecordFunction)
-
-
-def _statistics(flat):
-    """[min, max, sum, sum of squares, finite count], as backend.trace.values reduces them."""
-    with np.errstate(all="ignore"):             # an empty_like output is read before it is filled
-        values = flat.astype(np.float64, copy=False)
-        if not np.isfinite(values).all():
-            values = values[np.isfinite(values)]
-        if not values.size:
-            return [np.nan, np.nan, 0.0, 0.0, 0]
-        return [values.min(), values.max(), values.sum(), np.add.reduce(np.square(values)), values.size]
 
 
 def _tensors(tree):

@@ -29,6 +29,11 @@ class ValueTable:
         else:
             self._large.append((target, _raw_statistics(flat)))      # reduced now, straight from the array
 
+    def add_statistics(self, target, array):
+        """Statistics only (never values) of `array`, reduced now without BLAS: `add`'s sum of squares is a BLAS
+        dot, which fights a host's own thread pool (torch's: ~100× slower inside the torch recorder)."""
+        self._large.append((target, _plain_statistics(np.asarray(array).ravel())))
+
     def fill(self):
         if self._small:
             raw, halves, spans = _reduce_together([chunk for _, chunk in self._small])
@@ -85,6 +90,17 @@ def _raw_statistics(flat):
     if not finite.size:
         return [np.nan, np.nan, 0.0, 0.0, 0]
     return [finite.min(), finite.max(), finite.sum(), finite @ finite, finite.size]
+
+
+def _plain_statistics(flat):
+    """The same five numbers as _raw_statistics from elementwise reductions only."""
+    with np.errstate(all="ignore"):             # an empty_like output is read before it is filled
+        values = flat.astype(np.float64, copy=False)
+        if not np.isfinite(values).all():
+            values = values[np.isfinite(values)]
+        if not values.size:
+            return [np.nan, np.nan, 0.0, 0.0, 0]
+        return [values.min(), values.max(), values.sum(), np.add.reduce(np.square(values)), values.size]
 
 
 def decode(value, shape):

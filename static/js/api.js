@@ -65,5 +65,7 @@ export const fetchSession = () => request("/api/session");
 export const saveSession = (document, { keepalive = false } = {}) =>
   request("/api/session", { method: "PUT", body: JSON.stringify(document), keepalive });
 export const createSnapshot = (spec, view, checkpoint = null) => onEngine(() => post("/api/snapshots", { spec, checkpoint, view }));
+/** POST /api/traces: a trace document recorded elsewhere, checked by the server and stored as a snapshot. */
+export const postTrace = (document) => post("/api/traces", document);
 export const fetchSnapshot = (id) => request(`/api/snapshots/${encodeURIComponent(id)}`);
 export const copySnapshot = (id) => post(`/api/snapshots/${encodeURIComponent(id)}/copy`, {});

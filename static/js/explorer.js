@@ -3,6 +3,7 @@
 // sweep, Pareto) and drives every view from one step cursor. The Model control names what is loaded; "Pin as
 // baseline" freezes a run to compare against; a save refused because another tab saved first shows a banner.
 // Under the "manual" policy a click on an op node (or the inspector's button) toggles its output in the recompute set.
+// A run.json dropped on the page or picked (run-file.js) opens read-only through the workspace's loadDocument.
 import { readAddress } from "./address.js";
 import { fetchPresets, fetchSession, fetchSnapshot } from "./api.js";
 import { describeStep } from "./describe.js";
@@ -18,19 +19,23 @@ import { createPeakExplainer } from "./peak-explainer.js";
 import { describePeakDelta } from "./peak-delta.js";
 import { createPlayer } from "./player.js";
 import { recomputeChoice } from "./recompute-pick.js";
+import { bindRunFile } from "./run-file.js";
+import { recordedElsewhere, showRunSource } from "./run-source.js";
 import { normalizeRequest, requestFor, wireRequest } from "./schedule.js";
 import { createScheduleView } from "./schedule-view.js";
-import { bindMakeCopy, bindShare } from "./share.js";
+import { bindMakeCopy, bindShare, bindShareRun } from "./share.js";
 import { createSweepPanel } from "./sweep.js";
 import { indexTrace } from "./trace-index.js";
 import * as workspace from "./workspace.js";
 
 const byTestId = (id) => document.querySelector(`[data-testid="${id}"]`);
 const root = document.querySelector(".explorer");
-const readOnly = root.dataset.readOnly === "true";
 const snapshotId = root.dataset.snapshotId || null;
 
 const ws = workspace.state;
+const readOnly = () => ws.readOnly || root.dataset.readOnly === "true";     // a snapshot, or a run opened from a file
+/** A run whose spec is not ours to send to the server: opened from a file here, or recorded with torch. */
+const offline = (trace = ws.trace) => Boolean(trace) && (ws.openedDocument === trace || recordedElsewhere(trace));
 const view = { index: null, manual: null };      // derived from the workspace's trace and checkpoint, never a copy
 const statusLine = document.getElementById("status");
 
@@ -54,7 +59,7 @@ const graph = createGraphView(byTestId("graph"), { controls: graphControls, onSe
 const memory = createMemoryChart(byTestId("memory-chart"), { onPick: (step) => player.setStep(step) });
 const lifetimes = createLifetimeChart(byTestId("lifetime-chart"), { onPick: (id) => workspace.select(id) });
 const inspector = createInspector(document.getElementById("inspector"), {
-  manual: () => (readOnly ? null : view.manual),
+  manual: () => (readOnly() ? null : view.manual),
   onToggle: (id) => toggleRecompute(id, true),
 });
 
@@ -67,7 +72,7 @@ function setManual(checkpoint) {
 
 /** Toggle the selected node's output in the manual set; `report` says why a refused node cannot be (a button press). */
 function toggleRecompute(selection, report) {
-  if (readOnly || !view.manual) return;
+  if (readOnly() || !view.manual) return;
   const choice = recomputeChoice(selection, view.index);
   if (choice?.ok) workspace.toggleRecompute(choice.tensor);
   else if (choice && report) setStatus(`${choice.label ?? "This node"} cannot be recomputed: ${choice.reason}`, true);
@@ -79,7 +84,7 @@ const pareto = createParetoPanel(document.getElementById("schedules"), { onPick:
 
 /** A schedule picked on the Pareto panel: re-trace the spec with it, keeping the RNG setting. */
 function pickSchedule(schedule) {
-  if (readOnly) { setStatus("A shared snapshot: make a copy to switch schedules."); return; }
+  if (readOnly()) { setStatus(offline() ? "A recorded run: its schedules are what it ran." : "A shared snapshot: make a copy to switch schedules."); return; }
   workspace.setCheckpoint(requestFor(schedule, ws.checkpoint.preserve_rng_state !== false), "now");
 }
 
@@ -87,13 +92,13 @@ const schedules = createScheduleView({ root, pareto, current: () => ({ trace: ws
 const explainer = createPeakExplainer(byTestId("peak-explainer"), {
   onSelect: (id) => workspace.select(id),
   onGoTo: (step) => player.setStep(step),
-  current: () => ({ spec: ws.traced?.spec ?? ws.spec, checkpoint: wireRequest(ws.traced?.checkpoint ?? ws.checkpoint) }),
+  current: () => ({ spec: offline() ? null : ws.traced?.spec ?? ws.spec, checkpoint: wireRequest(ws.traced?.checkpoint ?? ws.checkpoint) }),
   onApply: applyLever,
 });
 
 /** A lever picked in the explainer: a checkpoint is a checkpoint choice like a schedule pick; a spec is an edit. */
 function applyLever(lever) {
-  if (readOnly) { setStatus("A shared snapshot: make a copy to apply a lever."); return; }
+  if (readOnly()) { setStatus("A shared snapshot: make a copy to apply a lever."); return; }
   if (lever.checkpoint) {
     workspace.setCheckpoint(normalizeRequest({ ...lever.checkpoint, preserve_rng_state: ws.checkpoint.preserve_rng_state !== false }), "now");
   } else {
@@ -139,7 +144,7 @@ function showComparison(trace, previous, label) {
   pinButton.textContent = pinned ? "Unpin baseline" : "Pin as baseline";
   pinButton.setAttribute("aria-pressed", String(pinned));
   pinButton.disabled = !trace;
-  pinButton.hidden = readOnly;                    // a snapshot is one run: nothing to compare it with
+  pinButton.hidden = readOnly();                  // a snapshot is one run: nothing to compare it with
   const badge = byTestId("compare-label");
   badge.textContent = pinned ? label : previous ? "compared with the run before" : "";
   badge.classList.toggle("pinned", pinned);
@@ -157,8 +162,9 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   await Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index), pareto.load(trace)]);
   if (ws.trace !== trace) return;                  // a newer trace arrived while this one was drawing
   explainer.load(trace);
+  showRunSource(root, trace, { opened: ws.openedDocument === trace });
   schedules.show(trace, ws.spec);
-  schedules.fetchLater(trace, ws.traced?.spec ?? ws.spec);
+  schedules.fetchLater(trace, ws.traced?.spec ?? ws.spec, { offline: offline(trace) });
   showBytes(byTestId("peak-bytes"), trace.summary.peak_bytes);
   byTestId("peak-bytes").dataset.step = String(trace.summary.peak_step);
   showComparison(trace, previous, label);
@@ -277,5 +283,19 @@ window.tapescope = {
   setJvpStep: (n) => workspace.setJvpStep(n),
 };
 
-if (readOnly) document.body.dataset.readOnly = "true";
+/** A run.json opened here: the workspace shows it read-only; the Model control and the editor stand aside. */
+function openDocument(trace, fileName) {
+  document.body.classList.add("read-only");
+  document.body.dataset.readOnly = "true";
+  byTestId("preset").disabled = true;
+  byTestId("preset").closest("label").hidden = true;     // no preset names it: the run's source does
+  workspace.loadDocument(trace, fileName);
+}
+
+bindRunFile({ input: byTestId("open-run"), zone: byTestId("drop-zone") },
+  { onDocument: openDocument, onError: (sentence) => setStatus(sentence, true) });
+bindShareRun({ button: byTestId("share-run"), output: document.getElementById("share-output") },
+  () => ({ document: ws.openedDocument, step: player.getStep(), selected: ws.selected }));
+
+if (readOnly()) document.body.dataset.readOnly = "true";
 start().catch((error) => setStatus(`Could not load: ${error.message}`, true));

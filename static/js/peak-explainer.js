@@ -92,6 +92,10 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
   function resetLevers() {
     leverRequest?.abort();
     leverRequest = null;
+    if (!current().spec) {           // a recorded run (an import, a file): no spec of ours to re-run
+      leversBox.replaceChildren(el("p", { class: "hint", "data-testid": "levers-recorded", text: "A recorded run: the levers re-run our engine on a spec, which a recorded run does not have." }));
+      return;
+    }
     const find = el("button", { type: "button", "data-testid": "find-levers", text: "What would lower it?" });
     find.addEventListener("click", () => findLevers(find));
     leversBox.replaceChildren(find, el("span", { class: "hint", text: " runs every lever on the server: a few seconds" }));

@@ -46,11 +46,17 @@ export function createScheduleView({ root, pareto, current }) {
     }
   }
 
-  /** A trace without schedules gets them a moment later (or on a click, for big traces). */
-  function fetchLater(trace, spec) {
+  /** A trace without schedules gets them a moment later (or on a click, for big traces); an `offline` one (a run
+   * recorded elsewhere, or opened from a file) never: its spec is not sent; it shows only schedules it carries. */
+  function fetchLater(trace, spec, { offline = false } = {}) {
     cancel();
-    root.dataset.schedules = trace.schedules ? "ready" : "pending";
+    root.dataset.schedules = trace.schedules ? "ready" : offline ? "recorded" : "pending";
     if (trace.schedules) return;
+    if (offline) {
+      pareto.waiting("A recorded run: it shows the schedules recorded with it, and this one has none "
+        + "(checkpoint schedules are run on our engine's own models).");
+      return;
+    }
     if (trace.tape.length > AUTO_SCHEDULES_MAX_ENTRIES) {
       root.dataset.schedules = "on-demand";
       pareto.waiting(`${trace.tape.length.toLocaleString("en")} tape entries: each schedule is a full run of this model.`,

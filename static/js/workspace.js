@@ -11,6 +11,7 @@
 //   "select", "history", "origin", "save" (saveState, conflict)
 //   "modes"       the forward-vs-reverse report changed ({report} on screen, {running}, or {failure})
 //   "jvp-step"    the JVP sweep's cursor moved ({step})
+// A run.json opened from a file (loadDocument) enters here too, read-only: shown as it is, never saved or sent.
 import { writeAddress } from "./address.js";
 import { fetchModes, fetchSchema, traceSpec } from "./api.js";
 import { createAutosave } from "./autosave.js";
@@ -26,7 +27,7 @@ const emit = (kind, detail = {}) => { for (const listener of listeners) listener
 export const state = {
   spec: null,                                 // the draft: what the editor shows (may not have traced)
   checkpoint: { ...NO_CHECKPOINT, k: 2 },     // the form's request: k and budget are remembered across policies
-  origin: null,                               // {kind: "preset", preset} | {kind: "copy", title} | {kind: "snapshot", title}
+  origin: null,                               // {kind: "preset", preset} | {kind: "copy" | "snapshot" | "file", title}
   presets: [],
   schema: null,                               // GET /api/schema: every spec field's range, default, options and help
   trace: null,                                // the trace on screen, and the request that made it
@@ -37,6 +38,7 @@ export const state = {
   history: { undo: [], redo: [] },
   committed: null,                            // the settled entry {spec, checkpoint, origin} the history sits on
   readOnly: false,
+  openedDocument: null,                       // a run.json opened from a file: what "Share this run" would post
   version: null, saveState: "idle", conflict: null,
   settledTrace: null,                         // the last trace that settled (no drag, nothing pending)
   tracesShown: 0,
@@ -64,6 +66,7 @@ export function describeOrigin(origin = state.origin, spec = state.spec) {
     return preset && same(preset.spec, spec) ? name : `edited from ${name}`;
   }
   if (origin.kind === "copy") return `copy of ${origin.title}`;
+  if (origin.kind === "file") return `opened: ${origin.title}`;
   return `snapshot: ${origin.title}`;
 }
 
@@ -412,6 +415,34 @@ export function openSnapshot(snapshot, view = {}) {
   emit("spec");
   emit("checkpoint");
   show(snapshot.trace, { ...entry(), keepStep: state.step, newLineage: true });
+}
+
+/** "GPT (torch 2.13.0)" for an imported run, else its spec's name: what a run from elsewhere is called. */
+export function runTitle(trace) {
+  const source = trace?.source;
+  if (source?.kind === "torch") return `${source.model} (torch ${source.torch_version})`;
+  return trace?.spec?.name ?? "a recorded run";
+}
+
+/** A trace document opened from a file (dropped or picked): read-only from here on, nothing saved; any trace
+ * request still in flight is dropped, so it cannot replace the document when it lands. */
+export function loadDocument(trace, fileName = "") {
+  clearTimeout(timer);
+  timer = null;
+  pending = null;
+  generation++;
+  controller?.abort();
+  state.readOnly = true;
+  state.openedDocument = trace;
+  state.spec = clone(trace.spec ?? null);
+  state.origin = { kind: "file", title: fileName ? `${runTitle(trace)} · ${fileName}` : runTitle(trace) };
+  state.checkpoint = { ...state.checkpoint, ...NO_CHECKPOINT, recompute: [] };
+  state.baseline = null;
+  state.step = 0;
+  state.selected = null;
+  emit("spec");
+  emit("checkpoint");
+  show(trace, { ...entry(), keepStep: 0, newLineage: true });
 }
 
 // ------------------------------ autosave (autosave.js) ------------------------------

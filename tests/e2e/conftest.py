@@ -1,10 +1,8 @@
 """Browser-test fixtures: `live_server`, a real Tapescope on 127.0.0.1 (an ephemeral port) for the whole session."""
-import threading
-
 import pytest
-from werkzeug.serving import make_server
 
 from app import create_app
+from tests.live import serving
 from tests.settings import app_config
 
 
@@ -15,11 +13,5 @@ def live_server(tmp_path_factory):
     # One server for every page and the tests' own API calls: a request waits its turn on the engine rather than
     # meeting a 503 from a page still tracing (the busy answer itself is tested in tests/driver).
     app = create_app(app_config(f"sqlite:///{database}", ENGINE_WAIT_S=120.0, ENGINE_DEADLINE_S=60.0))
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="live_server", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join(timeout=5)
+    with serving(app) as url:
+        yield url

@@ -4,6 +4,7 @@ import json
 import re
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import jsonschema
@@ -181,3 +182,32 @@ def test_the_app_never_imports_torch():
             "print('ok')")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_recorded_document_passes_the_servers_checks(documents, example):
+    from backend.trace.intake import load_posted_document
+    posted = json.loads(json.dumps(documents[example]))          # what --share and the page send: JSON
+    assert load_posted_document(posted) is posted
+
+
+def test_the_command_line_shares_the_document_and_prints_its_link(tmp_path):
+    from app import create_app
+    from tests.live import serving
+    from tests.settings import app_config
+    with serving(create_app(app_config(f"sqlite:///{tmp_path / 'tapescope.sqlite'}"))) as server:
+        result = subprocess.run([sys.executable, "-m", "backend.importers.torch", "examples/torch/mlp.py",
+                                 "--share", server], cwd=ROOT, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        link = result.stdout.strip()
+        assert re.fullmatch(re.escape(server) + r"/s/[\w-]+", link), result.stdout
+        snapshot = json.loads(urllib.request.urlopen(f"{server}/api/snapshots/{link.rsplit('/', 1)[1]}").read())
+    assert snapshot["trace"]["source"]["model"] == "Sequential"
+    assert snapshot["title"] == f"Sequential (torch {torch.__version__})"
+
+
+def test_checkpoint_what_ifs_are_refused_before_the_users_file_runs():
+    from backend.importers.torch import main
+    for flags in (["--checkpoint", "every_k=1"], ["--blocks", "transformer.h.0"]):
+        with pytest.raises(SystemExit, match="not built yet"):      # not "no such file": the file never ran
+            main(["no/such/model.py", *flags])

@@ -38,3 +38,15 @@ def test_large_magnitudes_saturate_in_the_values_but_not_in_the_statistics():
 def test_large_tensors_carry_statistics_only():
     (target,) = describe_all(np.linspace(-1, 1, 10_000), with_values=False)
     assert "f16" not in target and target["min"] == -1.0 and target["max"] == 1.0
+
+
+def test_add_statistics_describes_as_add_does_without_values():
+    arrays = [np.linspace(-3, 5, 2_000).reshape(40, 50), np.array([2.0, np.nan, -np.inf, 4.0]), np.array([]),
+              np.array([np.nan])]
+    plain = describe_all(*arrays, with_values=False)
+    table, targets = ValueTable(), [{} for _ in arrays]
+    for target, array in zip(targets, arrays):
+        table.add_statistics(target, array)
+    table.fill()
+    assert targets == plain
+    assert targets[1] == {"min": 2.0, "max": 4.0, "mean": 3.0, "norm": 4.47214}       # √20, six digits

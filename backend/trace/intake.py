@@ -1,0 +1,282 @@
+"""A trace document from outside (POST /api/traces): schema-validated, then every figure checked against the others.
+
+`load_posted_document(obj)` is the one door: it returns the document when it holds together and raises
+`PostedDocumentError` (its `problems` each name a path) when it does not. The server never trusts a posted
+figure it can recompute: ids are unique and every reference resolves; intervals lie within the step range;
+a tensor's bytes are its storage's and its shape fits in it (numel × itemsize); the live-bytes series by kind
+is what the storages' intervals imply; the peak is the series' maximum; the saved bytes are the unique
+storages the forward tape holds. Only the semantic fields are checked (tensors, storages, tape, steps, sweep,
+graph, summary): a future schema_version's upgrade slots in at the top of `load_posted_document`.
+"""
+import json
+import math
+from functools import lru_cache
+from pathlib import Path
+
+import jsonschema
+
+from backend.problems import Problems
+from backend.trace.document import KINDS, _live_bytes, _saved_bytes
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "trace.schema.json"
+ITEMSIZE = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "float16": 2, "bfloat16": 2, "int32": 4, "float32": 4,
+            "int64": 8, "float64": 8, "complex64": 8, "complex128": 16}
+# What one posted document may hold: checking and storing it stays well under a second at these sizes.
+MAX_STORAGE_BYTES = 2 ** 50
+COUNT_CAPS = {"tensors": 50_000, "storages": 50_000, "tape": 20_000, "steps": 60_000, "sweep": 20_000}
+
+
+class PostedDocumentError(ValueError):
+    """The posted document is not one we can show; `problems` (backend.problems.Problems) says where."""
+
+    def __init__(self, message, problems):
+        super().__init__(message)
+        self.problems = Problems.of(problems)
+
+
+class PostedDocumentTooLarge(ValueError):
+    """A list over its COUNT_CAPS entry: `cap` names it, `size` and `limit` say by how much."""
+
+    def __init__(self, cap, size, limit):
+        super().__init__(f"The document's {cap} list has {size:,} entries; the limit is {limit:,}.")
+        self.cap, self.size, self.limit = cap, size, limit
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    schema = json.loads(SCHEMA_PATH.read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def load_posted_document(obj):
+    """The document `obj`, validated and checked for consistency; PostedDocumentError / TooLarge otherwise."""
+    if not isinstance(obj, dict):
+        raise PostedDocumentError("The body must be a trace document (a JSON object).",
+                                  [{"path": "body", "message": "must be an object with schema_version, tensors, ..."}])
+    _check_counts(obj)
+    _check_schema(obj)
+    problems = Problems()
+    for check in (_check_ids, _check_intervals, _check_bytes, _check_references, _check_timeline):
+        check(obj, problems)
+        if problems.count:           # later checks stand on earlier ones (ids resolve before bytes are summed)
+            raise PostedDocumentError("The document's figures do not add up; nothing was saved.", problems)
+    return obj
+
+
+def _check_counts(document):
+    for name, limit in COUNT_CAPS.items():
+        value = document.get(name)
+        if isinstance(value, list) and len(value) > limit:
+            raise PostedDocumentTooLarge(name, len(value), limit)
+
+
+def _check_schema(document):
+    problems = Problems()
+    for error in sorted(_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
+        parts = list(error.absolute_path)
+        if error.validator == "required" and isinstance(error.instance, dict):     # name the missing field itself
+            parts.append(next((name for name in error.validator_value if name not in error.instance), ""))
+        problems.add(_path(parts) or "body", error.message[:300])
+    if problems.count:
+        raise PostedDocumentError("The document does not match docs/trace.schema.json; nothing was saved.", problems)
+
+
+def _path(parts):
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+# ----- ids: unique, and numbered as the document numbers them ---------------------------------------
+def _check_ids(document, problems):
+    for name, key in (("tensors", "id"), ("storages", "id"), ("tape", "index"), ("steps", "index")):
+        seen = set()
+        for position, item in enumerate(document[name]):
+            if item[key] in seen:
+                problems.add(f"{name}[{position}].{key}", f"{item[key]} is used twice; ids must be unique.")
+            seen.add(item[key])
+    for name in ("tape", "steps"):                  # steps are numbered across phases, entries in tape order
+        for position, item in enumerate(document[name]):
+            if item["index"] != position:
+                problems.add(f"{name}[{position}].index", f"is {item['index']}; it must be its position, {position}.")
+
+
+# ----- intervals: born ≤ freed, both within the steps ------------------------------------------------
+def _check_intervals(document, problems):
+    last = len(document["steps"]) - 1
+    if last < 0:
+        problems.add("steps", "has no steps; a run has at least one.")
+        return
+    for name in ("tensors", "storages"):
+        for position, item in enumerate(document[name]):
+            born, freed = item["born"], item["freed"]
+            if born > last:
+                problems.add(f"{name}[{position}].born", f"is step {born}; the steps run from 0 to {last}.")
+            if freed is not None and not born <= freed <= last:
+                problems.add(f"{name}[{position}].freed",
+                             f"is step {freed}; it must lie between born ({born}) and the last step ({last}).")
+    for position, item in enumerate(document["sweep"]):
+        if item["step"] > last:
+            problems.add(f"sweep[{position}].step", f"is step {item['step']}; the steps run from 0 to {last}.")
+
+
+# ----- bytes: a tensor is counted by its storage, and its shape fits in it ---------------------------
+def _check_bytes(document, problems):
+    storages = {s["id"]: s for s in document["storages"]}
+    for position, storage in enumerate(document["storages"]):
+        if storage["nbytes"] > MAX_STORAGE_BYTES:              # summed in int64 below
+            problems.add(f"storages[{position}].nbytes", f"is {storage['nbytes']:,}; no storage holds more than "
+                                                         f"{MAX_STORAGE_BYTES:,} bytes (1 PiB).")
+    for position, tensor in enumerate(document["tensors"]):
+        path = f"tensors[{position}]"
+        storage = storages.get(tensor["storage"])
+        if storage is None:
+            problems.add(f"{path}.storage", f"names storage {tensor['storage']}, which the document does not have.")
+            continue
+        itemsize = ITEMSIZE.get(tensor["dtype"])
+        if itemsize is None:
+            problems.add(f"{path}.dtype", f"{tensor['dtype']!r} is not a dtype we know: one of {sorted(ITEMSIZE)}.")
+            continue
+        if tensor["nbytes"] != storage["nbytes"]:
+            problems.add(f"{path}.nbytes", f"is {tensor['nbytes']:,}; its storage {storage['id']} holds "
+                                           f"{storage['nbytes']:,} bytes, and a tensor is counted by its storage.")
+        needed = math.prod(tensor["shape"]) * itemsize
+        if not tensor.get("view") and needed > storage["nbytes"]:
+            problems.add(f"{path}.shape", f"{tensor['shape']} of {tensor['dtype']} is {needed:,} bytes "
+                                          f"(numel × itemsize); its storage holds only {storage['nbytes']:,}.")
+        if tensor["address"] != storage["address"]:
+            problems.add(f"{path}.address", f"is {tensor['address']}; its storage is at {storage['address']}.")
+        if tensor["born"] < storage["born"] or tensor["freed"] != storage["freed"]:
+            problems.add(f"{path}.born", f"the tensor lives {tensor['born']}..{tensor['freed']}, its storage "
+                                         f"{storage['born']}..{storage['freed']}: a tensor is born in its storage's "
+                                         "life and freed with it.")
+
+
+# ----- references: every id named anywhere exists ----------------------------------------------------
+def _check_references(document, problems):
+    tensors = {t["id"] for t in document["tensors"]}
+    entries = len(document["tape"])
+    storages = {s["id"] for s in document["storages"]}
+    steps = len(document["steps"])
+
+    # The schema leaves some references untyped (graph ids, contributions): anything but an int names nothing.
+    def tensor(path, uid, allow_none=False):
+        if not (uid is None and allow_none) and not (type(uid) is int and uid in tensors):
+            problems.add(path, f"names tensor {_short(uid)}, which the document does not have.")
+
+    def entry(path, index, allow_none=False):
+        if not (index is None and allow_none) and not (type(index) is int and 0 <= index < entries):
+            problems.add(path, f"names tape entry {_short(index)}; the tape has entries 0 to {entries - 1}.")
+
+    for i, t in enumerate(document["tensors"]):
+        entry(f"tensors[{i}].produced_by", t.get("produced_by"), allow_none=True)
+        for j, index in enumerate(t["saved_by"]):
+            entry(f"tensors[{i}].saved_by[{j}]", index)
+        if "grad_of" in t:
+            tensor(f"tensors[{i}].grad_of", t["grad_of"])
+    for i, e in enumerate(document["tape"]):
+        for field in ("inputs", "saved"):
+            for j, uid in enumerate(e[field]):
+                tensor(f"tape[{i}].{field}[{j}]", uid)
+        tensor(f"tape[{i}].output", e["output"], allow_none=True)
+    for i, s in enumerate(document["steps"]):
+        entry(f"steps[{i}].entry", s["entry"], allow_none=True)
+    for i, item in enumerate(document["sweep"]):
+        path = f"sweep[{i}]"
+        entry(f"{path}.entry", item["entry"])
+        if item["adjoint"] is not None:
+            tensor(f"{path}.adjoint.tensor", item["adjoint"]["tensor"], allow_none=True)
+        for field in ("reads", "freed", "ready"):
+            for j, uid in enumerate(item[field]):
+                tensor(f"{path}.{field}[{j}]", uid)
+        for j, part in enumerate(item["contributions"]):
+            tensor(f"{path}.contributions[{j}].to", part["to"])
+            tensor(f"{path}.contributions[{j}].grad", part["grad"], allow_none=True)
+        for j, part in enumerate(item["accumulations"]):
+            for field in ("tensor", "total"):
+                tensor(f"{path}.accumulations[{j}].{field}", part[field], allow_none=field == "total")
+            if not isinstance(part["parts"], list):
+                problems.add(f"{path}.accumulations[{j}].parts", "must be a list of tensor ids.")
+                continue
+            for k, uid in enumerate(part["parts"]):
+                tensor(f"{path}.accumulations[{j}].parts[{k}]", uid)
+    _check_graph(document["graph"], entry, tensor, problems)
+    peak = document["summary"].get("peak")
+    for i, holder in enumerate(peak["holders"] if peak else []):
+        for j, sid in enumerate(holder["storages"]):
+            if sid not in storages:
+                problems.add(f"summary.peak.holders[{i}].storages[{j}]", f"names storage {sid}, which is not there.")
+        for j, uid in enumerate(holder["tensors"]):
+            tensor(f"summary.peak.holders[{i}].tensors[{j}]", uid)
+    if document["summary"]["peak_step"] >= steps:
+        problems.add("summary.peak_step", f"is step {document['summary']['peak_step']}; the last step is {steps - 1}.")
+
+
+def _check_graph(graph, entry, tensor, problems):
+    ids = set()
+    for name in ("nodes", "leaves"):
+        for i, node in enumerate(graph[name]):
+            if name == "nodes":
+                entry(f"graph.nodes[{i}].entry", node["entry"])
+            else:
+                tensor(f"graph.leaves[{i}].tensor", node["tensor"])
+            if not isinstance(node["id"], str):
+                problems.add(f"graph.{name}[{i}].id", "must be a string (e0, t3).")
+            elif node["id"] in ids:
+                problems.add(f"graph.{name}[{i}].id", f"{_short(node['id'])} is used twice; node ids must be unique.")
+            else:
+                ids.add(node["id"])
+    for i, edge in enumerate(graph["edges"]):
+        for end in ("source", "target"):
+            if not (isinstance(edge[end], str) and edge[end] in ids):
+                problems.add(f"graph.edges[{i}].{end}", f"names node {_short(edge[end])}, which the graph does not have.")
+        tensor(f"graph.edges[{i}].tensor", edge["tensor"])
+
+
+def _short(value):
+    """A value as a problem quotes it: at most 40 characters of its JSON-ish text."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# ----- the timeline: live bytes, by kind, the peak and the saved bytes, as the intervals imply -------
+def _check_timeline(document, problems):
+    storages, steps, summary = document["storages"], document["steps"], document["summary"]
+    live, by_kind = _live_bytes(storages, len(steps))
+    for i, step in enumerate(steps):
+        if step["live_bytes"] != live[i]:
+            problems.add(f"steps[{i}].live_bytes", f"is {step['live_bytes']:,}; the storages alive at step {i} "
+                                                   f"hold {int(live[i]):,} bytes.")
+        for kind in KINDS:
+            if step["by_kind"].get(kind) != by_kind[kind][i]:
+                problems.add(f"steps[{i}].by_kind.{kind}", f"is {step['by_kind'].get(kind)}; the {kind} storages "
+                                                           f"alive at step {i} hold {int(by_kind[kind][i]):,} bytes.")
+    peak_bytes = int(live.max())
+    if summary["peak_bytes"] != peak_bytes:
+        problems.add("summary.peak_bytes", f"is {summary['peak_bytes']:,}; the live-bytes series peaks at {peak_bytes:,}.")
+    peak_step = summary["peak_step"]
+    if live[peak_step] != peak_bytes:
+        problems.add("summary.peak_step", f"holds {int(live[peak_step]):,} bytes, not the peak's {peak_bytes:,}.")
+    for kind in KINDS:
+        if summary["by_kind_at_peak"][kind] != by_kind[kind][peak_step]:
+            problems.add(f"summary.by_kind_at_peak.{kind}", f"is {summary['by_kind_at_peak'][kind]:,}; at the peak "
+                                                            f"step the {kind} storages hold {int(by_kind[kind][peak_step]):,}.")
+    tensors = {t["id"]: t for t in document["tensors"]}
+    saved = _saved_bytes(document["tape"], tensors, storages)
+    if summary["saved_bytes"] != saved:
+        problems.add("summary.saved_bytes", f"is {summary['saved_bytes']:,}; the forward tape saves {saved:,} bytes "
+                                            "of unique storages.")
+    peak = summary.get("peak")
+    if peak is not None:
+        _check_peak_explanation(peak, peak_step, peak_bytes, problems)
+
+
+def _check_peak_explanation(peak, peak_step, peak_bytes, problems):
+    if peak["step"] != peak_step:
+        problems.add("summary.peak.step", f"is {peak['step']}; summary.peak_step is {peak_step}.")
+    if peak["live_bytes"] != peak_bytes:
+        problems.add("summary.peak.live_bytes", f"is {peak['live_bytes']:,}; the peak is {peak_bytes:,}.")
+    held = sum(holder["bytes"] for holder in peak["holders"])
+    if held != peak_bytes:
+        problems.add("summary.peak.holders", f"sum to {held:,} bytes; the peak is {peak_bytes:,}.")

@@ -1,0 +1,55 @@
+// run-file.js — a run.json opened in the browser, from the file picker or dropped anywhere on the page: read and
+// parsed here (JSON.parse only, nothing evaluated), checked for the trace document's shape, and handed on. Nothing
+// is uploaded; the server checks every figure only if the person clicks "Share this run".
+
+export const MAX_RUN_FILE_BYTES = 64 * 1024 * 1024;
+const REQUIRED = ["tensors", "storages", "tape", "steps", "sweep", "graph", "summary"];
+
+/** The document in `text`, or an Error whose message says what is wrong with the file. */
+export function parseRunDocument(text) {
+  let document;
+  try {
+    document = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`it is not JSON (${error.message})`);
+  }
+  if (!document || typeof document !== "object" || Array.isArray(document)) throw new Error("it is not a trace document (a JSON object)");
+  if (document.schema_version !== 1) throw new Error(`its schema_version is ${JSON.stringify(document.schema_version)}; this page reads version 1`);
+  const missing = REQUIRED.filter((key) => document[key] === undefined);
+  if (missing.length) throw new Error(`it has no ${missing.join(", ")}: not a trace document`);
+  if (!Array.isArray(document.steps) || !document.steps.length) throw new Error("it has no steps");
+  return document;
+}
+
+async function readRunFile(file) {
+  if (file.size > MAX_RUN_FILE_BYTES) throw new Error(`it is ${(file.size / 2 ** 20).toFixed(1)} MiB; the limit is ${MAX_RUN_FILE_BYTES / 2 ** 20} MiB`);
+  return parseRunDocument(await file.text());
+}
+
+/** input: the <input type=file>; zone: the drop target's label (highlighted while a file is dragged over the page).
+ * onDocument(document, fileName) gets each good file; onError(sentence) each bad one. */
+export function bindRunFile({ input, zone }, { onDocument, onError }) {
+  async function open(file) {
+    if (!file) return;
+    try {
+      onDocument(await readRunFile(file), file.name);
+    } catch (error) {
+      onError(`Could not open ${file.name}: ${error.message}.`);
+    }
+  }
+  input.addEventListener("change", () => { open(input.files?.[0]); input.value = ""; });
+  const carriesFiles = (event) => [...(event.dataTransfer?.types ?? [])].includes("Files");
+  document.addEventListener("dragover", (event) => {
+    if (!carriesFiles(event)) return;
+    event.preventDefault();                       // without it the browser opens the file itself
+    event.dataTransfer.dropEffect = "copy";
+    zone.classList.add("dragging");
+  });
+  document.addEventListener("dragleave", (event) => { if (!event.relatedTarget) zone.classList.remove("dragging"); });
+  document.addEventListener("drop", (event) => {
+    if (!carriesFiles(event)) return;
+    event.preventDefault();
+    zone.classList.remove("dragging");
+    open(event.dataTransfer.files?.[0]);
+  });
+}

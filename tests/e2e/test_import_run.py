@@ -1,0 +1,145 @@
+"""A real PyTorch run in the page, as a person opens one: the small GPT's run.json dropped on the page (or picked)
+opens read-only with its source in the header, nothing uploaded; step to its peak, fold a block, read the peak
+explanation; "Share this run" posts it once and its link opens the same run."""
+import json
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.explorer_helpers import go_to_step, live_bytes, open_explorer, trace_for
+
+torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install -r requirements-torch.txt)")
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+OPENED = "() => window.tapescope.getTrace()?.source && document.querySelector('.explorer').dataset.ready === 'true'"
+
+
+@pytest.fixture(scope="module")
+def gpt_run(tmp_path_factory):
+    """examples/torch/gpt.py's step, recorded as the command line writes it: (path of run.json, document)."""
+    from backend.importers.torch import load_build, record_step, unpack_build
+    document = record_step(*unpack_build(load_build(ROOT / "examples" / "torch" / "gpt.py")()))
+    path = tmp_path_factory.mktemp("gpt") / "run.json"
+    path.write_text(json.dumps(document, separators=(",", ":")))
+    return path, json.loads(path.read_text())
+
+
+def writes(page):
+    """Every POST and PUT the page makes from here on (after the preset's own schedules are in)."""
+    page.wait_for_function("() => ['ready', 'recorded'].includes(document.querySelector('.explorer').dataset.schedules)")
+    sent = []
+    page.on("request", lambda request: sent.append(request.url) if request.method in ("POST", "PUT") else None)
+    return sent
+
+
+def drop(page, path, target="[data-testid=drop-zone]"):
+    """A file dropped from the desktop: a synthetic drop event carrying it, as the browser would fire one."""
+    page.evaluate("""([text, name, target]) => {
+        const transfer = new DataTransfer();
+        transfer.items.add(new File([text], name, { type: "application/json" }));
+        const zone = document.querySelector(target);
+        zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: transfer, bubbles: true, cancelable: true }));
+        zone.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
+    }""", [Path(path).read_text(), Path(path).name, target])
+
+
+def test_the_small_gpt_dropped_on_the_page_opens_read_only_and_explains_its_peak(page, live_server, gpt_run):
+    path, document = gpt_run
+    open_explorer(page, live_server, "seed-tape")
+    sent = writes(page)
+    drop(page, path)
+    page.wait_for_function(OPENED)
+    source = document["source"]
+    expect(page.get_by_test_id("run-source")).to_contain_text(f"{source['model']} · torch {source['torch_version']}")
+    expect(page.locator("#editor-panel")).to_be_hidden()               # no spec editor
+    expect(page.get_by_test_id("share")).to_be_hidden()
+    expect(page.get_by_test_id("share-run")).to_be_visible()
+    assert page.evaluate("window.tapescope.getTrace().summary.peak_bytes") == document["summary"]["peak_bytes"]
+
+    peak = document["summary"]["peak_step"]
+    go_to_step(page, peak)
+    assert live_bytes(page) == document["summary"]["peak_bytes"]
+    expect(page.get_by_test_id("peak-bytes")).to_have_attribute("data-bytes", str(document["summary"]["peak_bytes"]))
+
+    # Fold a block: the module tree opens folded; unfold down to transformer.h, open block 1, fold it back.
+    graph = "[data-testid=graph]"
+    for scope in ("transformer", "transformer.h"):
+        box = page.locator(f"{graph} .group-node[data-group-id='{scope}']")
+        box.locator("rect").dispatch_event("click")          # a click wherever the pan has put the box
+        page.locator(f"{graph} .group-frame[data-group-id='{scope}']").wait_for()
+    block = page.locator(f"{graph} .group-node[data-group-id='transformer.h.1']")
+    assert block.get_attribute("data-collapsed") == "true"
+    assert "transformer.h.1" in block.locator(".label").text_content()
+    folded = page.locator(f"{graph} .node").count()
+    block.locator("rect").dispatch_event("click")
+    frame = page.locator(f"{graph} .group-frame[data-group-id='transformer.h.1']")
+    frame.wait_for()
+    assert page.locator(f"{graph} .node").count() > folded
+    frame.locator(".frame-label").dispatch_event("click")
+    page.wait_for_function("n => document.querySelectorAll('[data-testid=graph] .node').length === n", arg=folded)
+
+    # The peak explanation: the document's verdict, and what is alive at the peak adds up to it.
+    explainer = page.get_by_test_id("peak-explainer")
+    explainer.scroll_into_view_if_needed()
+    expect(page.get_by_test_id("peak-verdict")).to_have_text(document["summary"]["peak"]["verdict"])
+    expect(explainer).to_contain_text("this is the peak")
+    parts = page.locator("[data-testid=peak-breakdown] [data-bytes]").evaluate_all("i => i.map(n => Number(n.dataset.bytes))")
+    assert sum(parts) == document["summary"]["peak_bytes"]
+    bar = page.locator("[data-testid=peak-breakdown] button.group[data-kind=activation]").first
+    bar.click()
+    selected = page.evaluate("window.tapescope.getSelected()")
+    assert selected and selected.startswith("t")
+    expect(page.locator("#inspector")).to_contain_text(next(t["name"] for t in document["tensors"] if f"t{t['id']}" == selected))
+    expect(page.get_by_test_id("sweep")).to_contain_text("LogSoftmaxBackward0")        # the peak's node, torch's name
+    expect(page.get_by_test_id("levers-recorded")).to_be_visible()       # no spec of ours to re-run levers on
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    for width, height in ((1280, 800), (1920, 1080)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.screenshot(path=str(ARTIFACTS / f"import-run-{width}.png"))
+    assert sent == [], f"an opened run is uploaded only by Share; the page sent {sent}"
+
+
+def test_share_this_run_posts_it_once_and_its_link_opens_the_same_run(page, live_server, gpt_run):
+    path, document = gpt_run
+    open_explorer(page, live_server, "seed-tape")
+    page.set_input_files("[data-testid=open-run]", str(path))
+    page.wait_for_function(OPENED)
+    sent = writes(page)
+    page.get_by_test_id("share-run").click()
+    link = page.get_by_test_id("share-link")
+    link.wait_for()
+    assert [url.rsplit("/", 2)[-2:] for url in sent] == [["api", "traces"]]
+    page.goto(link.get_attribute("href"))
+    page.wait_for_function(OPENED)
+    expect(page.get_by_test_id("run-source")).to_contain_text(document["source"]["model"])
+    expect(page.locator("#editor-panel")).to_be_hidden()
+    expect(page.get_by_test_id("make-copy")).to_be_hidden()
+    assert page.evaluate("window.tapescope.getTrace().summary") == document["summary"]
+
+
+def test_a_file_that_is_not_a_trace_is_refused_with_a_sentence(page, live_server, tmp_path):
+    open_explorer(page, live_server, "seed-tape")
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"hello": "world"}')
+    page.set_input_files("[data-testid=open-run]", str(bad))
+    expect(page.locator("#status")).to_contain_text("Could not open notes.json")
+    assert page.evaluate("window.tapescope.getTrace().source") is None
+    expect(page.locator("#editor-panel")).to_be_visible()
+
+
+def test_our_own_runs_json_opens_read_only_from_a_file(page, live_server, tmp_path):
+    trace = trace_for(page, live_server, "residual-unit")
+    path = tmp_path / "residual.json"
+    path.write_text(json.dumps(trace))
+    open_explorer(page, live_server, "seed-tape")
+    sent = writes(page)
+    page.set_input_files("[data-testid=open-run]", str(path))
+    page.wait_for_function("() => window.tapescope.getTrace().spec.name === 'residual-unit'"
+                           " && document.querySelector('.explorer').dataset.ready === 'true'")
+    expect(page.get_by_test_id("run-source")).to_contain_text("opened from a file")
+    expect(page.get_by_test_id("share-run")).to_be_visible()
+    page.wait_for_timeout(800)                      # past when the schedules would have been asked for
+    assert sent == []
