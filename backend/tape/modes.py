@@ -1,8 +1,10 @@
-"""Grad mode and layer scope: `no_grad()` turns recording off; `layer_scope()` labels what is recorded."""
+"""Grad mode and layer scope: `no_grad()` turns recording off; `layer_scope()` labels what is recorded;
+`recording_backward()` is the mode a create_graph sweep runs its vjps in."""
 from contextlib import contextmanager
 
 enabled = True
 scope = ""          # the model layer being built ("layers[3]"); tape entries remember it
+phase = "forward"   # "backward" while a create_graph sweep records its vjps' own ops; tape entries remember it
 watching = False    # while an unrecorded region runs: note whether any op in it read a tensor that requires grad
 saw_grad = False
 
@@ -16,6 +18,18 @@ def layer_scope(name):
         yield
     finally:
         scope = previous
+
+
+@contextmanager
+def recording_backward(create_graph):
+    """The grad mode a sweep runs its vjps in: recording (and labelled "backward") only under create_graph."""
+    global enabled, phase
+    previous = (enabled, phase)
+    enabled, phase = create_graph, ("backward" if create_graph else phase)
+    try:
+        yield
+    finally:
+        enabled, phase = previous
 
 
 @contextmanager
