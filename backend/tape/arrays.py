@@ -19,10 +19,6 @@ def _apply(name, inputs, attrs):
     return apply(OPS[name], inputs, attrs)
 
 
-def _on_tape(x):
-    return isinstance(x, Tensor)
-
-
 def constant(x):
     """The values of `x` as an ndarray: for masks, gates and indices, which carry no gradient."""
     return x.data if isinstance(x, Tensor) else x
@@ -30,62 +26,62 @@ def constant(x):
 
 def like(array, reference):
     """`array` as a value of `reference`'s kind: a constant Tensor beside a Tensor, the array itself otherwise."""
-    if _on_tape(reference) and not _on_tape(array):
+    if isinstance(reference, Tensor) and not isinstance(array, Tensor):
         return Tensor.allocate(np.asarray(array), "input", name="const")
     return array
 
 
 def sum(x, axis=None, keepdims=False):    # noqa: A001 - numpy's name
-    if _on_tape(x):
+    if isinstance(x, Tensor):
         return _apply("sum", (x,), {"axis": axis, "keepdims": keepdims})
-    return np.asarray(np.sum(x, axis=axis, keepdims=keepdims))
+    total = x.sum(axis=axis, keepdims=keepdims)
+    return total if type(total) is np.ndarray else np.asarray(total)     # a full sum: 0-d, not a numpy scalar
 
 
 def exp(x):
-    return _apply("exp", (x,), {}) if _on_tape(x) else np.exp(x)
+    return _apply("exp", (x,), {}) if isinstance(x, Tensor) else np.exp(x)
 
 
 def tanh(x):
-    return _apply("tanh", (x,), {}) if _on_tape(x) else np.tanh(x)
+    return _apply("tanh", (x,), {}) if isinstance(x, Tensor) else np.tanh(x)
 
 
 def reshape(x, shape):
-    shape = tuple(shape)
-    return _apply("reshape", (x,), {"shape": shape}) if _on_tape(x) else np.reshape(x, shape)
+    if isinstance(x, Tensor):
+        return _apply("reshape", (x,), {"shape": tuple(shape)})
+    return x.reshape(shape)
 
 
 def permute(x, axes):
     axes = tuple(int(a) for a in axes)
-    return _apply("permute", (x,), {"axes": axes}) if _on_tape(x) else np.transpose(x, axes)
+    return _apply("permute", (x,), {"axes": axes}) if isinstance(x, Tensor) else np.transpose(x, axes)
 
 
 def swapaxes(x):
     """The last two axes exchanged (a matrix transpose, batched)."""
-    if _on_tape(x):
+    if isinstance(x, Tensor):
         axes = list(range(x.ndim))
         axes[-1], axes[-2] = axes[-2], axes[-1]
         return permute(x, axes)
-    return np.swapaxes(x, -1, -2)
+    return x.swapaxes(-1, -2)
 
 
 def expand_dims(x, axes):
     """Unit axes inserted at `axes` (positions in the result), as numpy's expand_dims."""
-    if _on_tape(x):
+    if isinstance(x, Tensor):
         return reshape(x, np.expand_dims(np.empty(x.shape, dtype=bool), axes).shape)
     return np.expand_dims(x, axes)
 
 
 def expand(x, shape):
-    """`x` broadcast to `shape` without copying (a view): the adjoint of a sum."""
-    shape = tuple(shape)
-    if _on_tape(x):
+    """`x` broadcast to `shape` (a tuple) without copying (a view): the adjoint of a sum."""
+    if isinstance(x, Tensor):
         return x if x.shape == shape else _apply("expand", (x,), {"shape": shape})
     return np.broadcast_to(x, shape)
 
 
 def unbroadcast(grad, shape):
-    """Sum a broadcast gradient back down to `shape`: every binary op's vjp ends here."""
-    shape = tuple(shape)
+    """Sum a broadcast gradient back down to `shape` (a tuple): every binary op's vjp ends here."""
     if grad.shape == shape:
         return grad
     extra = grad.ndim - len(shape)
@@ -103,8 +99,9 @@ def where(condition, x):
     On arrays, multiplying by the condition is the same select and twice as fast, except that an infinite
     value behind a false condition gives inf·0 = NaN; a NaN in the product sends it to the exact select.
     """
-    condition = constant(condition)
-    if _on_tape(x):
+    if isinstance(condition, Tensor):
+        condition = condition.data
+    if isinstance(x, Tensor):
         return _apply("masked_fill", (x, Tensor.allocate(~condition, "input", name="mask")), {"value": 0.0})
     selected = x * condition
     if np.isnan(selected.sum()):
@@ -114,14 +111,14 @@ def where(condition, x):
 
 def take(x, key):
     """`x[key]` (any numpy index): a gather."""
-    if _on_tape(x):
+    if isinstance(x, Tensor):
         return _apply("getitem", (x,), {"key": key})
     return np.asarray(x[key])
 
 
 def scatter_add(x, key, shape):
     """A zero array of `shape` with `x` added at `key` (repeated indices add up): the adjoint of a gather."""
-    if _on_tape(x):
+    if isinstance(x, Tensor):
         return _apply("scatter_add", (x,), {"key": key, "shape": tuple(shape)})
     out = np.zeros(shape, dtype=x.dtype)
     np.add.at(out, key, x)
@@ -130,7 +127,7 @@ def scatter_add(x, key, shape):
 
 def split(x, bounds, axis):
     """`x` cut along `axis` at `bounds`, as numpy's split."""
-    if not _on_tape(x):
+    if not isinstance(x, Tensor):
         return np.split(x, bounds, axis=axis)
     edges = [0, *[int(b) for b in bounds], x.shape[axis]]
     lead = (slice(None),) * (axis % x.ndim)
@@ -144,6 +141,6 @@ def zeros(shape, reference):
 
 def power(x, exponent, forward):
     """x ** exponent by the pow op's own forward (`forward(attrs, x)`), recorded when x is a Tensor."""
-    if _on_tape(x):
+    if isinstance(x, Tensor):
         return _apply("pow", (x,), {"exponent": exponent})
     return forward({"exponent": exponent}, x)
