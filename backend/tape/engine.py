@@ -165,6 +165,13 @@ class Sweep:
         return _sum_on_tape(target_uid, existing, contribution) if self.on_tape else _sum(target_uid, existing, contribution)
 
     def run_node(self, node, adjoint):
+        if self.on_tape:        # the vjp, the += of its shares and .grad: all recorded as this entry's backward
+            with modes.recording_backward(self.create_graph, node.scope):
+                self._run_node(node, adjoint)
+        else:
+            self._run_node(node, adjoint)
+
+    def _run_node(self, node, adjoint):
         listening = events.active
         if listening:
             events.emit("node_begin", node=node, adjoint=adjoint)
@@ -172,6 +179,8 @@ class Sweep:
             self.captured[node.output_uid] = adjoint
         if adjoint is None or (self.useful is not None and node not in self.useful):
             grads = (None,) * len(node.next)
+        elif self.useful is not None:
+            grads = self._pruned_vjp(node, adjoint)
         elif self.on_tape:
             grads = self._recorded_vjp(node, adjoint)
         else:
@@ -212,13 +221,28 @@ class Sweep:
         elif self.accumulate:
             (_accumulate_leaf_on_tape if self.on_tape else _accumulate_leaf)(parent, contribution, node)
 
+    def _pruned_vjp(self, node, adjoint):
+        """The vjp asked only for the gradients that lead to a captured tensor (as PyTorch's grad() does): with
+        create_graph, a weight's gradient nobody asked for would otherwise be recorded and never swept."""
+        needs = node.needs
+        node.needs = tuple([need and (type(parent) is Node and (parent in self.useful or parent.output_uid in self.capture)
+                                      or type(parent) is not Node and parent is not None and parent.uid in self.capture)
+                            for need, parent in zip(needs, node.next)])
+        try:
+            if self.on_tape:
+                return self._recorded_vjp(node, adjoint)
+            saved = node.unpack()
+            return node.op.vjp(adjoint if node.op.takes_adjoint else adjoint.array, saved, node)
+        finally:
+            node.needs = needs
+
     def _recorded_vjp(self, node, adjoint):
-        """The node's vjp on Tensors: recorded when create_graph (phase "backward"), carrying tangents in a JVP sweep."""
+        """The node's vjp on Tensors (run_node has set the grad mode): recorded when create_graph, carrying
+        tangents in a JVP sweep."""
         saved = node.unpack_tensors()
         if node.retained is not None:
             _keep_retained(node, adjoint)
-        with modes.recording_backward(self.create_graph):
-            grads = node.op.vjp(adjoint.array, saved, node)
+        grads = node.op.vjp(adjoint.array, saved, node)
         if len(grads) != len(node.next):
             raise RuntimeError(f"vjp of {node.op.name} returned {len(grads)} gradients for {len(node.next)} inputs")
         return grads

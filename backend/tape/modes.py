@@ -20,16 +20,23 @@ def layer_scope(name):
         scope = previous
 
 
+RECORDED_BACKWARD = "backward (recorded)"     # the scope of a vjp's own ops: the second tape
+
+
 @contextmanager
-def recording_backward(create_graph):
-    """The grad mode a sweep runs its vjps in: recording (and labelled "backward") only under create_graph."""
-    global enabled, phase
-    previous = (enabled, phase)
-    enabled, phase = create_graph, ("backward" if create_graph else phase)
+def recording_backward(create_graph, forward_scope=""):
+    """The grad mode a sweep runs one vjp in: recording only under create_graph, its entries labelled phase
+    "backward" and scoped "backward (recorded).<the forward entry's scope>"."""
+    global enabled, phase, scope
+    previous = (enabled, phase, scope)
+    enabled = create_graph
+    if create_graph:
+        phase = "backward"
+        scope = f"{RECORDED_BACKWARD}.{forward_scope}" if forward_scope else RECORDED_BACKWARD
     try:
         yield
     finally:
-        enabled, phase = previous
+        enabled, phase, scope = previous
 
 
 @contextmanager
