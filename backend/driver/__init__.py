@@ -64,12 +64,10 @@ def _refuse_checkpointed_penalty(spec, checkpoint):
     arrays, so a create_graph backward cannot be recorded through it: refuse the pair rather than run it wrong."""
     if "gradient_penalty" not in spec["loss"] or checkpoint is None:
         return
-    if isinstance(checkpoint, dict) and checkpoint.get("policy") == "none":
-        return
     raise PolicyError([{"path": "checkpoint", "message": (
         "cannot be planned for a spec with loss.gradient_penalty: a checkpointed region's backward is a nested "
-        "sweep of plain arrays, which create_graph cannot record; remove the checkpoint (or set its policy to "
-        '"none"), or remove loss.gradient_penalty')}])
+        "sweep of plain arrays, which create_graph cannot record; send the request without a checkpoint, or "
+        "remove loss.gradient_penalty")}])
 
 
 @contextmanager
