@@ -82,8 +82,11 @@ def backward_many(roots, gradients, retain_graph=None, capture=None, create_grap
             sweep.deliver(root_tensor, seed_adjoint, None)
         else:
             existing = sweep.buffers.get(root)
-            sweep.buffers[root] = seed_adjoint if existing is None else sweep.sum(root.output_uid, existing, seed_adjoint)
-            nodes.append(root)
+            if existing is None:
+                sweep.buffers[root] = seed_adjoint
+                nodes.append(root)
+            else:                          # two outputs of one entry (or one output twice): their seeds add up
+                sweep.buffers[root] = sweep.sum(root.output_uid, existing, seed_adjoint)
         del seed_adjoint
     if not nodes:
         return sweep.captured_adjoints()

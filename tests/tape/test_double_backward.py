@@ -244,3 +244,10 @@ def test_the_plain_sweep_still_hands_out_arrays():
     w = parameter(np.array([1.0, 2.0]))
     (w * w).sum().backward()
     assert type(w.grad) is np.ndarray
+
+
+def test_grad_of_several_outputs_sums_their_seeded_gradients():
+    x = parameter(np.array([0.2, -0.4]))
+    y = x.tanh()
+    (twice,) = grad([y, y], x, grad_outputs=[tensor(np.ones(2)), tensor(np.array([2.0, 3.0]))])
+    np.testing.assert_allclose(twice.data, np.array([3.0, 4.0]) * (1 - np.tanh(x.data) ** 2), rtol=1e-12)
