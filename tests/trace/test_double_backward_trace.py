@@ -15,7 +15,7 @@ import copy
 import pytest
 
 from backend.driver import trace_spec, work
-from backend.models import SpecError, presets, validate_spec
+from backend.models import CapError, SpecError, presets, validate_spec
 from backend.models.spec import plan
 
 GP = "gradient-penalty"
@@ -63,6 +63,16 @@ def test_the_tally_and_the_work_price_count_the_extra_sweep():
     assert plan(spec).entries >= 4 * plan(plain).entries
     assert plan(spec).activation_bytes >= 3 * plan(plain).activation_bytes
     assert work.estimate_work_us(spec) > 2 * work.estimate_work_us(plain)
+
+
+def test_the_work_cap_refuses_a_penalty_whose_model_alone_fits(monkeypatch):
+    spec = validate_spec(presets.get(GP))
+    plain = validate_spec(without_penalty(spec))
+    monkeypatch.setattr(work, "WORK_BUDGET_US", 2 * work.estimate_work_us(plain))   # a budget between the two
+    work.check_work(plain)
+    with pytest.raises(CapError) as refused:
+        work.check_work(spec)
+    assert refused.value.cap == "work"
 
 
 def test_checkpoint_planning_is_refused_with_a_400(client):
