@@ -3,8 +3,9 @@
 Prints, in one run, the time ratio engine / hand numpy at widths 64, 256 and 1024 (batch 64, input 64,
 two hidden layers, output 1, float32), the per-op recording overhead in µs, and one JVP sweep (forward mode:
 a directional derivative along the first layer's weight) against one VJP sweep (forward + backward) of the
-same MLP, then whole Jacobians with respect to the input (batch 4: n = 256 input elements) by n JVP sweeps
-against m VJP sweeps, for the logits (m = 4) and the scalar loss (m = 1). Run: python bench/engine.py
+same MLP; whole Jacobians with respect to the input (batch 4: n = 256 input elements) by n JVP sweeps
+against m VJP sweeps, for the logits (m = 4) and the scalar loss (m = 1); and a create_graph backward (and an
+HVP: a second backward through it) against a plain backward. Run: python bench/engine.py
 
 `--cpu` times with this thread's CPU clock and 40 rounds instead of the wall clock and 7: on a shared, busy
 machine the wall clock measures the neighbours (run it with OPENBLAS_NUM_THREADS=1 so BLAS stays on this thread).
@@ -17,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backend.tape import jacobian, jvp, no_grad, parameter, tensor  # noqa: E402
+from backend.tape import grad, jacobian, jvp, no_grad, parameter, tensor  # noqa: E402
 
 
 def make_weights(width, rng):
@@ -130,6 +131,32 @@ def whole_jacobians(rng, width=64, batch=4):
               f"{reverse * 1e3:.2f} ms, forward / reverse {forward / reverse:.1f}x")
 
 
+def double_backward_against_backward(rng, width=256):
+    """A create_graph backward (the vjps recorded) and the HVP it makes possible, vs one plain backward, on the MLP."""
+    weights = make_weights(width, rng)
+    params = [parameter(w) for w in weights]
+    x = tensor(rng.standard_normal((64, 64)).astype(np.float32))
+    y = tensor(rng.standard_normal((64, 1)).astype(np.float32))
+
+    def loss():
+        w1, b1, w2, b2, w3, b3 = params
+        diff = ((x @ w1 + b1).tanh() @ w2 + b2).tanh() @ w3 + b3 - y
+        return (diff * diff).mean()
+
+    def recorded():
+        grad(loss(), params, create_graph=True)
+
+    def hessian_vector():
+        gradients = grad(loss(), params, create_graph=True)
+        grad(gradients, params, grad_outputs=[tensor(np.ones_like(p.data)) for p in params])
+
+    plain = best_of(lambda: grad(loss(), params), 20)
+    create_graph = best_of(recorded, 20)
+    hvp_time = best_of(hessian_vector, 20)
+    print(f"width {width}, tanh: forward + backward {plain * 1e6:.1f} µs; with create_graph {create_graph * 1e6:.1f} µs "
+          f"({create_graph / plain:.2f}x); + a second backward (an HVP) {hvp_time * 1e6:.1f} µs ({hvp_time / plain:.2f}x)")
+
+
 def main():
     rng = np.random.default_rng(0)
     clock = "this thread's CPU time" if CPU_CLOCK else "wall time"
@@ -170,6 +197,7 @@ def main():
           f"(recorded {recorded / 1000 * 1e6:.2f} µs/op, unrecorded {plain / 1000 * 1e6:.2f} µs/op)")
     jvp_against_vjp(rng)
     whole_jacobians(rng)
+    double_backward_against_backward(rng)
 
 
 if __name__ == "__main__":

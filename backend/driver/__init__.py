@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from backend.driver.engine_slot import ENGINE_WAIT_S, EngineBusy, holding_engine
 from backend.driver.work import check_work
 from backend.models import validate_spec
-from backend.planner import plan_document
+from backend.planner import PolicyError, plan_document
 from backend.trace import deadline
 from backend.trace.deadline import TimeBudgetExceeded
 from backend.trace.run import measure_peak, record
@@ -51,6 +51,7 @@ def run_on_engine(spec, checkpoint, job, deadline_s=None, wait_s=None, runs=1):
     integer program's time limits left by the price.
     """
     normalized = validate_spec(spec)
+    _refuse_checkpointed_penalty(normalized, checkpoint)
     priced = check_work(normalized, checkpoint, runs)
     deadline_s = DEADLINE_S if deadline_s is None else deadline_s
     with holding_engine(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s), \
@@ -64,6 +65,17 @@ def run_bounded(job, deadline_s=None, wait_s=None):
     deadline_s = DEADLINE_S if deadline_s is None else deadline_s
     with holding_engine(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s):
         return job()
+
+
+def _refuse_checkpointed_penalty(spec, checkpoint):
+    """A checkpoint region's backward re-runs its forward and backs through it with a nested sweep of plain
+    arrays, so a create_graph backward cannot be recorded through it: refuse the pair rather than run it wrong."""
+    if "gradient_penalty" not in spec["loss"] or checkpoint is None:
+        return
+    raise PolicyError([{"path": "checkpoint", "message": (
+        "cannot be planned for a spec with loss.gradient_penalty: a checkpointed region's backward is a nested "
+        "sweep of plain arrays, which create_graph cannot record; send the request without a checkpoint, or "
+        "remove loss.gradient_penalty")}])
 
 
 @contextmanager

@@ -24,8 +24,9 @@ class Model:
         # The input is drawn first, then the weights in layer order: Lab 1's order, so lab1-mlp matches it.
         if tokens:
             self.input = tensor(rng.integers(0, source["vocab"], shape), name="tokens")
-        else:
-            self.input = tensor(rng.uniform(-1, 1, shape).astype(dtype), name="x")
+        else:     # a gradient penalty differentiates the loss with respect to the input
+            self.input = tensor(rng.uniform(-1, 1, shape).astype(dtype), name="x",
+                                requires_grad="gradient_penalty" in spec["loss"])
         ctx = BuildContext(rng, dtype, spec.get("init_std"), source.get("vocab", 0))
         width = None if tokens else shape[-1]
         self.blocks, out_width = build_blocks(spec["layers"], width, ctx)
@@ -69,3 +70,16 @@ class Model:
             if kind == "mse":
                 return T.mse_loss(out, self.target)
             return out.sum()
+
+    def penalized(self, loss):
+        """loss + λ·mean over rows of (‖∂loss/∂x_row‖ − 1)² (WGAN-GP's penalty), or None without one.
+
+        ∂loss/∂x comes from a backward with create_graph=True: its vjps are recorded on the tape (the first
+        backward's intermediates are saved for the second), so the penalty can itself be differentiated."""
+        penalty = self.spec["loss"].get("gradient_penalty")
+        if penalty is None:
+            return None
+        (slope,) = T.grad(loss, self.input, create_graph=True)
+        with layer_scope("gradient_penalty"):
+            norms = (slope * slope).sum(axis=-1) ** 0.5
+            return loss + ((norms - 1.0) ** 2).mean() * penalty["weight"]

@@ -36,6 +36,17 @@ PRESETS = {
                             {"type": "linear", "out": 1}],
                  "loss": {"type": "mse", "target": "random"}, "optimizer": {"type": "sgd", "lr": 0.01}},
     },
+    "gradient-penalty": {
+        "description": "WGAN-GP's penalty λ(‖∂L/∂x‖ − 1)² on a tanh/relu MLP: the first backward is recorded "
+                       "(create_graph), so its intermediates stay saved for backward-2 — about twice the peak.",
+        "spec": {"name": "gradient-penalty", "seed": 0, "dtype": "float32", "batch": 64,
+                 "input": {"kind": "features", "size": 16},
+                 "layers": [{"type": "linear", "out": 64}, {"type": "tanh"},
+                            {"type": "linear", "out": 64}, {"type": "relu"},
+                            {"type": "linear", "out": 1}],
+                 "loss": {"type": "mse", "target": "random", "gradient_penalty": {"weight": 10.0}},
+                 "optimizer": {"type": "sgd", "lr": 0.01}},
+    },
     "transformer-tiny": {
         "description": "Embedding, 2 pre-LN transformer blocks (d=32, 4 heads, causal), seq 16, batch 2, vocab 50, dropout 0.1.",
         "spec": {"name": "transformer-tiny", "seed": 0, "dtype": "float32", "batch": 2,

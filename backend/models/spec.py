@@ -9,6 +9,7 @@ from backend.models.caps import cap
 from backend.models.errors import CapError, SpecError
 from backend.models.layers import Tally, check_layer_list, plan_layers
 from backend.problems import Problems
+from backend.tape import OPS
 
 DTYPES = ("float32", "float64", "float16")
 
@@ -88,9 +89,11 @@ def validate_spec(spec):
     normalized.update({
         "input": INPUT.read(spec.get("input"), problems),
         "layers": check_layer_list(spec.get("layers"), "layers", problems, depth=0),
-        "loss": LOSS.read(spec.get("loss", {"type": "sum"}), problems),
+        "loss": _read_loss(spec.get("loss", {"type": "sum"}), problems),
         "optimizer": _check_optimizer(spec.get("optimizer", {"type": "none"}), problems),
     })
+    if not problems:
+        _check_penalty_fits(normalized, problems)
     if problems:
         raise SpecError(problems)
     tally = plan(normalized, problems)
@@ -118,6 +121,8 @@ def plan(spec, problems=None):
     if shape is not None:
         _check_loss_fits(spec, shape, problems)
         tally.op(int(np.prod(shape)), entries=3)
+        if "gradient_penalty" in spec["loss"]:
+            tally.add_recorded_backward()
         if tally.param_elements == 0:
             problems.add("layers", "have no parameters, so backward has nothing to differentiate: "
                                    "add a linear, embedding or norm layer")
@@ -128,6 +133,56 @@ def plan(spec, problems=None):
     if problems and shape is None and not any(p["path"].startswith("layers") for p in problems):
         problems.add("layers", "the layers do not fit the input")
     return tally
+
+
+def _read_loss(value, problems):
+    """loss.type's own fields (LOSS), and on any of them an optional gradient penalty."""
+    penalty = value.get("gradient_penalty") if isinstance(value, dict) else None
+    if isinstance(value, dict):
+        value = {key: v for key, v in value.items() if key != "gradient_penalty"}
+    loss = LOSS.read(value, problems)
+    if penalty is not None:
+        loss["gradient_penalty"] = _check_gradient_penalty(penalty, problems)
+    return loss
+
+
+MAX_PENALTY_WEIGHT = 1000.0
+# Layer types whose ops' vjps cannot be recorded (the registry's not_recordable says why), by the op that refuses.
+NOT_TWICE_DIFFERENTIABLE = {"layernorm": "layernorm", "rmsnorm": "rmsnorm", "transformer_block": "layernorm",
+                            "attention": "attention"}
+
+
+def _check_gradient_penalty(value, problems):
+    """λ·mean over rows of (‖∂loss/∂x_row‖ − 1)², WGAN-GP's penalty: its backward is recorded, then differentiated."""
+    path = "loss.gradient_penalty"
+    value = f.mapping(value, path, problems)
+    f.unknown_keys(value, {"weight"}, path, problems)
+    return {"weight": f.number(value, "weight", path, problems, 0, MAX_PENALTY_WEIGHT, default=10.0,
+                               hint="WGAN-GP uses 10")}
+
+
+def _check_penalty_fits(spec, problems):
+    """A gradient penalty needs a differentiable input and a model whose every vjp can be recorded."""
+    if "gradient_penalty" not in spec["loss"]:
+        return
+    if spec["input"]["kind"] != "features":
+        problems.add("loss.gradient_penalty", "needs a features input: the penalty is the norm of the loss's "
+                                              "gradient with respect to the input, and tokens have none")
+    if spec["loss"]["type"] == "cross_entropy":
+        problems.add("loss.type", f"cross_entropy cannot carry a gradient penalty: {OPS['cross_entropy'].not_recordable}; "
+                                  'use "mse" or "sum", or remove loss.gradient_penalty')
+    for path, layer in _walk_layers(spec["layers"], "layers"):
+        op = NOT_TWICE_DIFFERENTIABLE.get(layer["type"])
+        if op is not None:
+            problems.add(f"{path}.type", f"{layer['type']} cannot be differentiated twice ({OPS[op].not_recordable}): "
+                                         "remove the layer or loss.gradient_penalty")
+
+
+def _walk_layers(layers, path):
+    for i, layer in enumerate(layers):
+        yield f"{path}[{i}]", layer
+        if "layers" in layer:
+            yield from _walk_layers(layer["layers"], f"{path}[{i}].layers")
 
 
 def _check_optimizer(value, problems):

@@ -1,9 +1,10 @@
 """The tape engine: a numpy Wengert list with PyTorch's autograd semantics.
 
-    from backend.tape import Tensor, tensor, parameter, no_grad, gradcheck, jvp, jacobian
+    from backend.tape import Tensor, tensor, parameter, no_grad, gradcheck, jvp, jacobian, grad, hvp
 """
 from backend.tape import ops  # noqa: F401  (fills the registry)
 from backend.tape import methods  # noqa: F401  (attaches Tensor's operators)
+from backend.tape.autograd import grad, hvp
 from backend.tape.checkpoint import checkpoint
 from backend.tape.engine import backward
 from backend.tape.forward import jacobian, jvp
@@ -24,7 +25,7 @@ ENGINE_VERSION = "0.1.0"
 
 __all__ = [
     "Tensor", "tensor", "parameter", "no_grad", "enable_grad", "layer_scope", "gradcheck", "GradcheckError", "backward",
-    "jvp", "jacobian", "SGD", "Adam", "AdamW", "checkpoint", "OPS", "ENGINE_VERSION", "manual_seed", "get_rng_state", "set_rng_state",
+    "jvp", "jacobian", "grad", "hvp", "SGD", "Adam", "AdamW", "checkpoint", "OPS", "ENGINE_VERSION", "manual_seed", "get_rng_state", "set_rng_state",
     "cat", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "log_softmax", "masked_fill",
     "matmul", "mse_loss", "permute", "relu", "reshape", "rms_norm", "scaled_dot_product_attention",
     "sigmoid", "softmax", "tanh", "transpose", "layernorm", "rmsnorm",

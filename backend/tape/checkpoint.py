@@ -62,6 +62,7 @@ CHECKPOINT = register(Op(
     "checkpoint", "checkpoint", ("inputs",), saves={"inputs": ()}, variadic=True,
     forward=lambda attrs, *arrays: None,      # never dispatched: checkpoint() runs the region itself
     vjp=_recompute_vjp, jvp=_region_jvp, takes_adjoint=True,
+    not_recordable="its vjp re-runs the region and backs through it with a nested sweep of plain arrays",
     flops=lambda shapes, out_shape, attrs: 0,  # the region's FLOPs are counted on its recompute entries
     why="checkpoint saves only the region's inputs: its backward re-runs the region to get the rest back.",
 ))

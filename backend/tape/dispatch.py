@@ -6,7 +6,7 @@ records and saves nothing.
 import numpy as np
 
 from backend.tape import dual, events, modes, remat, views
-from backend.tape.node import Node
+from backend.tape.node import OWN_OUTPUT, Node
 from backend.tape.registry import plan_of
 from backend.tape.storage import Storage, next_uid
 from backend.tape.tensor import Tensor
@@ -22,11 +22,13 @@ def apply(op, inputs, attrs=NO_ATTRS):
     out, extras = result if op.extras else (result, None)
     if type(out) is not np.ndarray:
         out = np.asarray(out)               # numpy hands back scalars for 0-d results; a Tensor always holds an array
-    if dual.active:
-        return _dual_output(op, attrs, inputs, arrays, out, extras)
     if modes.enabled:
         needs = tuple([t.requires_grad for t in inputs])
         recording = True in needs
+        if dual.active and not recording:
+            return _dual_output(op, attrs, inputs, arrays, out, extras)
+    elif dual.active:
+        return _dual_output(op, attrs, inputs, arrays, out, extras)
     else:
         recording = False
         if modes.watching:
@@ -40,6 +42,8 @@ def apply(op, inputs, attrs=NO_ATTRS):
         events.emit("record", node=node, inputs=inputs, out_shape=out.shape)
     output = _output(op, attrs, out, inputs, node)
     node.output_uid = output.uid
+    if dual.active:                                 # recorded inside a JVP sweep (forward-over-reverse)
+        _carry_tangent(op, attrs, inputs, arrays, out, extras, output)
     if remat.enabled:
         remat.on_record(node, inputs, output)       # before saving: an op saving its own output keeps a recipe
     _save(node, inputs, output, extras)
@@ -51,9 +55,12 @@ def apply_inplace(op, target, others, attrs=NO_ATTRS):
 
     On a view, the history rebased is the base's (views.through_view), and the view's own is regenerated from it.
     """
-    if dual.active:
-        return _dual_inplace(op, target, others, attrs)
     inputs = [target, *others]
+    if dual.active:
+        if modes.enabled and True in [t.requires_grad for t in inputs]:
+            raise RuntimeError(f"in-place {op.name} inside a JVP sweep that also records (forward-over-reverse) is "
+                               "not supported: write the function out-of-place")
+        return _dual_inplace(op, target, others, attrs)
     needs = tuple([t.requires_grad for t in inputs])
     recording = modes.enabled and True in needs
     base = target.base if type(target) is View else None
@@ -97,14 +104,19 @@ def _dual_output(op, attrs, inputs, arrays, out, extras):
     if events.active:
         events.emit("op", op=op)
     output = _output(op, attrs, out, inputs, None)
-    if type(output) is not View:            # a view's tangent is its base's, through the same view ops
-        tangents = tuple([dual.tangent_of(t) for t in inputs])
-        if _carries(tangents):
-            tangent = op.jvp(tangents, _jvp_values(op, arrays, out, extras), attrs)
-            dual.set_tangent(output, _fitted(tangent, out))
+    _carry_tangent(op, attrs, inputs, arrays, out, extras, output)
     if events.active:
         events.emit("tangent", op=op, attrs=attrs, inputs=inputs, output=output)   # the op ran, its tangent is set
     return output
+
+
+def _carry_tangent(op, attrs, inputs, arrays, out, extras, output):
+    if type(output) is View:
+        return                              # a view's tangent is its base's, through the same view ops
+    tangents = tuple([dual.tangent_of(t) for t in inputs])
+    if _carries(tangents):
+        tangent = op.jvp(tangents, _jvp_values(op, arrays, out, extras), attrs)
+        dual.set_tangent(output, _fitted(tangent, out))
 
 
 def _dual_inplace(op, target, others, attrs):
@@ -187,15 +199,20 @@ def _save(node, inputs, output, extras, before_write=None):
             if tensor.recipe is not None:
                 node.save_recipe(saved_name, tensor.recipe, tensor.uid)
                 continue
-            origin = tensor.grad_fn.name() if tensor.grad_fn is not None else None
-            node.save(saved_name, tensor.data, tensor.storage, tensor.uid, origin)
+            producer = tensor.grad_fn
+            origin = producer.name() if producer is not None else None
+            if producer is None and tensor.requires_grad:
+                producer = tensor
+            node.save(saved_name, tensor.data, tensor.storage, tensor.uid, origin, producer,
+                      dual.tangent_of(tensor) if dual.active else None)
         elif source == "out":
             if output is None:
                 continue
             if output.recipe is not None:
                 node.save_recipe(saved_name, output.recipe, output.uid)
                 continue
-            node.save(saved_name, output.data, output.storage, output.uid, node.name())
+            node.save(saved_name, output.data, output.storage, output.uid, node.name(), OWN_OUTPUT,
+                      dual.tangent_of(output) if dual.active else None)
         elif before_write is None:
             _save_extra(node, saved_name, extras[saved_name])
 
@@ -208,14 +225,15 @@ def _any_needed(needs, indices):
 
 
 def _save_original(node, saved_name, target):
-    """An in-place op's target as it was before the write: a clone, as PyTorch saves `original_self`."""
-    _save_extra(node, saved_name, target.data.copy())
+    """An in-place op's target as it was before the write: a clone, as PyTorch saves `original_self`, whose
+    history is the target's before the write (read before the rebase)."""
+    _save_extra(node, saved_name, target.data.copy(), views.edge_to(target))
 
 
-def _save_extra(node, saved_name, array):
+def _save_extra(node, saved_name, array, producer=None):
     """An extra the forward computed only for backward (a dropout mask, normalization statistics)."""
     uid = next_uid()
     storage = Storage(array.nbytes, array.dtype, "activation", uid)
     if events.active:
         events.emit("alloc_extra", uid=uid, storage=storage, array=array, node=node, name=saved_name)
-    node.save(saved_name, array, storage, uid, node.name())
+    node.save(saved_name, array, storage, uid, node.name(), producer)

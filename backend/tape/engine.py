@@ -2,14 +2,20 @@
 
 Each node's incoming adjoint waits in a buffer until the last consumer has delivered its share; contributions
 to a tensor used twice are summed there (+=). Leaves accumulate into `.grad`, allocated on first use.
+
+A sweep runs on one of two kinds of adjoint. On the plain path they are ndarrays and the vjps run on the saved
+arrays. Under create_graph (or inside a JVP sweep: forward-over-reverse) they are Tensors: each vjp reads its
+saved values as Tensors whose history is their producer (Node.unpack_tensors) and, with create_graph, its own
+ops are recorded on the tape (phase "backward"), so the gradients it hands out can be differentiated again.
 """
 import heapq
 
 import numpy as np
 
-from backend.tape import events
+from backend.tape import dual, events, modes
 from backend.tape.node import Node
 from backend.tape.storage import Storage, next_uid
+from backend.tape.tensor import Tensor
 
 
 class Adjoint:
@@ -30,10 +36,11 @@ def _fresh(array, owner_uid):
     return Adjoint(array, storage, exclusive=True)
 
 
-def dependencies(root):
-    """How many edges point at each node reachable from `root` (an iterative walk)."""
-    counts = {root: 0}
-    stack = [root]
+def dependencies(roots):
+    """How many edges point at each node reachable from `roots` (a node or a list of them; an iterative walk)."""
+    roots = [roots] if type(roots) is Node else list(roots)
+    counts = {root: 0 for root in roots}
+    stack = list(roots)
     while stack:
         node = stack.pop()
         for parent in node.next:
@@ -46,66 +53,139 @@ def dependencies(root):
     return counts
 
 
-def backward(root_tensor, gradient=None, retain_graph=False, capture=None):
+def backward(root_tensor, gradient=None, retain_graph=None, capture=None, create_graph=False, accumulate=True):
     """Run the adjoint sweep from `root_tensor`, accumulating into leaf `.grad`s.
 
-    `gradient` may be an array or an Adjoint (whose storage is then reused, not copied). With `capture`, a list
-    of leaves, their contributions are summed in buffers like a node's instead of landing in `.grad`, and the
-    summed Adjoints (None where nothing arrived) are returned: a checkpoint's nested sweep hands them back out.
+    `gradient` may be an array, a Tensor or an Adjoint (whose storage is then reused, not copied). With
+    `capture`, a list of tensors (leaves, or non-leaves keyed by their grad_fn's output uid), their gradients are
+    summed in buffers like a node's instead of landing in `.grad`, and the summed Adjoints (None where nothing
+    arrived) are returned: a checkpoint's nested sweep hands them back out, and `grad()` returns them. With
+    `accumulate=False` no `.grad` is touched and only the entries leading to a captured tensor run.
+    `retain_graph` defaults to `create_graph`, as in PyTorch.
     """
-    if not root_tensor.requires_grad:
-        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-    seed_adjoint = _seed(root_tensor, gradient)
-    sweep = Sweep(retain_graph, capture)
-    root = root_tensor.grad_fn
-    if root is None:                       # backward on a leaf: its own .grad gets the seed
-        sweep.deliver(root_tensor, seed_adjoint, None)
+    return backward_many([root_tensor], [gradient], retain_graph, capture, create_graph, accumulate)
+
+
+def backward_many(roots, gradients, retain_graph=None, capture=None, create_graph=False, accumulate=True):
+    """One sweep from several outputs at once, each seeded with its gradient (see `backward`)."""
+    if retain_graph is None:
+        retain_graph = create_graph
+    for index, root_tensor in enumerate(roots):
+        if not root_tensor.requires_grad:
+            raise RuntimeError(f"element {index} of tensors does not require grad and does not have a grad_fn")
+    sweep = Sweep(retain_graph, capture, create_graph, accumulate)
+    nodes = []
+    for root_tensor, gradient in zip(roots, gradients):
+        seed_adjoint = _seed(root_tensor, gradient, sweep.on_tape)
+        root = root_tensor.grad_fn
+        if root is None:                   # backward on a leaf: its own .grad gets the seed
+            sweep.deliver(root_tensor, seed_adjoint, None)
+        else:
+            existing = sweep.buffers.get(root)
+            if existing is None:
+                sweep.buffers[root] = seed_adjoint
+                nodes.append(root)
+            else:                          # two outputs of one entry (or one output twice): their seeds add up
+                sweep.buffers[root] = sweep.sum(root.output_uid, existing, seed_adjoint)
+        del seed_adjoint
+    if not nodes:
         return sweep.captured_adjoints()
-    sweep.pending = dependencies(root)
+    sweep.pending = dependencies(nodes)
+    if not accumulate:
+        sweep.useful = _leading_to(sweep.pending, sweep.capture)
     if events.active:
-        events.emit("backward_begin", root=root, dependencies=sweep.pending)
-    sweep.buffers[root] = seed_adjoint
-    del seed_adjoint
-    sweep.ready = [(-root.seq, root)]
+        events.emit("backward_begin", root=nodes[0], dependencies=sweep.pending)
+    sweep.ready = [(-root.seq, root) for root in nodes if sweep.pending[root] == 0]
+    heapq.heapify(sweep.ready)
     while sweep.ready:
         _, node = heapq.heappop(sweep.ready)
         sweep.run_node(node, sweep.buffers.pop(node, None))     # None: no gradient reached it
     return sweep.captured_adjoints()
 
 
-def _seed(root_tensor, gradient):
+def _seed(root_tensor, gradient, on_tape):
     if isinstance(gradient, Adjoint):
         return gradient
+    if on_tape:
+        if isinstance(gradient, Tensor):    # a seed that requires grad is itself differentiated through
+            return Adjoint(gradient, gradient.storage)
+        seed = _seed_array(root_tensor, gradient)
+        held = Tensor.allocate(seed, "grad", name=f"d{root_tensor.name or 'output'}")
+        return Adjoint(held, held.storage)
+    return _fresh(_seed_array(root_tensor, gradient), root_tensor.uid)
+
+
+def _seed_array(root_tensor, gradient):
     if gradient is None:
         if root_tensor.data.size != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
-        seed = np.ones_like(root_tensor.data)
-    else:
-        seed = np.asarray(gradient, dtype=root_tensor.data.dtype).reshape(root_tensor.data.shape)
-    return _fresh(seed, root_tensor.uid)
+        return np.ones_like(root_tensor.data)
+    if isinstance(gradient, Tensor):
+        gradient = gradient.data
+    return np.array(gradient, dtype=root_tensor.data.dtype).reshape(root_tensor.data.shape)
+
+
+def _leading_to(pending, capture):
+    """The nodes whose vjp must run for a captured tensor to get its gradient: those with a path to one.
+
+    A parent is always recorded before its consumers (lower seq), so one pass in seq order settles each node
+    after all of its parents."""
+    useful = set()
+    for node in sorted(pending, key=lambda n: n.seq):
+        for parent in node.next:
+            if parent is None:
+                continue
+            if type(parent) is Node:
+                if parent in useful or parent.output_uid in capture:
+                    useful.add(node)
+                    break
+            elif parent.uid in capture:
+                useful.add(node)
+                break
+    return useful
 
 
 class Sweep:
     """The state of one adjoint sweep: buffers per node, dependency counts, the ready queue."""
 
-    def __init__(self, retain_graph, capture):
+    def __init__(self, retain_graph, capture, create_graph=False, accumulate=True):
         self.retain_graph = retain_graph
+        self.create_graph = create_graph
+        self.on_tape = create_graph or dual.active      # the adjoints are Tensors and the vjps run on Tensors
+        self.accumulate = accumulate
+        self.useful = None                               # with accumulate=False: the nodes worth running
         self.buffers = {}
         self.pending = {}
         self.ready = []
         self.capturing = capture is not None
-        self.capture = {id(leaf): leaf for leaf in capture or ()}
+        self.capture = {_capture_key(t): t for t in capture or ()}
         self.captured = {}
 
     def captured_adjoints(self):
         return [self.captured.get(key) for key in self.capture] if self.capturing else None
 
+    def sum(self, target_uid, existing, contribution):
+        return _sum_on_tape(target_uid, existing, contribution) if self.on_tape else _sum(target_uid, existing, contribution)
+
     def run_node(self, node, adjoint):
+        if self.on_tape:        # the vjp, the += of its shares and .grad: all recorded as this entry's backward
+            with modes.recording_backward(self.create_graph, node.scope):
+                self._run_node(node, adjoint)
+        else:
+            self._run_node(node, adjoint)
+
+    def _run_node(self, node, adjoint):
         listening = events.active
         if listening:
             events.emit("node_begin", node=node, adjoint=adjoint)
-        if adjoint is None:
+        if adjoint is not None and node.output_uid in self.capture:
+            self.captured[node.output_uid] = adjoint
+        if adjoint is None or (self.useful is not None and node not in self.useful):
             grads = (None,) * len(node.next)
+        elif self.useful is not None:
+            grads = self._pruned_vjp(node, adjoint)
+        elif self.on_tape:
+            grads = self._recorded_vjp(node, adjoint)
         else:
             saved = node.unpack()
             if node.retained is not None:
@@ -122,7 +202,8 @@ class Sweep:
                 if type(parent) is Node:
                     self._arrive(parent)
                 continue
-            self.deliver(parent, _adjoint_for(grad, adjoint, produced, node), node)
+            contribution = _tensor_adjoint(grad, adjoint) if self.on_tape else _adjoint_for(grad, adjoint, produced, node)
+            self.deliver(parent, contribution, node)
         del grads, produced, adjoint
         if not self.retain_graph:
             node.release()
@@ -135,13 +216,39 @@ class Sweep:
             events.emit("contribution", node=node, parent=parent, adjoint=contribution)
         if type(parent) is Node:
             existing = self.buffers.get(parent)
-            self.buffers[parent] = contribution if existing is None else _sum(parent.output_uid, existing, contribution)
+            self.buffers[parent] = contribution if existing is None else self.sum(parent.output_uid, existing, contribution)
             self._arrive(parent)
-        elif id(parent) in self.capture:
-            existing = self.captured.get(id(parent))
-            self.captured[id(parent)] = contribution if existing is None else _sum(parent.uid, existing, contribution)
-        else:
-            _accumulate_leaf(parent, contribution, node)
+        elif parent.uid in self.capture:
+            existing = self.captured.get(parent.uid)
+            self.captured[parent.uid] = contribution if existing is None else self.sum(parent.uid, existing, contribution)
+        elif self.accumulate:
+            (_accumulate_leaf_on_tape if self.on_tape else _accumulate_leaf)(parent, contribution, node)
+
+    def _pruned_vjp(self, node, adjoint):
+        """The vjp asked only for the gradients that lead to a captured tensor (as PyTorch's grad() does): with
+        create_graph, a weight's gradient nobody asked for would otherwise be recorded and never swept."""
+        needs = node.needs
+        node.needs = tuple([need and (type(parent) is Node and (parent in self.useful or parent.output_uid in self.capture)
+                                      or type(parent) is not Node and parent is not None and parent.uid in self.capture)
+                            for need, parent in zip(needs, node.next)])
+        try:
+            if self.on_tape:
+                return self._recorded_vjp(node, adjoint)
+            saved = node.unpack()
+            return node.op.vjp(adjoint if node.op.takes_adjoint else adjoint.array, saved, node)
+        finally:
+            node.needs = needs
+
+    def _recorded_vjp(self, node, adjoint):
+        """The node's vjp on Tensors (run_node has set the grad mode): recorded when create_graph, carrying
+        tangents in a JVP sweep."""
+        saved = node.unpack_tensors()
+        if node.retained is not None:
+            _keep_retained(node, adjoint)
+        grads = node.op.vjp(adjoint.array, saved, node)
+        if len(grads) != len(node.next):
+            raise RuntimeError(f"vjp of {node.op.name} returned {len(grads)} gradients for {len(node.next)} inputs")
+        return grads
 
     def _arrive(self, parent):
         self.pending[parent] -= 1
@@ -149,10 +256,44 @@ class Sweep:
             heapq.heappush(self.ready, (-parent.seq, parent))
 
 
+def _capture_key(tensor):
+    """A captured tensor is found by the uid of what its gradient arrives at: its grad_fn's output, or itself."""
+    node = tensor.grad_fn
+    return node.output_uid if node is not None else tensor.uid
+
+
 def _keep_retained(node, adjoint):
     tensor = node.retained()
     if tensor is not None:
-        tensor._grad = adjoint.array.copy() if tensor._grad is None else tensor._grad + adjoint.array
+        kept = adjoint.array if isinstance(adjoint.array, Tensor) else adjoint.array.copy()
+        tensor._grad = kept if tensor._grad is None else tensor._grad + adjoint.array
+
+
+def _tensor_adjoint(grad, incoming):
+    """A recorded vjp's output as an Adjoint: a Tensor (a plain array, e.g. a zero, becomes a constant one)."""
+    if not isinstance(grad, Tensor):
+        grad = Tensor.allocate(np.asarray(grad), "grad")
+    return Adjoint(grad, grad.storage)
+
+
+def _sum_on_tape(target_uid, existing, contribution):
+    """+= at a tensor used twice, as a recorded add: the sum is itself differentiable."""
+    total = existing.array + contribution.array
+    total = Adjoint(total, total.storage)
+    if events.active:
+        events.emit("accumulate", target=target_uid, parts=(existing, contribution), total=total)
+    return total
+
+
+def _accumulate_leaf_on_tape(leaf, contribution, node):
+    """Under create_graph a leaf's .grad is a Tensor with a history, as in PyTorch."""
+    first = leaf._grad is None
+    total = contribution.array if first else leaf._grad + contribution.array
+    if not isinstance(total, Tensor):           # an earlier plain .grad plus a recorded contribution
+        total = Tensor.allocate(np.asarray(total), "grad")
+    leaf.adopt_grad(total, total.storage)
+    if events.active:
+        events.emit("accumulate_leaf", leaf=leaf, parts=(contribution,), first=first)
 
 
 def _adjoint_for(grad, incoming, produced, node):

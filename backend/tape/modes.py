@@ -1,8 +1,10 @@
-"""Grad mode and layer scope: `no_grad()` turns recording off; `layer_scope()` labels what is recorded."""
+"""Grad mode and layer scope: `no_grad()` turns recording off; `layer_scope()` labels what is recorded;
+`recording_backward()` is the mode a create_graph sweep runs its vjps in."""
 from contextlib import contextmanager
 
 enabled = True
 scope = ""          # the model layer being built ("layers[3]"); tape entries remember it
+phase = "forward"   # "backward" while a create_graph sweep records its vjps' own ops; tape entries remember it
 watching = False    # while an unrecorded region runs: note whether any op in it read a tensor that requires grad
 saw_grad = False
 
@@ -16,6 +18,25 @@ def layer_scope(name):
         yield
     finally:
         scope = previous
+
+
+RECORDED_BACKWARD = "backward (recorded)"     # the scope of a vjp's own ops: the second tape
+
+
+@contextmanager
+def recording_backward(create_graph, forward_scope=""):
+    """The grad mode a sweep runs one vjp in: recording only under create_graph, its entries labelled phase
+    "backward" and scoped "backward (recorded).<the forward entry's scope>"."""
+    global enabled, phase, scope
+    previous = (enabled, phase, scope)
+    enabled = create_graph
+    if create_graph:
+        phase = "backward"
+        scope = f"{RECORDED_BACKWARD}.{forward_scope}" if forward_scope else RECORDED_BACKWARD
+    try:
+        yield
+    finally:
+        enabled, phase, scope = previous
 
 
 @contextmanager

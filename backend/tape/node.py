@@ -1,7 +1,13 @@
-"""A tape entry (a grad_fn): the op, its backward edges, and the tensors its vjp needs, with their versions."""
+"""A tape entry (a grad_fn): the op, its backward edges, and the tensors its vjp needs, with their versions.
+
+A saved value keeps its producer, as PyTorch's SavedVariable does: the tape entry that computed it (this very
+entry for its own output, held as OWN_OUTPUT so no cycle forms), the leaf it is, or None for a constant. The
+plain sweep reads the arrays; under create_graph `unpack_tensors` hands the vjp Tensors over the same storages
+whose history is that producer, so what the vjp computes from them is differentiable again.
+"""
 import itertools
 
-from backend.tape import events, modes
+from backend.tape import dual, events, modes
 
 _sequence = itertools.count()
 
@@ -17,7 +23,7 @@ class Node:
     """One entry of the Wengert list. `next` holds, per input, the producing Node, the leaf Tensor, or None."""
 
     __slots__ = ("op", "attrs", "next", "needs", "shapes", "saved", "seq", "output_uid",
-                 "retained", "released", "had_saved", "scope", "recipes", "__weakref__")
+                 "retained", "released", "had_saved", "scope", "recipes", "tangents", "phase", "__weakref__")
 
     def __init__(self, op, attrs, inputs, needs):
         self.op = op
@@ -34,14 +40,22 @@ class Node:
         self.had_saved = False
         self.scope = modes.scope
         self.recipes = None       # saved name -> (Recipe, tensor uid) for outputs recomputed, not pinned
+        self.tangents = None      # saved name -> tangent, when recorded inside a JVP sweep (forward-over-reverse)
+        self.phase = modes.phase  # "forward", or "backward" for a vjp's own op recorded under create_graph
 
     def name(self):
         return self.op.backward_name
 
-    def save(self, saved_name, array, storage, uid, origin):
-        """Pin `array` (held in `storage`) for backward, remembering the storage's version right now."""
-        self.saved[saved_name] = (array, storage, storage.version, origin, uid)
+    def save(self, saved_name, array, storage, uid, origin, producer=None, tangent=None):
+        """Pin `array` (held in `storage`) for backward, remembering the storage's version right now.
+
+        `producer` is what computed it (see the module docstring); `tangent`, its tangent in a JVP sweep."""
+        self.saved[saved_name] = (array, storage, storage.version, origin, uid, producer)
         self.had_saved = True
+        if tangent is not None:
+            if self.tangents is None:
+                self.tangents = {}
+            self.tangents[saved_name] = tangent
         if events.active:
             events.emit("save", node=self, name=saved_name, uid=uid, storage=storage)
 
@@ -59,7 +73,7 @@ class Node:
         if self.released and self.had_saved:
             raise RuntimeError(SECOND_BACKWARD)
         values = {}
-        for saved_name, (array, storage, version, origin, _uid) in self.saved.items():
+        for saved_name, (array, storage, version, origin, _uid, _producer) in self.saved.items():
             values[saved_name] = array if storage.version == version else self._checked(array, storage, version, origin)
         if self.recipes:
             cache = {}
@@ -67,6 +81,24 @@ class Node:
             for saved_name, (recipe, _uid) in self.recipes.items():
                 values[saved_name] = recipe.evaluate(cache, check)
             values["__recomputed__"] = cache      # keeps the recomputed storages alive through the vjp
+        return values
+
+    def unpack_tensors(self):
+        """The saved values as Tensors whose history is their producer: what a recorded vjp reads."""
+        if self.op.not_recordable:
+            raise RuntimeError(
+                f"double backward through {self.op.name} is not supported: {self.op.not_recordable}. Its gradient "
+                "cannot be differentiated again; call backward without create_graph, or build the model without it.")
+        if self.recipes:
+            raise RuntimeError(
+                f"double backward through {self.name()} is not supported under selective recomputation: its saved "
+                "value is recomputed as plain arrays. Trace without a checkpoint policy to use create_graph.")
+        arrays = self.unpack()
+        values = {}
+        for saved_name, (_array, storage, _version, _origin, uid, producer) in self.saved.items():
+            values[saved_name] = _saved_tensor(arrays[saved_name], storage, self, producer, uid)
+            if self.tangents and dual.active and saved_name in self.tangents:
+                dual.set_tangent(values[saved_name], self.tangents[saved_name])
         return values
 
     def _checked(self, array, storage, version, origin):
@@ -89,3 +121,22 @@ class Node:
                 events.emit("release", node=self, uids=[entry[4] for entry in self.saved.values()])
             self.saved = {}
             self.recipes = None
+
+
+OWN_OUTPUT = "own output"       # a saved value's producer when it is its entry's own output
+
+
+def _saved_tensor(array, storage, node, producer, uid):
+    """A saved value as a Tensor over its storage: the leaf itself, an output of its producer, or a constant."""
+    from backend.tape.tensor import SavedTensor as Tensor
+    if producer is OWN_OUTPUT:
+        if "view" in node.attrs:
+            raise RuntimeError(
+                f"double backward through {node.name()} is not supported: the in-place op on a view saved its own "
+                "output, whose history is the base's (AsStrided). Make the in-place op out-of-place.")
+        return Tensor.over(array, storage, uid, node)
+    if producer is None:
+        return Tensor.over(array, storage, uid, None)
+    if type(producer) is Node:
+        return Tensor.over(array, storage, uid, producer)
+    return producer                 # a leaf that requires grad: its gradient must reach its own .grad

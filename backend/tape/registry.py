@@ -4,7 +4,9 @@ The two derivative rules, side by side:
 
 - `vjp(g, saved, node) -> one gradient per input` (reverse mode): `g` is the output's adjoint, `saved` the
   values the forward pinned (see `saves`), `node` the tape entry (attrs, input shapes, which inputs need grad).
-  None where no gradient flows.
+  None where no gradient flows. A vjp is written in backend/tape/arrays.py's namespace and operators, so the
+  one rule runs on ndarrays on the plain path and on Tensors (recorded) under create_graph; an op whose rule
+  reads a saved value that is a function of its inputs but not on the tape says why in `not_recordable`.
 - `jvp(tangents, values, attrs) -> the output's tangent` (forward mode, backend/tape/forward.py): `tangents`
   holds one array per input, None where the input carries none (at least one is not None); `values` maps
   every input name, "out" and every extra to its array from this very forward (nothing is saved: forward
@@ -17,8 +19,6 @@ value ("out", an input name, or an extra the forward computes) to the inputs who
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
-
-import numpy as np
 
 
 OPS = {}
@@ -40,6 +40,7 @@ class Op:
     why: str = ""               # one sentence on why it saves what it saves, shown in the sweep
     takes_adjoint: bool = False  # vjp takes and returns engine Adjoints (a checkpoint's nested sweep)
     backward: str = ""          # the grad_fn's name when it is not <Name>Backward (CopySlices)
+    not_recordable: str = ""    # why its vjp cannot run on the tape (create_graph refuses it, naming this)
 
     @cached_property
     def backward_name(self):
@@ -73,21 +74,6 @@ def register(op):
 
 def plan_of(op):
     return _plans[op.name]
-
-
-def unbroadcast(grad, shape):
-    """Sum a broadcast gradient back down to `shape`: every binary op's vjp ends here."""
-    if grad.shape == tuple(shape):
-        return grad
-    extra = grad.ndim - len(shape)
-    if extra:
-        grad = grad.sum(axis=tuple(range(extra)))
-        if not shape:
-            return np.asarray(grad)     # summed to 0-d: an array, not a numpy scalar
-    squeezed = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
-    if squeezed:
-        grad = grad.sum(axis=squeezed, keepdims=True)
-    return grad
 
 
 def tangent_sum(*terms):

@@ -77,9 +77,11 @@ class Tensor:
         if self.grad_fn is not None:
             self.grad_fn.retained = weakref.ref(self)
 
-    def backward(self, gradient=None, retain_graph=False):
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        """Accumulate this tensor's gradient into the leaves' .grad; with create_graph=True the sweep is recorded
+        (the .grads are Tensors with a history) and the graph is kept (retain_graph defaults to create_graph)."""
         from backend.tape.engine import backward
-        backward(self, gradient, retain_graph=retain_graph)
+        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
 
     def detach(self):
         return Tensor.view_of(self.data, self, name=self.name)
@@ -154,6 +156,22 @@ class Tensor:
         fn = f", grad_fn=<{self.grad_fn.name()}>" if self.grad_fn is not None else ""
         req = ", requires_grad=True" if self.requires_grad and self.grad_fn is None else ""
         return f"tensor({np.array2string(self.data, precision=4, threshold=20)}{req}{fn})"
+
+
+class SavedTensor(Tensor):
+    """A saved value handed to a recorded vjp: the saved tensor again (its uid), over its storage, with its
+    producer as grad_fn. It adds no bytes and no holder: the tape already holds the storage."""
+
+    __slots__ = ()
+
+    @classmethod
+    def over(cls, array, storage, uid, grad_fn):
+        saved = cls(array, storage, grad_fn is not None, grad_fn)
+        saved.uid = uid
+        return saved
+
+    def __del__(self):
+        pass
 
 
 def tensor(data, requires_grad=False, name=None):

@@ -11,6 +11,7 @@ base sees the new history, and a view modified in place sees its own write.
 from dataclasses import replace
 import numpy as np
 
+from backend.tape import arrays as A
 from backend.tape import events
 from backend.tape.node import Node
 from backend.tape.registry import Op, register
@@ -137,9 +138,12 @@ def edge_to(tensor):
 def _scatter_vjp(g, s, node):
     """AsStrided: the view's adjoint lands in its region of a zero base-shaped adjoint."""
     view = node.attrs["view"]
-    grad = np.zeros(view.base_shape, dtype=g.dtype)
-    grad.reshape(-1)[view.index()] = g
-    return (grad,)
+    return (_into_region(g, view),)
+
+
+def _into_region(g, view):
+    """A zero base-shaped array holding `g` in the view's region (each base element appears once in a view)."""
+    return A.reshape(A.scatter_add(g, view.index(), (int(np.prod(view.base_shape)),)), view.base_shape)
 
 
 AS_STRIDED = register(Op(
@@ -165,12 +169,14 @@ def through_view(op):
 def _copy_slices(op):
     def vjp(g, saved, node):
         view = node.attrs["view"]
-        grad = np.array(g, copy=True)                 # the base's adjoint, outside the region, passes through
-        region = grad.reshape(-1)
         index = view.index()
-        grads = op.vjp(region[index], saved, node)    # the op's own vjp, on the view's part of the adjoint
+        grads = op.vjp(A.take(A.reshape(g, (-1,)), index), saved, node)   # the op's own vjp, on the view's part
         if not node.needs[0]:
             return (None, *grads[1:])
-        region[index] = 0 if grads[0] is None else grads[0]     # None: the write replaced the old values
+        outside = np.ones(view.base_shape, dtype=bool)
+        outside.reshape(-1)[index] = False
+        grad = A.where(outside, g)                    # the base's adjoint, outside the region, passes through
+        if grads[0] is not None:                      # None: the write replaced the old values
+            grad = grad + _into_region(grads[0], view)
         return (grad, *grads[1:])
     return replace(op, vjp=vjp, backward="CopySlices")

@@ -21,6 +21,10 @@ def _intervals(recorder):
         step["live_bytes"] = int(live[step["index"]])
         step["by_kind"] = {kind: int(by_kind[kind][step["index"]]) for kind in KINDS}
     tensors = sorted(recorder.tensors.values(), key=lambda t: t["id"])
+    if _mark_saved_for_second_backward(recorder.tape, tensors, storages):
+        kept = _live_bytes([s for s in storages if s.get("saved_for_backward_2")], len(steps))[0]
+        for step in steps:
+            step["recorded_backward_bytes"] = int(kept[step["index"]])
     freed_at = {s["id"]: s["freed"] for s in storages}
     for t in tensors:
         t["freed"] = freed_at[t["storage"]]
@@ -67,6 +71,13 @@ def build_document(recorder, spec, engine_version, loss, cuts=(), backward_error
             "measured_peak_bytes": None,
         },
     }
+    recorded = [e for e in recorder.tape if e.get("recorded_in") == "backward"]
+    if recorded:
+        document["summary"]["recorded_backward"] = {
+            "entries": len(recorded),
+            "saved_bytes": int(sum(s["nbytes"] for s in storages if s.get("saved_for_backward_2"))),
+            "peak_saved_bytes": max(s["recorded_backward_bytes"] for s in steps),
+        }
     document["summary"]["peak"] = explain_peak(document)
     return document
 
@@ -78,6 +89,21 @@ def peak_of(recorder, spec):
     core = {"spec": spec, "tensors": tensors, "storages": storages, "tape": recorder.tape, "steps": steps,
             "summary": {"peak_step": peak_step}}
     return int(live[peak_step]), explain_peak(core)
+
+
+def _mark_saved_for_second_backward(tape, tensors, storages):
+    """Under create_graph, the first backward's intermediates are saved for the second: mark each storage allocated
+    by a recorded vjp op (`recorded_in: "backward"`; a view's storage is its base's) that some entry saves.
+    Returns whether the tape has recorded vjp ops at all."""
+    recorded = {e["index"] for e in tape if e.get("recorded_in") == "backward"}
+    if not recorded:
+        return False
+    by_id = {s["id"]: s for s in storages}
+    allocated = {t["storage"] for t in tensors if t["produced_by"] in recorded and not t.get("view")}
+    for tensor in tensors:
+        if tensor["storage"] in allocated and tensor["saved_by"]:
+            by_id[tensor["storage"]]["saved_for_backward_2"] = True
+    return True
 
 
 def _live_bytes(storages, n_steps):

@@ -67,6 +67,8 @@ def explain_peak(document):
     peak = {"step": step, "phase": record["phase"], "live_bytes": record["live_bytes"],
             "by_kind": dict(record["by_kind"]), "recomputed_bytes": recomputed, "holders": holders,
             "checkpointed": bool(recompute_steps)}
+    if "recorded_backward_bytes" in record:
+        peak["recorded_backward_bytes"] = record["recorded_backward_bytes"]
     peak["verdict"] = verdict(peak, document)
     return peak
 
@@ -86,6 +88,18 @@ def verdict(peak, document):
             held = f"{base} are all that is left"
         return (f"The peak is at the optimizer step: {held}; checkpointing cannot lower it, "
                 f"only a leaner optimizer or fewer parameters can.")
+    sentence = _verdict_by_kind(peak, document)
+    recorded = peak.get("recorded_backward_bytes")
+    if recorded:
+        share = recorded / max(peak["live_bytes"], 1)
+        sentence += (f" {format_bytes(recorded)} ({share:.0%}) of it are the first backward's intermediates saved "
+                     f"for the second: with create_graph the backward's own ops were recorded, and what they saved "
+                     f"lives until backward-2 reaches them.")
+    return sentence
+
+
+def _verdict_by_kind(peak, document):
+    by_kind, total = peak["by_kind"], max(peak["live_bytes"], 1)
     where = _where(peak, document)
     dominant = max(by_kind, key=lambda kind: by_kind[kind])
     share = by_kind[dominant] / total
@@ -94,7 +108,10 @@ def verdict(peak, document):
         most = f", most of them in {layer} ({format_bytes(held)})" if layer else ""
         recomputed = (f", {format_bytes(peak['recomputed_bytes'])} of them recomputed in backward"
                       if peak["recomputed_bytes"] else "")
-        lever = ("another schedule may lower it" if peak["checkpointed"] else "checkpointing can lower it")
+        if "recorded_backward_bytes" in peak:
+            lever = "checkpointing is not available under create_graph, but a smaller batch or fewer layers is"
+        else:
+            lever = "another schedule may lower it" if peak["checkpointed"] else "checkpointing can lower it"
         return (f"The peak is {where}, where activations kept for backward ({format_bytes(by_kind['activation'])}, "
                 f"{share:.0%} of {format_bytes(total)}{recomputed}) dominate{most}; {lever}.")
     activations = by_kind["activation"]
@@ -123,7 +140,7 @@ def _where(peak, document):
     if entry is None:
         return f"at step {peak['step']} ({peak['phase']})"
     op = document["tape"][entry]
-    name = op["backward"] if peak["phase"] == "backward" else op["op"]
+    name = op["backward"] if peak["phase"] in ("backward", "backward-2") else op["op"]
     scope = f" in {op['scope']}" if op.get("scope") else ""
     phase = {"recompute": "while recomputing"}.get(peak["phase"], f"in {peak['phase']}")
     return f"{phase} at step {peak['step']} ({name}{scope})"

@@ -162,6 +162,10 @@ class Recorder:
             "flops": int(op.flops(node.shapes, out_shape, node.attrs)), "why": op.why,
             "attrs": _plain_attrs(node.attrs), "phase": self.phase,
         })
+        if node.phase == "backward":        # a vjp's own op, recorded under create_graph: the second tape
+            self.tape[index]["recorded_in"] = "backward"
+            if self._running:
+                self.tape[index]["recorded_for"] = self._running[-1]["entry"]
         self._new_step(index)
 
     def on_save_recipe(self, node, name, uid):

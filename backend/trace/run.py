@@ -1,5 +1,6 @@
-"""One traced run of a normalized spec: forward (with optional checkpoint regions), backward and an optimizer
-step, recorded; and the same run measured with tracemalloc. Requests come in through backend/driver.py."""
+"""One traced run of a normalized spec: forward (with optional checkpoint regions), backward (recorded, with a
+gradient penalty, and then a second backward through it) and an optimizer step, recorded; and the same run
+measured with tracemalloc. Requests come in through backend/driver.py."""
 import tracemalloc
 
 import numpy as np
@@ -50,6 +51,11 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
     check_deadline()
     begin("backward")
     try:
+        penalized = model.penalized(loss)         # with a gradient penalty, this backward is recorded (create_graph)
+        if penalized is not None:
+            loss = penalized
+            del penalized
+            begin("backward-2")                   # through the recorded backward and the forward, freeing both
         loss.backward()
     except RuntimeError as error:
         if not is_version_error(error):

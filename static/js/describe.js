@@ -1,6 +1,7 @@
 // describe.js — a step written out in words, like a row of the seed's tape table; checkpointed runs add
 // "forward (no tape) · inside checkpoint entry 4 · tanh" and "recompute · entry 12 · re-running matmul …"; with
-// op-level recomputation a backward step says what it recomputes ("↻ recomputes t61") and a forward one its recipes.
+// op-level recomputation a backward step says what it recomputes ("↻ recomputes t61") and a forward one its recipes;
+// under create_graph an op the first backward recorded says whose vjp recorded it.
 import { formatShape } from "./format.js";
 import { blocksText } from "./trace-index.js";
 
@@ -21,7 +22,7 @@ export function describeStep(index, stepIndex) {
     return `forward (no tape) · inside checkpoint entry ${entry.index}${region ? ` (${region})` : ""} · ${step.op ?? "an op"}`;
   }
   const head = `${step.phase} · entry ${entry.index}`;
-  if (step.phase === "backward") {
+  if (index.sweepByStep.has(stepIndex)) {      // a backward step (in a double backward, either sweep)
     const item = index.sweepByStep.get(stepIndex);
     const reads = item && item.reads.length ? `reads ${[...new Set(item.reads)].map(name).join(", ")}` : "reads nothing saved";
     const to = item ? item.contributions.map((c) => name(c.to)) : [];
@@ -40,6 +41,9 @@ export function describeStep(index, stepIndex) {
   }
   if (index.isCheckpoint(entry.index)) {
     return `${head} · checkpoint(${operands})${region ? ` over ${region}` : ""} → ${name(entry.output)}, ${saves} — the inside runs without the tape`;
+  }
+  if (entry.recorded_in === "backward") {
+    return `${head} · ${call} → ${name(entry.output)}, ${saves} — recorded by entry ${entry.recorded_for}'s vjp (create_graph), for backward-2`;
   }
   return `${head} · ${call} → ${name(entry.output)}, ${saves}`;
 }

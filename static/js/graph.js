@@ -2,6 +2,8 @@
 // Checkpointed runs: checkpoint entries are labelled with their block region; recompute entries (and, under
 // op-level recomputation, the entries re-run in backward) wear a dashed outline and a "↻" badge; under the manual
 // policy, nodes whose output is in the picked set (setPicked) are "picked", before the re-trace confirms them.
+// Double backward: the entries the first backward recorded (create_graph) are a second tape, grouped under the
+// scope "backward (recorded)"; while the cursor is in backward-2 they are highlighted ("recorded-backward").
 // Moving around (fit, zoom, follow, minimap) is graph-nav.js; the search box's matches are graph-search.js.
 // Nodes and their badges are drawn at absolute coordinates, never with a per-node transform: Chromium gives every
 // transformed SVG group its own paint chunk, and re-layerizing ~10,000 chunks on every step was most of a frame.
@@ -201,8 +203,9 @@ export function createGraphView(svgElement, { onSelect, controls = {} }) {
     model = { trace, index, nodes, edges, groups, badges: badgeTensors(trace, index), byId: new Map(nodes.map((n) => [n.id, n])),
       collapsed, autoOpened: new Set(before ? [...before.autoOpened].filter((id) => groups.has(id)) : []),
       autoFold: before ? before.autoFold : fold, path: before ? before.path : null, fresh: !before,
-      // A small graph is drawn plain (dagre's clusters would stretch it) until someone folds something.
-      framed: before ? before.framed : fold || unfoldedByPerson };
+      // A small graph is drawn plain (dagre's clusters would stretch it) until someone folds something; a double
+      // backward's is framed from the start, so its recorded backward reads as a second tape.
+      framed: before ? before.framed : fold || unfoldedByPerson || index.recordedBackward.size > 0 };
     state = null;
     showFoldState();
     performance.mark("tapescope:layout-start");
@@ -379,6 +382,7 @@ export function createGraphView(svgElement, { onSelect, controls = {} }) {
     const sweep = index.sweepByStep.get(stepIndex);
     const ready = new Set(sweep ? sweep.ready : []);
     const afterBackward = index.backwardEnd !== null && stepIndex >= index.backwardEnd;
+    const secondSweep = step.phase === "backward-2";
     const recorded = (entry) => (index.recordedAt.get(entry) ?? Infinity) <= stepIndex;
     // Op-level recomputation: the entries re-run during this backward step to re-derive a recipe's value.
     const rerun = new Set((index.rederivedAt.get(stepIndex) ?? []).map((t) => index.tensor(t.recompute_of)?.produced_by));
@@ -392,12 +396,17 @@ export function createGraphView(svgElement, { onSelect, controls = {} }) {
         if (!n.group.entries.some(recorded)) cls += " future";
         else if (afterBackward) cls += " freed";
         if (cursorRep === n.id && step.phase !== "optimizer") cls += ` current ${step.phase}`;
+        if (secondSweep && n.group.entries.some((entry) => index.recordedBackward.has(entry))) cls += " recorded-backward";
         if (selectedRep === n.id) cls += " selected";
         if (n.group.members.some((id) => search.matches(id))) cls += " match";
         setClass(nodeElements[i], n.id, cls);
         return;
       }
       let cls = n.isOp ? `node op fam-${n.family}${n.recompute ? " recompute-node" : ""}` : `node leaf kind-${n.kind}`;
+      if (n.isOp && index.recordedBackward.has(n.entry)) {
+        cls += " second-tape";                     // recorded by the first backward (create_graph)
+        if (secondSweep) cls += " recorded-backward";   // ... and what backward-2 is sweeping now
+      }
       if (n.isOp) {
         const swept = index.sweptAt.get(n.entry);
         if (!recorded(n.entry)) cls += " future";

@@ -1,6 +1,7 @@
 // memory.js — the Plotly memory timeline: live bytes stacked by kind, the peak marked, a step cursor, a ghost of the run it
 // is compared with (the previous run, or the pinned baseline).
-// Bytes on the y axis are binary (KiB, MiB) like the header; forward and recompute steps are shaded.
+// Bytes on the y axis are binary (KiB, MiB) like the header; forward, backward-2 and recompute steps are shaded; a
+// double backward adds a dotted line of the bytes its first backward saved for the second.
 /* global Plotly */
 import { byteAxis } from "./byte-axis.js";
 import { createChartCursor } from "./chart-cursor.js";
@@ -21,6 +22,16 @@ export function createMemoryChart(element, { onPick }) {
     }));
   }
 
+  /** Double backward: the bytes the first backward's recorded ops saved for backward-2, a line over the stack. */
+  function savedForSecondSeries(doc) {
+    if (!doc.summary.recorded_backward) return [];
+    return [{
+      type: "scatter", mode: "lines", name: "saved for backward-2", x: doc.steps.map((s) => s.index),
+      y: doc.steps.map((s) => s.recorded_backward_bytes ?? 0), line: { color: "#7c3aed", width: 2, dash: "dot" },
+      hovertemplate: "the first backward's intermediates, saved for the second: %{y:,} B<extra></extra>",
+    }];
+  }
+
   function ghostSeries(previous, name) {
     return {
       type: "scatter", mode: "lines", name, x: previous.steps.map((s) => s.index),
@@ -32,9 +43,12 @@ export function createMemoryChart(element, { onPick }) {
   const band = (x0, x1, color, opacity) => ({ type: "rect", xref: "x", yref: "paper", x0: x0 - 0.5, x1: x1 + 0.5,
     y0: 0, y1: 1, fillcolor: color, opacity, line: { width: 0 }, layer: "below" });
 
-  /** The forward pass, and each run of consecutive recompute steps (a checkpoint re-running its region). */
+  /** The forward pass, backward-2 (a double backward's second sweep), and each run of consecutive recompute steps
+   * (a checkpoint re-running its region). */
   function phaseBands(doc) {
     const bands = [band(0, doc.summary.forward_end_step, "#0072B2", 0.05)];
+    const second = doc.steps.filter((s) => s.phase === "backward-2").map((s) => s.index);
+    if (second.length) bands.push(band(second[0], second.at(-1), "#7c3aed", 0.06));
     let start = null;
     doc.steps.forEach((step, i) => {
       const recompute = step.phase === "recompute";
@@ -51,7 +65,7 @@ export function createMemoryChart(element, { onPick }) {
   async function load(doc, previous, ghostName = "previous run") {
     trace = doc;
     const { peak_bytes: peak, peak_step: peakStep } = doc.summary;
-    const data = kindSeries(doc);
+    const data = kindSeries(doc).concat(savedForSecondSeries(doc));
     if (previous) data.push(ghostSeries(previous, ghostName));
     const layout = {
       margin: { l: 56, r: 8, t: 22, b: 34 }, height: element.clientHeight || 220,

@@ -1,6 +1,7 @@
 // peak-explainer.js — "Why this peak": what is alive at the cursor step, grouped by layer × kind (from the storages'
 // intervals and scopes, no request), the trace's verdict on its peak, and the levers that would lower it: each one
-// executed by the server (POST /api/levers) on request, ranked, and applied as an edit on click.
+// executed by the server (POST /api/levers) on request, ranked, and applied as an edit on click. In a double backward
+// it attributes the bytes the first backward saved for the second (steps[].recorded_backward_bytes).
 import { fetchLevers } from "./api.js";
 import { el } from "./dom.js";
 import { formatBytes, signedBytes } from "./format.js";
@@ -9,6 +10,7 @@ import { percentText } from "./schedule.js";
 import { topLayer } from "./trace-index.js";
 
 const SHOWN_GROUPS = 8;
+const RECORDED_BACKWARD = "backward (recorded)";   // the scope of a create_graph backward's own ops (backend/tape/modes.py)
 const KIND_WORDS = { input: "batch", param: "params", activation: "activations", grad: "grads", optimizer: "optimizer state" };
 
 
@@ -29,6 +31,10 @@ export function breakdownAt(trace, step) {
   }
   return [...groups.values()].sort((a, b) => b.bytes - a.bytes || a.layer.localeCompare(b.layer));
 }
+
+/** A group's kind in words; the recorded backward's activations are what a double backward pays for. */
+const groupWords = (group) => (group.layer === RECORDED_BACKWARD && group.kind === "activation"
+  ? "the first backward's intermediates, saved for the second" : KIND_WORDS[group.kind] ?? group.kind);
 
 /** The group's tensor a click selects: the largest one (a view's storage is its base's). */
 const largest = (group) => group.tensors.reduce((best, t) => (!best || t.nbytes > best.nbytes ? t : best), null);
@@ -59,6 +65,11 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
       `At step ${step} (${trace.steps[step].phase}) `, el("b", { "data-testid": "explainer-live", "data-bytes": live, text: formatBytes(live) }),
       ` are alive${atPeak ? " — this is the peak." : `; the peak is ${formatBytes(trace.summary.peak_bytes)} at step ${trace.summary.peak_step}. `}`,
     );
+    const recorded = trace.steps[step].recorded_backward_bytes;
+    if (recorded) {
+      stepLine.append(el("span", { class: "explainer-recorded", "data-testid": "explainer-recorded", "data-bytes": recorded,
+        text: `${formatBytes(recorded)} of them are the first backward's intermediates saved for the second. ` }));
+    }
     if (!atPeak) {
       const go = el("button", { type: "button", class: "link-button", "data-testid": "go-to-peak", text: "go to the peak" });
       go.addEventListener("click", () => onGoTo(trace.summary.peak_step));
@@ -79,7 +90,7 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
     const share = live ? group.bytes / live : 0;
     const button = el("button", { type: "button", class: "group", "data-layer": group.layer, "data-kind": group.kind,
       "data-bytes": group.bytes, title: `${group.tensors.length} tensor(s); click to select the largest`,
-    }, el("span", { class: "group-name", text: `${group.layer} · ${KIND_WORDS[group.kind] ?? group.kind}` }),
+    }, el("span", { class: "group-name", text: `${group.layer} · ${groupWords(group)}` }),
     el("span", { class: "group-bar" }, el("span", { class: "fill", style: `width:${(100 * group.bytes / widest).toFixed(1)}%;background:${KIND_COLORS[group.kind] ?? "#999"}` })),
     el("span", { class: "group-bytes", text: `${formatBytes(group.bytes)} · ${percentText(share)}` }));
     button.addEventListener("click", () => {

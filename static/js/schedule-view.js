@@ -57,6 +57,12 @@ export function createScheduleView({ root, pareto, current }) {
         + "(checkpoint schedules are run on our engine's own models).");
       return;
     }
+    if (trace.summary.recorded_backward) {     // the server refuses checkpoint plans under a gradient penalty
+      root.dataset.schedules = "unavailable";
+      pareto.waiting("No checkpoint schedules for a gradient penalty: a checkpointed region's backward cannot be "
+        + "recorded for the second backward (create_graph).");
+      return;
+    }
     if (trace.tape.length > AUTO_SCHEDULES_MAX_ENTRIES) {
       root.dataset.schedules = "on-demand";
       pareto.waiting(`${trace.tape.length.toLocaleString("en")} tape entries: each schedule is a full run of this model.`,

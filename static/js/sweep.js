@@ -58,6 +58,13 @@ function forwardSummary(index, step) {
       el("p", { class: "why", text: entry.why }),
       el("p", { class: "hint", text: "The ops inside run next without the tape; backward re-runs them." }));
   }
+  if (entry.recorded_in === "backward") {
+    return el("div", { class: "checkpoint-note", "data-testid": "recorded-backward-note" },
+      el("p", {}, `Recording ${entry.op} for entry ${entry.recorded_for}'s vjp (create_graph): the backward's own ops go on the tape, and it saves `,
+        tensorChips(index, entry.saved), "."),
+      el("p", { class: "why", text: entry.why }),
+      el("p", { class: "hint", text: "What the first backward saves stays alive until backward-2 sweeps this second tape." }));
+  }
   return el("div", {},
     el("p", {}, `Recording ${entry.op}: it saves `, tensorChips(index, entry.saved), "."),
     entry.recomputes?.length ? el("p", { class: "checkpoint-note" }, "↻ It keeps only a recipe for ",

@@ -41,12 +41,15 @@ export function indexTrace(trace) {
   const recomputedFor = new Map();  // recompute tape index -> the checkpoint entry whose backward re-ran it
   const recomputeSteps = new Map(); // checkpoint tape index -> its recompute steps
   let checkpointInBackward = null;
+  const sweepSteps = new Set(trace.sweep.map((item) => item.step));
   for (const step of trace.steps) {
     if (step.entry === null || step.entry === undefined) continue;
-    const records = (step.phase === "forward" && step.recorded !== false) || step.phase === "recompute";
+    // Under create_graph the first backward also records: its vjps' own ops (recorded_in "backward").
+    const records = (step.phase === "forward" && step.recorded !== false) || step.phase === "recompute"
+      || (step.phase === "backward" && !sweepSteps.has(step.index));
     if (records && !recordedAt.has(step.entry)) recordedAt.set(step.entry, step.index);
-    if (step.phase === "backward") {
-      sweptAt.set(step.entry, step.index);
+    if (sweepSteps.has(step.index)) {
+      sweptAt.set(step.entry, step.index);      // a double backward sweeps a forward entry twice: the last counts
       if (tape[step.entry]?.op === "checkpoint") checkpointInBackward = step.entry;
     }
     if (step.phase === "recompute" && checkpointInBackward !== null) {
@@ -62,7 +65,9 @@ export function indexTrace(trace) {
   }
   const savedTensors = trace.tensors.filter((t) => t.saved_by && t.saved_by.length);
   const lastStep = trace.steps.length - 1;
-  const backwardSteps = trace.steps.filter((s) => s.phase === "backward").map((s) => s.index);
+  const backwardSteps = trace.steps.filter((s) => s.phase === "backward" || s.phase === "backward-2").map((s) => s.index);
+  // The second tape: entries a create_graph backward recorded (its vjps' own ops), which backward-2 sweeps.
+  const recordedBackward = new Set(tape.filter((e) => e.recorded_in === "backward").map((e) => e.index));
   const backwardEnd = backwardSteps.length ? Math.max(...backwardSteps) : null;
   const regions = checkpointRegions(trace);
   const recipeEntries = new Set();  // forward entries re-run in backward because a consumer keeps a recipe of their output
@@ -76,7 +81,7 @@ export function indexTrace(trace) {
   }
   return {
     trace, tensors, recordedAt, sweptAt, sweepByStep, releasedAt, savedTensors, lastStep, backwardEnd,
-    regions, recomputedFor, recomputeSteps, recipeEntries, rederivedAt,
+    regions, recomputedFor, recomputeSteps, recipeEntries, rederivedAt, recordedBackward,
     tensor: (id) => tensors.get(id),
     /** A tensor's name, or "tensor <id>" when the trace has none for that id. */
     nameOf: (id) => tensors.get(id)?.name ?? `tensor ${id}`,

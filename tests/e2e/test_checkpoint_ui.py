@@ -213,9 +213,11 @@ def test_every_preset_and_policy_steps_without_errors(page, live_server, errors)
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{live_server}/")
     page.wait_for_selector(".explorer[data-ready=true]")
-    for preset_id in presets(page, live_server):
-        if preset_id == "version-error":
-            continue     # its backward stops at a version error: nothing to checkpoint (400), tests/e2e/test_layer_knobs.py
+    every = presets(page, live_server)
+    # a gradient penalty refuses checkpoint plans (a 400): it is stepped last, as traced, without a policy; the
+    # version-error preset's backward stops at a version error: nothing to checkpoint (tests/e2e/test_layer_knobs.py)
+    unplannable = [p for p, preset in every.items() if "gradient_penalty" in preset["spec"]["loss"]]
+    for preset_id in [p for p in every if p not in unplannable and p != "version-error"]:
         page.select_option("[data-testid=preset]", preset_id)
         page.wait_for_function("id => window.tapescope.getTrace().spec.name === id"
                                " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preset_id)
@@ -236,6 +238,16 @@ def test_every_preset_and_policy_steps_without_errors(page, live_server, errors)
                 window.tapescope.select(null);
               }""", picks)
             assert page.get_by_test_id("step-label").inner_text().strip()
+    page.get_by_test_id("checkpoint-policy").select_option("none")      # a policy would be refused (a 400) for it
+    page.wait_for_function("() => !window.tapescope.getTrace().schedule?.regions?.length"
+                           " && document.querySelector('.explorer').dataset.ready === 'true'")
+    for preset_id in unplannable:
+        page.select_option("[data-testid=preset]", preset_id)
+        page.wait_for_function("id => window.tapescope.getTrace().spec.name === id && !window.tapescope.getTrace().schedule"
+                               " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preset_id)
+        page.evaluate("""() => { const last = window.tapescope.getTrace().steps.length - 1;
+                                 for (let s = 0; s <= last; s += 1) window.tapescope.setStep(s); }""")
+        assert page.get_by_test_id("step-label").inner_text().strip()
     assert errors == []
 
 

@@ -7,6 +7,7 @@ import pytest
 
 import backend.tape as T
 from backend.tape import OPS, gradcheck, parameter, tensor
+from backend.tape import arrays
 
 rng = np.random.default_rng(7)
 
@@ -93,6 +94,10 @@ CASES = {
                   (lambda a, b: _assigned(a, b, (np.array([2, 0]), np.array([1, 3]))), (p(3, 4), p(2))),
                   (lambda a, b: _assigned(a.T, b, (slice(None), 1)), (p(3, 4), p(4)))],
     "fill": [(lambda a: _filled(a), (p(3, 4),))],
+    # the adjoints' own movement ops, which create_graph records (backend/tape/arrays.py)
+    "expand": [(lambda a: arrays.expand(a, (2, 3, 4)), (p(3, 1),)), (lambda a: arrays.expand(a, (3, 2)), (p(),))],
+    "scatter_add": [(lambda a: arrays.scatter_add(a, np.array([0, 2, 0]), (4, 3)), (p(3, 3),)),
+                    (lambda a: arrays.scatter_add(a, (slice(1, 3), 0), (4, 2)), (p(2),))],
 }
 
 

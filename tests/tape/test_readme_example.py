@@ -31,3 +31,14 @@ def test_the_readme_forward_mode_example_runs_after_the_first():
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(first + forward, str(README), "exec"), namespace)   # noqa: S102
     assert namespace["tangent"].shape == (64, 1) and namespace["J"].shape == (64, 1, 64, 64)
+
+
+def test_the_readme_double_backward_example_runs_after_the_first():
+    section = README.read_text().split("## Using the engine directly", 1)[1]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    first, double = blocks[0], next(block for block in blocks if "create_graph=True" in block)
+    namespace = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(first + double, str(README), "exec"), namespace)   # noqa: S102
+    w1 = namespace["w1"]
+    assert w1.grad.shape == (1, 64) and namespace["Hv"].shape == (64, 1)

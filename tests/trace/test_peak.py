@@ -15,8 +15,14 @@ def alive(record, step):
 STOPS_IN_BACKWARD = {"version-error"}      # nothing to checkpoint: tests/trace/test_layer_knobs.py covers its 400
 
 
+def _plannable(preset):
+    """A gradient penalty refuses checkpoint plans (tests/trace/test_double_backward_trace.py), and a backward that
+    stops at a version error has nothing to checkpoint."""
+    return preset not in STOPS_IN_BACKWARD and "gradient_penalty" not in presets.get(preset)["loss"]
+
+
 @pytest.fixture(scope="module", params=[(p, i) for p in presets.PRESETS for i in range(len(POLICIES))
-                                        if i == 0 or p not in STOPS_IN_BACKWARD],
+                                        if i == 0 or _plannable(p)],
                 ids=lambda param: f"{param[0]}-{(POLICIES[param[1]] or {'policy': 'none'})['policy']}")
 def document(request):
     preset, policy = request.param
@@ -53,7 +59,7 @@ def test_every_storage_has_a_scope_and_parameters_sit_in_their_module(document):
     tensors = document["tensors"]
     storages = {s["id"]: s for s in document["storages"]}
     for t in tensors:
-        if t["kind"] == "param":
+        if t["kind"] == "param" and not t.get("view"):     # a recorded backward transposes weights: views, unnamed
             assert storages[t["storage"]]["scope"] == t["name"].rsplit(".", 1)[0]
 
 

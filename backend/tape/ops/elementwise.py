@@ -7,7 +7,9 @@ import math
 import numpy as np
 from numpy import asarray
 
-from backend.tape.registry import Op, per_element, register, size_of, tangent_sum, unbroadcast
+from backend.tape import arrays as A
+from backend.tape.arrays import unbroadcast
+from backend.tape.registry import Op, per_element, register, size_of, tangent_sum
 
 
 def _n(shapes, out_shape, attrs):
@@ -84,8 +86,8 @@ def _pow_vjp(g, s, node):
     exponent = node.attrs["exponent"]
     if exponent == 0:
         # PyTorch's pow_backward: zeros, not 0·x⁻¹ (which is NaN at x = 0).
-        return (np.zeros(node.shapes[0], dtype=g.dtype),)
-    return (g * (exponent * _power(s["x"], exponent - 1)),)
+        return (A.zeros(node.shapes[0], g),)
+    return (g * (exponent * A.power(s["x"], exponent - 1, _pow_forward)),)
 
 
 def _pow_jvp(t, v, attrs):
@@ -95,9 +97,13 @@ def _pow_jvp(t, v, attrs):
     return t[0] * (exponent * _power(v["x"], exponent - 1))
 
 
+def _pow_forward(attrs, x):
+    return _power(x, attrs["exponent"])
+
+
 register(Op(
     "pow", "elementwise", ("x",), saves={"x": ("x",)},
-    forward=lambda attrs, x: _power(x, attrs["exponent"]),
+    forward=_pow_forward,
     vjp=_pow_vjp, jvp=_pow_jvp, flops=per_element(2), why="pow saves its input: d(xᵖ) = p·xᵖ⁻¹ needs x.",
 ))
 
@@ -141,15 +147,8 @@ register(Op(
 ))
 
 def _relu_vjp(g, s, node):
-    """The adjoint where the output is positive, 0 elsewhere: a select, as torch's threshold_backward is.
-
-    Multiplying by the gate is the same select and twice as fast, except that an infinite adjoint behind a
-    closed gate gives inf·0 = NaN; a NaN in the product sends it to the (exact, slower) select instead."""
-    gate = s["out"] > 0
-    grad = g * gate
-    if np.isnan(grad.sum()):
-        grad = np.where(gate, g, np.zeros((), dtype=g.dtype))
-    return (grad,)
+    """The adjoint where the output is positive, 0 elsewhere (the gate is a constant: relu'' = 0)."""
+    return (A.where(A.constant(s["out"]) > 0, g),)
 
 
 register(Op(
@@ -169,7 +168,7 @@ def _gelu(attrs, x):
 
 
 def _gelu_slope(x):
-    t = np.tanh(_GELU_C * (x + 0.044715 * x ** 3))
+    t = A.tanh(_GELU_C * (x + 0.044715 * x ** 3))
     return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * x * x)
 
 

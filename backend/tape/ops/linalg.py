@@ -1,11 +1,9 @@
 """Matrix multiply, 2-D, batched and with 1-D operands: the op that pins both of its inputs."""
 import numpy as np
 
-from backend.tape.registry import Op, register, size_of, tangent_sum, unbroadcast
-
-
-def _swap(x):
-    return np.swapaxes(x, -1, -2)
+from backend.tape import arrays as A
+from backend.tape.arrays import unbroadcast
+from backend.tape.registry import Op, register, size_of, tangent_sum
 
 
 def _matmul_forward(attrs, a, b):
@@ -28,13 +26,13 @@ def _matmul_vjp(g, s, node):
 def _matrix_vjp(g, a, b, a_shape, b_shape, needs):
     a_grad = b_grad = None
     if needs[0]:
-        a_grad = unbroadcast(g @ _swap(b), a_shape)
+        a_grad = unbroadcast(g @ A.swapaxes(b), a_shape)
     if needs[1]:
         if len(b_shape) == 2:
             # a weight shared across the batch: fold the batch into rows instead of a [batch, K, N] temporary
-            b_grad = a.reshape(-1, a.shape[-1]).T @ g.reshape(-1, g.shape[-1])
+            b_grad = A.swapaxes(A.reshape(a, (-1, a.shape[-1]))) @ A.reshape(g, (-1, g.shape[-1]))
         else:
-            b_grad = unbroadcast(_swap(a) @ g, b_shape)
+            b_grad = unbroadcast(A.swapaxes(a) @ g, b_shape)
     return a_grad, b_grad
 
 
@@ -44,18 +42,17 @@ def _vector_matmul_vjp(g, s, node):
     a_shape, b_shape = node.shapes
     a, b = s.get("a"), s.get("b")
     a_matrix, b_matrix = a_shape, b_shape
-    g = np.asarray(g)
     if len(b_shape) == 1:                   # first: for vec @ vec the 0-d adjoint becomes [1], then [1, 1]
-        g = g[..., None]
-        b = None if b is None else b[:, None]
+        g = A.expand_dims(g, g.ndim)
+        b = None if b is None else A.reshape(b, b_shape + (1,))
         b_matrix = b_shape + (1,)
     if len(a_shape) == 1:
-        g = g[..., None, :]
-        a = None if a is None else a[None, :]
+        g = A.expand_dims(g, g.ndim - 1)
+        a = None if a is None else A.reshape(a, (1,) + a_shape)
         a_matrix = (1,) + a_shape
     a_grad, b_grad = _matrix_vjp(g, a, b, a_matrix, b_matrix, node.needs)
-    return (None if a_grad is None else a_grad.reshape(a_shape),
-            None if b_grad is None else b_grad.reshape(b_shape))
+    return (None if a_grad is None else A.reshape(a_grad, a_shape),
+            None if b_grad is None else A.reshape(b_grad, b_shape))
 
 
 def _matmul_jvp(t, v, attrs):

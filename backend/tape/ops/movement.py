@@ -4,7 +4,8 @@ Each is linear, so its jvp is its own forward applied to the tangent.
 """
 import numpy as np
 
-from backend.tape.registry import Op, register
+from backend.tape import arrays as A
+from backend.tape.registry import Op, register, size_of
 
 
 def _free(shapes, out_shape, attrs):
@@ -14,7 +15,7 @@ def _free(shapes, out_shape, attrs):
 register(Op(
     "reshape", "movement", ("x",), view=True,
     forward=lambda attrs, x: np.reshape(x, attrs["shape"]),
-    vjp=lambda g, s, node: (np.reshape(g, node.shapes[0]),),
+    vjp=lambda g, s, node: (A.reshape(g, node.shapes[0]),),
     jvp=lambda t, v, attrs: np.reshape(t[0], attrs["shape"]),
     flops=_free, why="reshape saves only the shape: a view, no bytes.",
 ))
@@ -22,16 +23,14 @@ register(Op(
 register(Op(
     "permute", "movement", ("x",), view=True,
     forward=lambda attrs, x: np.transpose(x, attrs["axes"]),
-    vjp=lambda g, s, node: (np.transpose(g, np.argsort(node.attrs["axes"])),),
+    vjp=lambda g, s, node: (A.permute(g, np.argsort(node.attrs["axes"])),),
     jvp=lambda t, v, attrs: np.transpose(t[0], attrs["axes"]),
     flops=_free, why="permute saves only the axis order: a view, no bytes.",
 ))
 
 
 def _getitem_vjp(g, s, node):
-    grad = np.zeros(node.shapes[0], dtype=g.dtype)
-    np.add.at(grad, node.attrs["key"], g)   # add.at, not =: an index may repeat
-    return (grad,)
+    return (A.scatter_add(g, node.attrs["key"], node.shapes[0]),)     # add, not =: an index may repeat
 
 
 def _getitem(attrs, x):
@@ -55,7 +54,7 @@ register(Op(
 def _concat_vjp(g, s, node):
     axis = node.attrs["axis"]
     bounds = np.cumsum([shape[axis] for shape in node.shapes])[:-1]
-    return tuple(np.split(g, bounds, axis=axis))
+    return tuple(A.split(g, bounds, axis=axis))
 
 
 def _concat_jvp(t, v, attrs):
@@ -68,4 +67,31 @@ register(Op(
     forward=lambda attrs, *xs: np.concatenate(xs, axis=attrs["axis"]),
     vjp=_concat_vjp, jvp=_concat_jvp, flops=_free,
     why="concat saves only the sizes: its vjp splits the adjoint.",
+))
+
+
+# ============================== the adjoints' own movement (double backward) ==============================
+
+register(Op(
+    "expand", "movement", ("x",), view=True,
+    forward=lambda attrs, x: np.broadcast_to(x, attrs["shape"]),
+    vjp=lambda g, s, node: (A.unbroadcast(g, node.shapes[0]),),
+    jvp=lambda t, v, attrs: np.broadcast_to(t[0], attrs["shape"]),
+    flops=_free, why="expand saves only the shape: a broadcast view, no bytes; its vjp sums back.",
+))
+
+
+def _scatter_add(attrs, x):
+    out = np.zeros(attrs["shape"], dtype=x.dtype)
+    np.add.at(out, attrs["key"], x)
+    return out
+
+
+register(Op(
+    "scatter_add", "movement", ("x",),
+    forward=_scatter_add,
+    vjp=lambda g, s, node: (A.take(g, node.attrs["key"]),),
+    jvp=lambda t, v, attrs: _scatter_add(attrs, t[0]),
+    flops=lambda shapes, out_shape, attrs: size_of(shapes[0]),
+    why="scatter_add (an indexing op's adjoint) saves only the index: its vjp gathers.",
 ))

@@ -2,7 +2,9 @@
 import numpy as np
 
 from backend.tape.random import generator
-from backend.tape.registry import Op, per_element, register, size_of, tangent_sum, unbroadcast
+from backend.tape import arrays as A
+from backend.tape.arrays import unbroadcast
+from backend.tape.registry import Op, per_element, register, size_of, tangent_sum
 
 
 # ============================== normalization ==============================
@@ -47,6 +49,7 @@ register(Op(
     "layernorm", "normalization", ("x", "weight", "bias"),
     saves={"x": ("x", "weight"), "weight": ("x",), "mean": ("x", "weight"), "rstd": ("x", "weight")},
     extras=("mean", "rstd"), forward=_layernorm_forward, vjp=_layernorm_vjp, jvp=_layernorm_jvp, flops=per_element(8, input_index=0),
+    not_recordable="its vjp reads the saved per-row mean and 1/σ, which are functions of x that are not on the tape",
     why="layernorm saves its input, γ and the per-row mean and 1/σ: its vjp projects out the 1 and x̂ directions.",
 ))
 
@@ -82,6 +85,7 @@ register(Op(
     "rmsnorm", "normalization", ("x", "weight"),
     saves={"x": ("x", "weight"), "weight": ("x",), "rstd": ("x", "weight")},
     extras=("rstd",), forward=_rmsnorm_forward, vjp=_rmsnorm_vjp, jvp=_rmsnorm_jvp, flops=per_element(6, input_index=0),
+    not_recordable="its vjp reads the saved per-row 1/rms, a function of x that is not on the tape",
     why="rmsnorm saves its input, γ and 1/rms: one projection (along x̂), no mean term.",
 ))
 
@@ -96,7 +100,7 @@ def _dropout_forward(attrs, x):
 register(Op(
     "dropout", "random", ("x",), saves={"mask": ("x",)}, extras=("mask",),
     forward=_dropout_forward,
-    vjp=lambda g, s, node: (g * s["mask"] * (1.0 / (1.0 - node.attrs["p"])),),
+    vjp=lambda g, s, node: (g * A.constant(s["mask"]) * (1.0 / (1.0 - node.attrs["p"])),),
     jvp=lambda t, v, attrs: t[0] * v["mask"] * (1.0 / (1.0 - attrs["p"])),      # the mask this forward drew
     flops=per_element(2, input_index=0),
     why="dropout saves its bool mask (1 byte per element): the vjp zeroes the same elements.",
@@ -105,9 +109,7 @@ register(Op(
 # ============================== lookup and masking ==============================
 
 def _embedding_vjp(g, s, node):
-    weight_grad = np.zeros(node.shapes[1], dtype=g.dtype)
-    np.add.at(weight_grad, s["indices"], g)       # scatter-add: a token seen twice gets both rows
-    return None, weight_grad
+    return None, A.scatter_add(g, A.constant(s["indices"]), node.shapes[1])   # a token seen twice gets both rows
 
 
 register(Op(
@@ -120,8 +122,7 @@ register(Op(
 register(Op(
     "masked_fill", "elementwise", ("x", "mask"), saves={"mask": ("x",)},
     forward=lambda attrs, x, mask: np.where(mask, np.asarray(attrs["value"], dtype=x.dtype), x),
-    vjp=lambda g, s, node: (unbroadcast(np.where(s["mask"], 0, g).astype(g.dtype, copy=False),
-                                        node.shapes[0]), None),
+    vjp=lambda g, s, node: (unbroadcast(A.where(~A.constant(s["mask"]), g), node.shapes[0]), None),
     jvp=lambda t, v, attrs: np.where(v["mask"], np.zeros((), dtype=t[0].dtype), t[0]),
     flops=per_element(1, input_index=0),
     why="masked_fill saves its bool mask: filled positions get no gradient.",
@@ -208,6 +209,7 @@ register(Op(
     "cross_entropy", "loss", ("logits", "target"),
     saves={"probs": ("logits",), "target": ("logits",)}, extras=("probs",),
     forward=_cross_entropy_forward, vjp=_cross_entropy_vjp, jvp=_cross_entropy_jvp, flops=per_element(5, input_index=0),
+    not_recordable="its fused vjp reads the saved probabilities, a function of the logits that is not on the tape",
     why="cross_entropy saves the probabilities and targets: the fused vjp is p − y, no division by p.",
 ))
 
@@ -302,6 +304,7 @@ register(Op(
     saves={"q": ("q", "k", "v"), "k": ("q", "k", "v"), "v": ("q", "k"), "out": ("q", "k"),
            "lse": ("q", "k", "v")},
     extras=("lse",), forward=_attention_forward, vjp=_attention_vjp, jvp=_attention_jvp, flops=_attention_flops,
+    not_recordable="its vjp recomputes the probabilities from the saved row log-sum-exp, which is not on the tape",
     why="efficient attention saves q, k, v, its output and one log-sum-exp per row: "
         "the seq×seq scores are recomputed in backward, never stored.",
 ))

@@ -4,6 +4,7 @@ A full reduction is a 0-d array, never a numpy scalar (numpy's sum and mean retu
 """
 import numpy as np
 
+from backend.tape import arrays as A
 from backend.tape.registry import Op, register, size_of
 
 
@@ -18,8 +19,8 @@ def _spread(g, node):
     """Broadcast a reduced adjoint back over the input's shape (a view: no new bytes)."""
     shape = node.shapes[0]
     if not node.attrs.get("keepdims", False):
-        g = np.expand_dims(g, _axes(node.attrs.get("axis"), len(shape)))
-    return np.broadcast_to(g, shape)
+        g = A.expand_dims(g, _axes(node.attrs.get("axis"), len(shape)))
+    return A.expand(g, shape)
 
 
 def _reduced_count(node):
@@ -56,12 +57,12 @@ def _max_forward(attrs, x):
 
 
 def _max_vjp(g, s, node):
-    axis = node.attrs["axis"]
+    """The adjoint lands on the winner only: spread over the reduced axis, kept where the argmax points."""
+    axis = node.attrs["axis"] % len(node.shapes[0])
     if not node.attrs.get("keepdims", False):
-        g = np.expand_dims(g, axis)
-    grad = np.zeros(node.shapes[0], dtype=g.dtype)
-    np.put_along_axis(grad, s["indices"], g, axis=axis)
-    return (grad,)
+        g = A.expand_dims(g, axis)
+    positions = np.arange(node.shapes[0][axis]).reshape([-1 if a == axis else 1 for a in range(len(node.shapes[0]))])
+    return (A.where(positions == A.constant(s["indices"]), A.expand(g, node.shapes[0])),)
 
 
 def _max_jvp(t, v, attrs):
@@ -86,7 +87,7 @@ def _softmax(attrs, x):
 
 def _softmax_vjp(g, s, node):
     p = s["out"]
-    return (p * (g - np.sum(g * p, axis=node.attrs.get("axis", -1), keepdims=True)),)
+    return (p * (g - A.sum(g * p, axis=node.attrs.get("axis", -1), keepdims=True)),)
 
 
 def _softmax_jvp(t, v, attrs):
@@ -109,7 +110,7 @@ def _log_softmax(attrs, x):
 
 def _log_softmax_vjp(g, s, node):
     axis = node.attrs.get("axis", -1)
-    return (g - np.exp(s["out"]) * np.sum(g, axis=axis, keepdims=True),)
+    return (g - A.exp(s["out"]) * A.sum(g, axis=axis, keepdims=True),)
 
 
 def _log_softmax_jvp(t, v, attrs):

@@ -1,7 +1,9 @@
 """Ops that exist to be applied in place: item assignment (index_put) and fill (zero_)."""
 import numpy as np
 
-from backend.tape.registry import Op, register, unbroadcast
+from backend.tape import arrays as A
+from backend.tape.arrays import unbroadcast
+from backend.tape.registry import Op, register
 
 
 def _index_put(attrs, x, values):
@@ -14,10 +16,11 @@ def _index_put_vjp(g, s, node):
     key = node.attrs["key"]
     x_grad = values_grad = None
     if node.needs[0]:
-        x_grad = np.array(g, copy=True)
-        x_grad[key] = 0                          # the overwritten elements no longer reach the output
+        kept = np.ones(node.shapes[0], dtype=bool)
+        kept[key] = False                        # the overwritten elements no longer reach the output
+        x_grad = A.where(kept, g)
     if node.needs[1]:
-        values_grad = unbroadcast(np.asarray(g[key]), node.shapes[1])
+        values_grad = unbroadcast(A.take(g, key), node.shapes[1])
     return x_grad, values_grad
 
 
@@ -37,7 +40,7 @@ register(Op(
 register(Op(
     "fill", "elementwise", ("x",),
     forward=lambda attrs, x: np.full_like(x, attrs["value"]),
-    vjp=lambda g, s, node: (np.zeros_like(g),),
+    vjp=lambda g, s, node: (A.zeros(g.shape, g),),
     jvp=lambda t, v, attrs: np.zeros_like(v["out"]),
     flops=lambda shapes, out_shape, attrs: 0,
     why="fill saves nothing: what it overwrote gets no gradient.",

@@ -1,0 +1,146 @@
+"""The array namespace the vjps are written in: numpy on arrays, tape ops on Tensors, one definition per rule.
+
+On the plain backward path every value a vjp sees is an ndarray, and each function here is the numpy call it
+names (one type check, no recording). Under create_graph (and inside a forward-over-reverse sweep) the
+adjoint and the saved values are Tensors, and the same function applies the registry's op instead, so the
+vjp's own arithmetic lands on the tape and can be differentiated again. Arithmetic operators (+ − * / @ and
+unary −) need nothing from here: ndarray and Tensor both have them.
+
+Masks, indices and gates are never differentiated: `constant` reads a value's array whichever it is.
+"""
+import numpy as np
+
+from backend.tape.tensor import Tensor
+
+
+def _apply(name, inputs, attrs):
+    from backend.tape.dispatch import apply       # dispatch imports the ops that import this module
+    from backend.tape.registry import OPS
+    return apply(OPS[name], inputs, attrs)
+
+
+def constant(x):
+    """The values of `x` as an ndarray: for masks, gates and indices, which carry no gradient."""
+    return x.data if isinstance(x, Tensor) else x
+
+
+def like(array, reference):
+    """`array` as a value of `reference`'s kind: a constant Tensor beside a Tensor, the array itself otherwise."""
+    if isinstance(reference, Tensor) and not isinstance(array, Tensor):
+        return Tensor.allocate(np.asarray(array), "input", name="const")
+    return array
+
+
+def sum(x, axis=None, keepdims=False):    # noqa: A001 - numpy's name
+    if isinstance(x, Tensor):
+        return _apply("sum", (x,), {"axis": axis, "keepdims": keepdims})
+    total = x.sum(axis=axis, keepdims=keepdims)
+    return total if type(total) is np.ndarray else np.asarray(total)     # a full sum: 0-d, not a numpy scalar
+
+
+def exp(x):
+    return _apply("exp", (x,), {}) if isinstance(x, Tensor) else np.exp(x)
+
+
+def tanh(x):
+    return _apply("tanh", (x,), {}) if isinstance(x, Tensor) else np.tanh(x)
+
+
+def reshape(x, shape):
+    if isinstance(x, Tensor):
+        return _apply("reshape", (x,), {"shape": tuple(shape)})
+    return x.reshape(shape)
+
+
+def permute(x, axes):
+    axes = tuple(int(a) for a in axes)
+    return _apply("permute", (x,), {"axes": axes}) if isinstance(x, Tensor) else np.transpose(x, axes)
+
+
+def swapaxes(x):
+    """The last two axes exchanged (a matrix transpose, batched)."""
+    if isinstance(x, Tensor):
+        axes = list(range(x.ndim))
+        axes[-1], axes[-2] = axes[-2], axes[-1]
+        return permute(x, axes)
+    return x.swapaxes(-1, -2)
+
+
+def expand_dims(x, axes):
+    """Unit axes inserted at `axes` (positions in the result), as numpy's expand_dims."""
+    if isinstance(x, Tensor):
+        return reshape(x, np.expand_dims(np.empty(x.shape, dtype=bool), axes).shape)
+    return np.expand_dims(x, axes)
+
+
+def expand(x, shape):
+    """`x` broadcast to `shape` (a tuple) without copying (a view): the adjoint of a sum."""
+    if isinstance(x, Tensor):
+        return x if x.shape == shape else _apply("expand", (x,), {"shape": shape})
+    return np.broadcast_to(x, shape)
+
+
+def unbroadcast(grad, shape):
+    """Sum a broadcast gradient back down to `shape` (a tuple): every binary op's vjp ends here."""
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = sum(grad, axis=tuple(range(extra)))
+    squeezed = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    if squeezed:
+        grad = sum(grad, axis=squeezed, keepdims=True)
+    return grad
+
+
+def where(condition, x):
+    """`x` where `condition` (a bool array) holds and 0 elsewhere: a select, as torch's threshold_backward is.
+
+    On arrays, multiplying by the condition is the same select and twice as fast, except that an infinite
+    value behind a false condition gives inf·0 = NaN; a NaN in the product sends it to the exact select.
+    """
+    if isinstance(condition, Tensor):
+        condition = condition.data
+    if isinstance(x, Tensor):
+        return _apply("masked_fill", (x, Tensor.allocate(~condition, "input", name="mask")), {"value": 0.0})
+    selected = x * condition
+    if np.isnan(selected.sum()):
+        selected = np.where(condition, x, np.zeros((), dtype=x.dtype))
+    return selected
+
+
+def take(x, key):
+    """`x[key]` (any numpy index): a gather."""
+    if isinstance(x, Tensor):
+        return _apply("getitem", (x,), {"key": key})
+    return np.asarray(x[key])
+
+
+def scatter_add(x, key, shape):
+    """A zero array of `shape` with `x` added at `key` (repeated indices add up): the adjoint of a gather."""
+    if isinstance(x, Tensor):
+        return _apply("scatter_add", (x,), {"key": key, "shape": tuple(shape)})
+    out = np.zeros(shape, dtype=x.dtype)
+    np.add.at(out, key, x)
+    return out
+
+
+def split(x, bounds, axis):
+    """`x` cut along `axis` at `bounds`, as numpy's split."""
+    if not isinstance(x, Tensor):
+        return np.split(x, bounds, axis=axis)
+    edges = [0, *[int(b) for b in bounds], x.shape[axis]]
+    lead = (slice(None),) * (axis % x.ndim)
+    return [take(x, (*lead, slice(start, stop))) for start, stop in zip(edges[:-1], edges[1:])]
+
+
+def zeros(shape, reference):
+    """Zeros of `shape` in `reference`'s dtype (a constant: no gradient flows through a zero)."""
+    return like(np.zeros(shape, dtype=reference.dtype), reference)
+
+
+def power(x, exponent, forward):
+    """x ** exponent by the pow op's own forward (`forward(attrs, x)`), recorded when x is a Tensor."""
+    if isinstance(x, Tensor):
+        return _apply("pow", (x,), {"exponent": exponent})
+    return forward({"exponent": exponent}, x)
