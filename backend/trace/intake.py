@@ -187,9 +187,11 @@ def _check_references(document, problems):
         entry(f"{path}.entry", item["entry"])
         if item["adjoint"] is not None:
             tensor(f"{path}.adjoint.tensor", item["adjoint"]["tensor"], allow_none=True)
-        for field in ("reads", "freed", "ready"):
+        for field in ("reads", "freed"):
             for j, uid in enumerate(item[field]):
                 tensor(f"{path}.{field}[{j}]", uid)
+        for j, index in enumerate(item["ready"]):          # the entries this one made ready: tape indexes
+            entry(f"{path}.ready[{j}]", index)
         for j, part in enumerate(item["contributions"]):
             tensor(f"{path}.contributions[{j}].to", part["to"])
             tensor(f"{path}.contributions[{j}].grad", part["grad"], allow_none=True)
