@@ -29,7 +29,7 @@ const readOnly = root.dataset.readOnly === "true";
 const snapshotId = root.dataset.snapshotId || null;
 
 const ws = workspace.state;
-const view = { index: null, manual: null };      // derived from the workspace's trace and checkpoint, never a copy
+const view = { index: null, manual: null, firstTrace: true };   // derived from the workspace's trace and checkpoint, never a copy
 const statusLine = document.getElementById("status");
 
 function setStatus(text, isError = false) {
@@ -48,7 +48,12 @@ const graphControls = {
   reset: byTestId("graph-actual-size"), minimap: byTestId("graph-minimap"),
   search: byTestId("graph-search"), searchCount: byTestId("graph-search-count"), foldAll: byTestId("graph-unfold-all"),
 };
-const graph = createGraphView(byTestId("graph"), { controls: graphControls, onSelect: (id) => { workspace.select(id); if (id?.[0] === "e") toggleRecompute(id, false); } });
+const graph = createGraphView(byTestId("graph"), {
+  controls: graphControls,
+  onSelect: (id) => { workspace.select(id); if (id?.[0] === "e") toggleRecompute(id, false); },
+  onFoldChange: (unfolded) => workspace.setGraphView({ unfolded }),
+  onZoom: (zoom) => { if (!player?.playing()) workspace.setGraphView({ zoom }); },
+});
 const memory = createMemoryChart(byTestId("memory-chart"), { onPick: (step) => player.setStep(step) });
 const lifetimes = createLifetimeChart(byTestId("lifetime-chart"), { onPick: (id) => workspace.select(id) });
 const inspector = createInspector(document.getElementById("inspector"), {
@@ -147,7 +152,10 @@ const ghostName = () => (ws.baseline ? "baseline" : "previous run");
 async function showTrace(trace, { keepStep, previous, label } = {}) {
   root.dataset.ready = "false";
   view.index = indexTrace(trace);
-  await graph.load(trace, view.index);
+  // The first trace opens where the saved session left the graph (its folds and zoom); later ones fit.
+  const savedView = view.firstTrace ? { unfolded: ws.unfolded, zoom: ws.zoom } : {};
+  view.firstTrace = false;
+  await graph.load(trace, view.index, savedView);
   setManual(ws.checkpoint);
   performance.mark("tapescope:graph-drawn");
   await Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index), pareto.load(trace)]);

@@ -1,7 +1,9 @@
 // graph-groups.js — the graph's modules: nodes grouped by scope (layers[i], a residual's or a repeat's inner layers,
 // a transformer block and its attention / mlp), each group with its name and the bytes its entries save. A folded
 // group is drawn as one box; visibleGraph() is the graph with every folded group standing in for its members, the
-// edges between them bundled into one per pair (their bytes summed).
+// edges between them bundled into one per pair (their bytes summed). A flat scope (a repeat of many identical layers)
+// is bucketed: past BUCKET_MAX sibling groups, runs of them are gathered into range groups ("layers[0][0–5]"), level
+// over level, so no group ever opens onto more than BUCKET_MAX boxes in a row.
 import { formatBytes } from "./format.js";
 
 /** "layers[1].attn" -> ["layers[1]", "layers[1].attn"]; "layers[0][3][1]" -> ["layers[0]", "layers[0][3]", "layers[0][3][1]"]. */
@@ -16,6 +18,8 @@ export function scopePrefixes(scope) {
   }
   return prefixes;
 }
+
+export const BUCKET_MAX = 6;
 
 /** The layer a scope names in the spec, for a group's title: "layers[1]" -> "transformer_block"; inside a repeat the
  * first index is an iteration ("layers[0][3]" -> "iteration 3"). A named part ("layers[1].attn") is its own name. */
@@ -74,7 +78,76 @@ export function buildGroups(nodes, index, spec) {
       title: `${id}${type ? ` (${type})` : ""}: ${list.length} nodes, saves ${formatBytes(savedBytes)} for backward`,
     });
   }
+  bucketSiblings(groups, nodes);
   return groups;
+}
+
+/** "layers[0][3][0]" under "layers[0]" -> 3: the iteration (or layer) index a child group's id adds to its parent's. */
+function childIndex(parentId, childId) {
+  const rest = parentId ? childId.slice(parentId.length) : childId;
+  return rest.match(/^\[(\d+)\]/)?.[1] ?? rest.match(/\[(\d+)\]/)?.[1] ?? null;
+}
+
+/** A range group over a run of sibling groups: their members, entries and saved bytes summed. */
+function rangeGroup(parentId, run) {
+  const [first, last] = [run[0], run.at(-1)];
+  const [from, to] = [childIndex(parentId, first.rangeFrom ?? first.id), childIndex(parentId, last.rangeTo ?? last.id)];
+  const label = from !== null && to !== null ? `${parentId ?? "layers"}[${from}–${to}]` : `${first.label} … ${last.label}`;
+  const savedBytes = run.reduce((sum, g) => sum + g.savedBytes, 0);
+  const members = run.flatMap((g) => g.members);
+  return {
+    id: `${label}#range`, parent: parentId, depth: 0, members, entries: run.flatMap((g) => g.entries), savedBytes,
+    label, rangeFrom: first.rangeFrom ?? first.id, rangeTo: last.rangeTo ?? last.id, range: true,
+    title: `${label}: ${run.length} groups, ${members.length} nodes, saves ${formatBytes(savedBytes)} for backward`,
+  };
+}
+
+/** Gather the children of any parent with more than BUCKET_MAX child groups into range groups, level over level;
+ * each node's `groups` path gets the ranges it sits in, and every depth is recomputed. */
+function bucketSiblings(groups, nodes) {
+  const firstEntry = (g) => Math.min(...g.entries, Infinity);
+  const childrenOf = new Map();
+  for (const group of groups.values()) (childrenOf.get(group.parent) ?? childrenOf.set(group.parent, []).get(group.parent)).push(group);
+  const rangesAbove = new Map();   // group id -> the range ids around it, outermost first
+  for (const [parentId, children] of childrenOf) {
+    if (children.length <= BUCKET_MAX) continue;
+    let level = children.sort((a, b) => firstEntry(a) - firstEntry(b));
+    while (level.length > BUCKET_MAX) {
+      const next = [];
+      for (let i = 0; i < level.length; i += BUCKET_MAX) {
+        const run = level.slice(i, i + BUCKET_MAX);
+        if (run.length === 1) { next.push(run[0]); continue; }
+        const range = rangeGroup(parentId, run);
+        groups.set(range.id, range);
+        for (const child of run) {
+          child.parent = range.id;
+          for (const id of child.range ? descendantsOf(child, groups) : [child.id]) {
+            rangesAbove.set(id, [range.id, ...(rangesAbove.get(id) ?? [])]);
+          }
+        }
+        next.push(range);
+      }
+      level = next;
+    }
+  }
+  for (const node of nodes) {
+    node.groups = node.groups.flatMap((id) => [...(rangesAbove.get(id) ?? []), id]);
+  }
+  for (const group of groups.values()) {
+    let depth = 0;
+    for (let id = group.parent; id; id = groups.get(id)?.parent) depth += 1;
+    group.depth = depth;
+  }
+}
+
+/** The scope groups a range group gathers, however deep its ranges nest. */
+function descendantsOf(range, groups) {
+  return [...groups.values()].filter((g) => !g.range && g.parent !== undefined && isUnder(g, range.id, groups)).map((g) => g.id);
+}
+
+function isUnder(group, ancestorId, groups) {
+  for (let id = group.parent; id; id = groups.get(id)?.parent) if (id === ancestorId) return true;
+  return false;
 }
 
 /** The node id a node is drawn as: its outermost folded group's, else its own. */
