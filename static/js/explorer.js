@@ -158,7 +158,7 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   await graph.load(trace, view.index, savedView);
   setManual(ws.checkpoint);
   performance.mark("tapescope:graph-drawn");
-  await Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index), pareto.load(trace)]);
+  await Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index, graph.groupsView()), pareto.load(trace)]);
   if (ws.trace !== trace) return;                  // a newer trace arrived while this one was drawing
   explainer.load(trace);
   schedules.show(trace, ws.spec);

@@ -1,7 +1,7 @@
 // layout.js — lays a graph out once: on the page for small graphs, in a Web Worker above WORKER_THRESHOLD nodes.
 /* global tapescopeLayout */
 
-export const WORKER_THRESHOLD = 150;   // a fold or unfold re-lays out: above this, off the main thread so playing keeps its frames
+export const WORKER_THRESHOLD = 40;    // a fold or unfold re-lays out: above this, off the main thread so playing keeps its frames
 
 function inWorker(boxes, edges, clusters) {
   return new Promise((resolve, reject) => {

@@ -277,7 +277,7 @@ export function redo() {
 /** The step cursor moved; `save: false` while playing (the step is saved once the player stops) or redrawing. */
 export function setStep(step, { save = true } = {}) {
   state.step = step;
-  writeAddress(state.step, state.selected);
+  writeAddress(state.step, state.selected, { coalesce: !save });
   if (save) scheduleSave();
 }
 
