@@ -253,6 +253,16 @@ async function start() {
   }
 }
 
+// A row or chip that names a tensor or node (the sweep panel's chips and contributions, the per-layer table's rows)
+// carries data-select: a click, or Enter on it, selects that everywhere through the workspace.
+function selectFrom(event) {
+  const target = event.target.closest?.("[data-select]");
+  if (!target || (event.type === "keydown" && event.key !== "Enter")) return;
+  workspace.select(target.dataset.select);
+}
+document.addEventListener("click", selectFrom);
+document.addEventListener("keydown", selectFrom);
+
 // Escape clears the selection everywhere (a field being typed in keeps its own Escape).
 document.addEventListener("keydown", (event) => {
   if (event.key !== "Escape" || !ws.selected || event.target.closest("input, textarea, select")) return;

@@ -162,7 +162,7 @@ export function visibleGraph(nodes, edges, groups, collapsed, { height, charWidt
   const shown = nodes.filter((n) => rep.get(n.id) === n.id);
   const folded = [...new Set([...rep.values()].filter((id) => id.startsWith("g:")))].map((id) => {
     const group = groups.get(id.slice(2));
-    const label = `${group.label} · ${formatBytes(group.savedBytes)}`;
+    const label = group.savedBytes ? `${group.label} · ${formatBytes(group.savedBytes)}` : group.label;   // "· 0 B" says nothing
     return { id, isGroup: true, group, label, height, width: Math.round(24 + charWidth * label.length),
       searchText: `${group.id} ${group.label}`.toLowerCase(), glyph: "▣" };
   });
