@@ -157,7 +157,10 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
       const text = formatBytes(tensor.nbytes);
       const width = 10 + text.length * CHAR_WIDTH;
       const { x, y } = layout.positions[n.id];
-      const [cx, cy] = [x + n.width / 2 - width / 2 + 4, y - n.height / 2 - 9]; // the badge's centre
+      // The badge's centre: over the node's right end, or from its left end when wider than the node (a leaf), so it
+      // never reaches back past the layout's margin.
+      const cx = width > n.width ? x - n.width / 2 + width / 2 : x + n.width / 2 - width / 2 + 4;
+      const cy = y - n.height / 2 - 9;
       badge.select("rect").attr("x", cx - width / 2).attr("y", cy - 7).attr("width", width).attr("height", 14);
       badge.select("text").attr("x", cx).attr("y", cy).attr("dy", "0.35em").text(text);
     });
