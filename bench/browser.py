@@ -1,7 +1,8 @@
 """Benchmark: the explorer in headless Chromium on real engine traces of ~1,000 and ~5,000 tape entries.
 
-The traces come from the engine (backend.driver.trace_spec on a deep MLP built from nested repeat blocks), and the
-page's own /api/trace answer is replaced by that document, so only the page differs between the runs compared.
+The traces come from the engine (backend.driver.trace_spec on a deep MLP built from nested repeat blocks), and each
+app's /api/trace answers that document (a middleware in the bench's server serves the file over plain HTTP; a
+Playwright route spent seconds moving 8 MB), so only the page differs between the runs compared.
 For each trace it prints navigation -> interactive graph (targets: 1,000 entries <= 1.5 s, 5,000 <= 3 s), a fold and an
 unfold of a group (<= 100 ms), the median frame while playing (<= 16.7 ms) and the page's JS heap after a garbage
 collection (<= 150 MB at 5,000). With --baseline DIR (a checkout of main, e.g. `git worktree add --detach /tmp/base
@@ -90,12 +91,31 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+DOCUMENT_FILE = Path(tempfile.mkdtemp()) / "trace.json"   # what every bench server answers POST /api/trace with
+SERVER = """
+import sys
+sys.path.insert(0, '.')
+from pathlib import Path
+from werkzeug.serving import run_simple
+from app import create_app
+
+app = create_app({{'TESTING': True, 'DATABASE_URL': 'sqlite:///{folder}/bench.sqlite'}})
+
+def with_fixed_trace(environ, start_response):
+    if environ['PATH_INFO'] == '/api/trace' and environ['REQUEST_METHOD'] == 'POST':
+        body = Path({document!r}).read_bytes()
+        start_response('200 OK', [('Content-Type', 'application/json'), ('Content-Length', str(len(body)))])
+        return [body]
+    return app(environ, start_response)
+
+run_simple('127.0.0.1', {port}, with_fixed_trace, threaded=True)
+"""
+
+
 def serve(root: Path):
     """The app of the checkout at `root`, in its own process (two checkouts cannot share one interpreter)."""
     port = free_port()
-    folder = tempfile.mkdtemp()
-    code = ("import sys; sys.path.insert(0, '.'); from app import create_app; from werkzeug.serving import run_simple; "
-            f"run_simple('127.0.0.1', {port}, create_app({{'TESTING': True, 'DATABASE_URL': 'sqlite:///{folder}/bench.sqlite'}}), threaded=True)")
+    code = SERVER.format(folder=tempfile.mkdtemp(), document=str(DOCUMENT_FILE), port=port)
     process = subprocess.Popen([sys.executable, "-c", code], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
     for _ in range(200):
@@ -108,9 +128,8 @@ def serve(root: Path):
     raise RuntimeError(f"the app in {root} did not start")
 
 
-def measure(browser, url, body):
+def measure(browser, url):
     page = browser.new_page(viewport={"width": 1280, "height": 800})
-    page.route("**/api/trace", lambda route: route.fulfill(status=200, content_type="application/json", body=body))
     page.goto(url)
     page.wait_for_selector(".explorer[data-ready=true]", timeout=120_000)
     ready_ms = page.evaluate("() => performance.getEntriesByName('tapescope:ready').at(-1).startTime")
@@ -158,7 +177,8 @@ def main():
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
             for label, entries, body in documents:
-                results = {name: measure(browser, url, body) for name, _, url in servers}
+                DOCUMENT_FILE.write_text(body)
+                results = {name: measure(browser, url) for name, _, url in servers}
                 print(row(label, results["this"], results.get("main")))
                 target = TARGETS["ready_s"].get(entries)
                 print(f"   targets: interactive <= {target or '—'} s, fold/unfold <= {TARGETS['fold_ms']} ms, "

@@ -26,7 +26,7 @@ export function openGroupsOf(groups, fold) {
 }
 
 /** Lay out what `fold` leaves drawn: {shown: {nodes, edges, rep}, openGroups, layout}. */
-export async function layoutFolded(model, fold, { height, charWidth, weight }) {
+export async function layoutFolded(model, fold, { height, charWidth, weight, inPage = false }) {
   const { nodes, edges, groups } = model;
   const shown = visibleGraph(nodes, edges, groups, fold.collapsed, { height, charWidth });
   const openGroups = openGroupsOf(groups, fold);
@@ -35,7 +35,7 @@ export async function layoutFolded(model, fold, { height, charWidth, weight }) {
   const layout = await layoutGraph(
     shown.nodes.map((n) => ({ id: n.id, width: n.width, height: n.height, parent: open.has(innermostOpen(n)) ? innermostOpen(n) : null })),
     shown.edges.map(({ source, target, link }) => ({ source, target, weight: weight(target, link) })),
-    openGroups.map((g) => ({ id: g.id, parent: g.parent && open.has(g.parent) ? g.parent : null })));
+    openGroups.map((g) => ({ id: g.id, parent: g.parent && open.has(g.parent) ? g.parent : null })), { inPage });
   return { shown, openGroups, layout };
 }
 
@@ -61,7 +61,7 @@ export async function openingFold(model, { saved, fits, layoutOptions }) {
     const fold = foldState(foldedBelow(groups, level), { autoFold: true, framed: true });
     const boxes = visibleGraph(nodes, [], groups, fold.collapsed, { height: 0, charWidth: 0 }).nodes.length;
     if (level > 0 && boxes > LEVEL_MAX_BOXES) break;
-    const laid = await layoutFolded(model, fold, layoutOptions);
+    const laid = await layoutFolded(model, fold, { ...layoutOptions, inPage: true });   // a few small trial layouts
     if (level > 0 && !fits(laid.layout)) break;
     best = { fold, laid };
   }

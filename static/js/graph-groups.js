@@ -48,16 +48,21 @@ export function buildGroups(nodes, index, spec) {
   // A parameter belongs to the scopes of the ops around it: "layers[1].attn.q.weight" to layers[1] and layers[1].attn.
   const opScopes = new Set(nodes.filter((n) => n.isOp).flatMap((n) => scopePrefixes(n.scope)));
   const members = new Map();
+  const childScopes = new Map();   // scope -> its direct sub-scopes
   for (const node of nodes) {
     if (node.isOp) node.scopes = scopePrefixes(node.scope);
     else node.scopes = node.kind === "param" ? scopePrefixes(node.name).filter((p) => p !== node.name && opScopes.has(p)) : [];
-    for (const prefix of node.scopes) (members.get(prefix) ?? members.set(prefix, []).get(prefix)).push(node);
+    node.scopes.forEach((prefix, i) => {
+      (members.get(prefix) ?? members.set(prefix, []).get(prefix)).push(node);
+      if (i) (childScopes.get(node.scopes[i - 1]) ?? childScopes.set(node.scopes[i - 1], new Set()).get(node.scopes[i - 1])).add(prefix);
+    });
   }
   const kept = new Map();
   for (const [id, list] of members) {
     if (list.length < 2) continue;
-    const children = [...members.keys()].filter((other) => (other.startsWith(`${id}.`) || other.startsWith(`${id}[`)) && members.get(other).length === list.length);
-    if (children.length) continue;   // the same nodes as a deeper scope: the deeper one names them better
+    // The same nodes as a deeper scope: the deeper one names them better (a member set only shrinks going down, so
+    // a direct sub-scope of the same size is where to look).
+    if ([...(childScopes.get(id) ?? [])].some((child) => members.get(child).length === list.length)) continue;
     kept.set(id, list);
   }
   // Every tensor an entry saves for backward counts: its output, and what else it made (dropout's mask).
@@ -98,6 +103,7 @@ function rangeGroup(parentId, run) {
   return {
     id: `${label}#range`, parent: parentId, depth: 0, members, entries: run.flatMap((g) => g.entries), savedBytes,
     label, rangeFrom: first.rangeFrom ?? first.id, rangeTo: last.rangeTo ?? last.id, range: true,
+    covers: run.flatMap((g) => (g.range ? g.covers : [g.id])),   // the scope groups inside, however deep the ranges nest
     title: `${label}: ${run.length} groups, ${members.length} nodes, saves ${formatBytes(savedBytes)} for backward`,
   };
 }
@@ -121,7 +127,7 @@ function bucketSiblings(groups, nodes) {
         groups.set(range.id, range);
         for (const child of run) {
           child.parent = range.id;
-          for (const id of child.range ? descendantsOf(child, groups) : [child.id]) {
+          for (const id of child.range ? child.covers : [child.id]) {
             rangesAbove.set(id, [range.id, ...(rangesAbove.get(id) ?? [])]);
           }
         }
@@ -138,16 +144,6 @@ function bucketSiblings(groups, nodes) {
     for (let id = group.parent; id; id = groups.get(id)?.parent) depth += 1;
     group.depth = depth;
   }
-}
-
-/** The scope groups a range group gathers, however deep its ranges nest. */
-function descendantsOf(range, groups) {
-  return [...groups.values()].filter((g) => !g.range && g.parent !== undefined && isUnder(g, range.id, groups)).map((g) => g.id);
-}
-
-function isUnder(group, ancestorId, groups) {
-  for (let id = group.parent; id; id = groups.get(id)?.parent) if (id === ancestorId) return true;
-  return false;
 }
 
 /** The node id a node is drawn as: its outermost folded group's, else its own. */

@@ -13,8 +13,9 @@ function inWorker(boxes, edges, clusters) {
 }
 
 /** boxes: [{id, width, height, parent?}], edges: [{source, target}], clusters: [{id, parent?}] (layout-core.js)
- * -> {positions, routes, clusters, width, height}. */
-export function layoutGraph(boxes, edges, clusters = []) {
-  if (boxes.length > WORKER_THRESHOLD) return inWorker(boxes, edges, clusters);
+ * -> {positions, routes, clusters, width, height}. `inPage`: no worker (a graph being opened, where a worker's start
+ * costs more than the layout and no frame is waiting). */
+export function layoutGraph(boxes, edges, clusters = [], { inPage = false } = {}) {
+  if (boxes.length > WORKER_THRESHOLD && !inPage) return inWorker(boxes, edges, clusters);
   return Promise.resolve(tapescopeLayout(boxes, edges, clusters));
 }
