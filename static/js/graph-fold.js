@@ -50,10 +50,12 @@ function foldState(collapsed, { autoFold, framed }) {
  */
 export async function openingFold(model, { saved, fits, layoutOptions }) {
   const { groups, nodes } = model;
-  if (saved) return { fold: saved, laid: await layoutFolded(model, saved, layoutOptions) };
+  const inPage = { ...layoutOptions, inPage: nodes.length <= 2000 };   // opening: no frame waits on it (a huge plain
+                                                                       // graph still goes to the worker)
+  if (saved) return { fold: saved, laid: await layoutFolded(model, saved, inPage) };
   if (!groups.size || nodes.length <= PLAIN_MAX_NODES) {
     const plain = foldState(new Set(), { autoFold: false, framed: false });
-    return { fold: plain, laid: await layoutFolded(model, plain, layoutOptions) };
+    return { fold: plain, laid: await layoutFolded(model, plain, inPage) };
   }
   const deepest = Math.max(...[...groups.values()].map((g) => g.depth)) + 1;
   let best = null;

@@ -120,7 +120,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
     const groups = buildGroups(nodes, index, trace.spec);
     const next = { trace, index, nodes, edges, groups, badges: badgeTensors(trace, index), byId: new Map(nodes.map((n) => [n.id, n])) };
     // A re-trace of the same model (an edit, a schedule) keeps what was folded and opened; new groups start folded.
-    const sameModel = model && model.trace.spec?.name === trace.spec?.name && [...groups.keys()].some((id) => model.groups.has(id));
+    const sameModel = model?.fold && model.trace.spec?.name === trace.spec?.name && [...groups.keys()].some((id) => model.groups.has(id));
     const saved = sameModel ? carriedFold(model, groups) : unfoldedByPerson ? savedFold("all", groups) : savedFold(view.unfolded, groups);
     model = next;
     state = null;

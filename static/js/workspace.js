@@ -283,9 +283,10 @@ export function setStep(step, { save = true } = {}) {
 
 /** Where the graph's view is (zoom {k, x, y}, its unfolded groups): saved with the session, opened on a reload. */
 export function setGraphView({ zoom, unfolded }) {
+  const before = JSON.stringify([state.zoom, state.unfolded]);
   if (zoom !== undefined) state.zoom = zoom;
   if (unfolded !== undefined) state.unfolded = unfolded;
-  if (!state.readOnly) scheduleSave();
+  if (!state.readOnly && JSON.stringify([state.zoom, state.unfolded]) !== before) scheduleSave();
 }
 
 export function select(id) {
