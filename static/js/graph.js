@@ -15,6 +15,7 @@ import { groupProgress } from "./graph-progress.js";
 import { createNavigator, LABEL_SCALE } from "./graph-nav.js";
 import { createSearch } from "./graph-search.js";
 import { badgeTensors, CHAR_WIDTH, checkpointLinks, edgeWeight, nodeModels, nodeTitle } from "./graph-model.js";
+import { warmLayoutWorker } from "./layout.js";
 import { familyColor } from "./palette.js";
 
 const GROUP_HEIGHT = 30;
@@ -29,6 +30,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
   const edgeLayer = viewport.append("g").attr("class", "edges");
   const nodeLayer = viewport.append("g").attr("class", "nodes");
   const nav = createNavigator(svgElement, viewport, { ...controls, onZoom });
+  warmLayoutWorker();
   const search = createSearch(controls, {
     nodes: () => (model ? model.nodes.concat(state?.nodes.filter((n) => n.isGroup) ?? []) : []),
     onMatches: () => { if (state) update(state.step ?? 0); },

@@ -24,6 +24,11 @@ function layoutWorker() {
   return worker;
 }
 
+/** Start the worker (it loads dagre) before the first fold needs it. */
+export function warmLayoutWorker() {
+  if (typeof Worker === "function") layoutWorker();
+}
+
 function inWorker(boxes, edges, clusters) {
   return new Promise((resolve, reject) => {
     const id = nextId++;
