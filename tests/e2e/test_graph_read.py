@@ -70,8 +70,9 @@ def test_a_5000_entry_lifetime_chart_names_its_rows_and_opens_them(page, live_se
     rows = int(chart.get_attribute("data-rows"))
     # A click on a group's bar opens it: its members get rows of their own, each named.
     bar = page.locator("[data-testid=lifetime-chart] .bars .point").nth(names.index(next(n for n in names if "layers[0]" in n)))
+    bar.scroll_into_view_if_needed()
     box = bar.bounding_box()
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)   # as a person clicks a Plotly bar
     page.wait_for_function("n => Number(document.querySelector('[data-testid=lifetime-chart]').dataset.rows) > n", arg=rows)
     opened = page.evaluate(TICKS)
     assert any("▾ layers[0]" in n for n in opened) and all(opened)
@@ -120,7 +121,7 @@ def test_the_sweep_panel_the_per_layer_table_and_the_peak_breakdown_select_every
     expect(page.locator("#inspector")).to_contain_text(largest["name"])
     cleared_everywhere(page)
 
-    button = page.locator("[data-testid=peak-breakdown] button.group").first
+    button = page.locator("[data-testid=peak-breakdown] button.group[data-kind=activation]").first
     button.scroll_into_view_if_needed()
     button.click()
     chosen = page.evaluate("window.tapescope.getSelected()")
