@@ -1,26 +1,39 @@
-"""Benchmark: the explorer in headless Chromium on synthetic traces of 1,000 and 5,000 nodes.
+"""Benchmark: the explorer in headless Chromium on real engine traces of ~1,000 and ~5,000 tape entries.
 
-Prints the time from navigation to a drawn, interactive graph (targets: 1,000 nodes < 1.5 s, 5,000 < 5 s) and
-the median frame while playing (target < 16 ms). The page's own /api/trace answer is replaced by the
-synthetic document, so nothing else changes. Run: .venv/bin/python bench/browser.py [node counts...]
+The traces come from the engine (backend.driver.trace_spec on a deep MLP built from nested repeat blocks), and each
+app's /api/trace answers that document (a middleware in the bench's server serves the file over plain HTTP; a
+Playwright route spent seconds moving 8 MB), so only the page differs between the runs compared.
+For each trace it prints navigation -> interactive graph (targets: 1,000 entries <= 1.5 s, 5,000 <= 3 s), a fold and an
+unfold of a group (<= 100 ms), the median frame while playing (<= 16.7 ms) and the page's JS heap after a garbage
+collection (<= 150 MB at 5,000). With --baseline DIR (a checkout of main, e.g. `git worktree add --detach /tmp/base
+main`, with static/vendor copied in) the same figures for that checkout's page are printed beside, measured in the
+same run; --synthetic adds bench/synthetic_trace.py's documents of the same node counts.
+
+Run: .venv/bin/python bench/browser.py [--baseline DIR] [--synthetic] [entries ...]
 """
+import argparse
 import json
+import math
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
+import time
+import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
-from werkzeug.serving import make_server  # noqa: E402
 
-from app import create_app  # noqa: E402
+from backend.driver import trace_spec  # noqa: E402
 from bench.synthetic_trace import synthetic_trace  # noqa: E402
 from tests.conftest import CHROMIUM_ARGS  # noqa: E402
 
 FRAMES = 120
+TARGETS = {"ready_s": {1000: 1.5, 5000: 3.0}, "fold_ms": 100, "frame_ms": 16.7, "heap_mb": 150}
 # Plays FRAMES steps, one per animation frame; returns each step's script time and each frame's interval (ms).
 PLAY_SCRIPT = """frames => new Promise(resolve => {
   const last = window.tapescope.getTrace().steps.length - 1;
@@ -37,46 +50,144 @@ PLAY_SCRIPT = """frames => new Promise(resolve => {
   }
   requestAnimationFrame(frame);
 })"""
+# Clicks the first folded group and times it until its open frame is drawn and painted; then folds it back the same way.
+FOLD_SCRIPT = """async () => {
+  const graph = document.querySelector('[data-testid=graph]');
+  const painted = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+  const until = (test) => new Promise((resolve) => { const check = () => (test() ? resolve() : requestAnimationFrame(check)); check(); });
+  const folded = graph.querySelector('.group-node[data-collapsed=true]');
+  if (!folded) return null;
+  const id = folded.dataset.groupId;
+  const selector = (kind) => `.${kind}[data-group-id="${CSS.escape(id)}"]`;
+  let started = performance.now();
+  folded.querySelector('rect').dispatchEvent(new MouseEvent('click', { bubbles: true }));
+  await until(() => graph.querySelector(selector('group-frame')));
+  await painted();
+  const unfold = performance.now() - started;
+  started = performance.now();
+  graph.querySelector(`${selector('group-frame')} .frame-label`).dispatchEvent(new MouseEvent('click', { bubbles: true }));
+  await until(() => graph.querySelector(selector('group-node')));
+  await painted();
+  return { unfold, fold: performance.now() - started, group: id };
+}"""
 
 
-def serve():
-    folder = tempfile.mkdtemp()
-    app = create_app({"TESTING": True, "DATABASE_URL": f"sqlite:///{folder}/bench.sqlite"})
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_port}/"
+def deep_spec(entries: int) -> dict:
+    """A deep MLP of linear + tanh iterations in two nested repeats: about `entries` tape entries (3 per iteration)."""
+    iterations = math.ceil(entries / 3)
+    outer = math.ceil(iterations / 60)
+    inner = round(iterations / outer)
+    return {"name": f"deep-{outer}x{inner}", "seed": 0, "dtype": "float32", "batch": 4,
+            "input": {"kind": "features", "size": 8},
+            "layers": [{"type": "repeat", "times": outer, "layers": [
+                {"type": "repeat", "times": inner, "layers": [{"type": "linear", "out": 8}, {"type": "tanh"}]}]},
+                {"type": "linear", "out": 1}],
+            "loss": {"type": "mse", "target": "random"}, "optimizer": {"type": "sgd", "lr": 0.01}}
 
 
-def measure(browser, url, total_nodes):
-    body = json.dumps(synthetic_trace(total_nodes))
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+DOCUMENT_FILE = Path(tempfile.mkdtemp()) / "trace.json"   # what every bench server answers POST /api/trace with
+SERVER = """
+import sys
+sys.path.insert(0, '.')
+from pathlib import Path
+from werkzeug.serving import run_simple
+from app import create_app
+
+app = create_app({{'TESTING': True, 'DATABASE_URL': 'sqlite:///{folder}/bench.sqlite'}})
+
+def with_fixed_trace(environ, start_response):
+    if environ['PATH_INFO'] == '/api/trace' and environ['REQUEST_METHOD'] == 'POST':
+        body = Path({document!r}).read_bytes()
+        start_response('200 OK', [('Content-Type', 'application/json'), ('Content-Length', str(len(body)))])
+        return [body]
+    return app(environ, start_response)
+
+run_simple('127.0.0.1', {port}, with_fixed_trace, threaded=True)
+"""
+
+
+def serve(root: Path):
+    """The app of the checkout at `root`, in its own process (two checkouts cannot share one interpreter)."""
+    port = free_port()
+    code = SERVER.format(folder=tempfile.mkdtemp(), document=str(DOCUMENT_FILE), port=port)
+    process = subprocess.Popen([sys.executable, "-c", code], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(url + "api/presets", timeout=1)
+            return process, url
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"the app in {root} did not start")
+
+
+def measure(browser, url):
     page = browser.new_page(viewport={"width": 1280, "height": 800})
-    page.route("**/api/trace", lambda route: route.fulfill(status=200, content_type="application/json", body=body))
     page.goto(url)
     page.wait_for_selector(".explorer[data-ready=true]", timeout=120_000)
     ready_ms = page.evaluate("() => performance.getEntriesByName('tapescope:ready').at(-1).startTime")
-    marks = page.evaluate("() => Object.fromEntries(performance.getEntriesByType('mark').map(m => [m.name, Math.round(m.startTime)]))")
-    print("   marks (ms after navigation):", marks)
     drawn = page.locator("[data-testid=graph] .node").count()
+    folding = page.evaluate(FOLD_SCRIPT)
     played = page.evaluate(PLAY_SCRIPT, FRAMES)
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("HeapProfiler.collectGarbage")
+    heap_mb = cdp.send("Runtime.getHeapUsage")["usedSize"] / 2**20
     page.close()
-    return {"nodes": drawn, "ready_ms": ready_ms, "step_ms": statistics.median(played["work"]),
-            "frame_ms": statistics.median(played["intervals"]), "step_p95_ms": sorted(played["work"])[int(0.95 * FRAMES)]}
+    return {"drawn": drawn, "ready_s": ready_ms / 1000, "frame_ms": statistics.median(played["intervals"]),
+            "step_ms": statistics.median(played["work"]), "heap_mb": heap_mb,
+            "unfold_ms": folding["unfold"] if folding else None, "fold_ms": folding["fold"] if folding else None}
 
 
-def main(counts):
-    server, url = serve()
+def row(label, result, baseline):
+    def cell(key, digits=2):
+        value = result[key]
+        text = "—" if value is None else f"{value:.{digits}f}"
+        if baseline is None:
+            return text
+        before = baseline[key]
+        ratio = f" ({value / before:.2f}×)" if value is not None and before else ""
+        return f"{text} [main {'—' if before is None else f'{before:.{digits}f}'}]{ratio}"
+    return (f"{label}: {result['drawn']} boxes drawn · interactive {cell('ready_s')} s · unfold {cell('unfold_ms', 0)} ms"
+            f" · fold {cell('fold_ms', 0)} ms · median frame {cell('frame_ms', 1)} ms (step script {cell('step_ms', 2)} ms)"
+            f" · JS heap {cell('heap_mb', 1)} MB")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("entries", nargs="*", type=int, default=[1000, 5000])
+    parser.add_argument("--baseline", type=Path, help="a checkout of main to measure beside this one")
+    parser.add_argument("--synthetic", action="store_true", help="also bench/synthetic_trace.py's documents")
+    args = parser.parse_args()
+    documents = []
+    for entries in args.entries:
+        trace = trace_spec(deep_spec(entries))
+        nodes = len(trace["graph"]["nodes"]) + len(trace["graph"]["leaves"])
+        documents.append((f"{trace['spec']['name']} ({len(trace['tape'])} entries, {nodes} nodes)", entries, json.dumps(trace)))
+        if args.synthetic:
+            documents.append((f"synthetic ({nodes} nodes)", entries, json.dumps(synthetic_trace(nodes))))
+    servers = [("this", *serve(ROOT))] + ([("main", *serve(args.baseline.resolve()))] if args.baseline else [])
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-            for count in counts:
-                result = measure(browser, url, count)
-                print(f"{count:>6} nodes ({result['nodes']} drawn): navigation -> interactive graph "
-                      f"{result['ready_ms'] / 1000:.2f} s; playing: median frame {result['frame_ms']:.1f} ms, "
-                      f"step script median {result['step_ms']:.2f} ms (p95 {result['step_p95_ms']:.2f} ms)")
+            for label, entries, body in documents:
+                DOCUMENT_FILE.write_text(body)
+                results = {name: measure(browser, url) for name, _, url in servers}
+                print(row(label, results["this"], results.get("main")))
+                target = TARGETS["ready_s"].get(entries)
+                print(f"   targets: interactive <= {target or '—'} s, fold/unfold <= {TARGETS['fold_ms']} ms, "
+                      f"median frame <= {TARGETS['frame_ms']} ms, JS heap <= {TARGETS['heap_mb']} MB")
             browser.close()
     finally:
-        server.shutdown()
+        for _, process, _ in servers:
+            process.terminate()
 
 
 if __name__ == "__main__":
-    main([int(arg) for arg in sys.argv[1:]] or [1000, 5000])
+    main()

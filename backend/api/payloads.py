@@ -22,8 +22,9 @@ STEP_MAX = 1_000_000
 SELECTED_MAX_CHARS = 200
 TITLE_MAX_CHARS = 120
 ZOOM_MAX_KEYS = 8
+UNFOLDED_MAX_GROUPS = 500
 
-VIEW_KEYS = ("step", "selected", "zoom")
+VIEW_KEYS = ("step", "selected", "zoom", "unfolded")
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,19 @@ def _zoom(value, path: str, problems: Problems) -> None:
             problems.add(f"{path}.{key[:32]}", "Must be a finite number under a key of at most 32 characters.")
 
 
+def _unfolded(value, path: str, problems: Problems) -> None:
+    """The graph's open groups: null (the page's opening level), "all", or a list of group ids."""
+    if value is None or value == "all":
+        return
+    if not isinstance(value, list) or len(value) > UNFOLDED_MAX_GROUPS:
+        problems.add(path, f'Must be null, "all", or a list of at most {UNFOLDED_MAX_GROUPS} group ids.')
+        return
+    if not all(isinstance(item, str) and 0 < len(item) <= SELECTED_MAX_CHARS for item in value):
+        problems.add(path, f"Each group id must be a string of 1 to {SELECTED_MAX_CHARS} characters.")
+
+
 def parse_view(value, path: str, problems: Problems) -> dict | None:
-    """{step, selected?, zoom?} with defaults filled in; None (and problems) when malformed."""
+    """{step, selected?, zoom?, unfolded?} with defaults filled in; None (and problems) when malformed."""
     if not isinstance(value, dict):
         problems.add(path, "Must be an object like {\"step\": 14, \"selected\": \"n3\"}.")
         return None
@@ -91,7 +103,11 @@ def parse_view(value, path: str, problems: Problems) -> dict | None:
     if selected is not None and (not isinstance(selected, str) or not 0 < len(selected) <= SELECTED_MAX_CHARS):
         problems.add(f"{path}.selected", f"Must be a node id of 1 to {SELECTED_MAX_CHARS} characters, or null.")
     _zoom(value.get("zoom"), f"{path}.zoom", problems)
-    return {"step": step, "selected": selected, "zoom": value.get("zoom")}
+    _unfolded(value.get("unfolded"), f"{path}.unfolded", problems)
+    view = {"step": step, "selected": selected, "zoom": value.get("zoom")}
+    if "unfolded" in value:                       # the graph's folds, only when the page saved them
+        view["unfolded"] = value["unfolded"]
+    return view
 
 
 def _is_unicode_text(value: str) -> bool:

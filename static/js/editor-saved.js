@@ -21,6 +21,17 @@ export function savedByLayer(trace) {
   return totals;
 }
 
+/** Map "layers[i]" -> the id of its largest saved tensor: what a click on the layer's row selects. */
+function largestSavedByLayer(trace) {
+  const largest = new Map();
+  for (const tensor of trace?.tensors ?? []) {
+    if (!tensor.saved_by?.length || !tensor.scope) continue;
+    const key = topLayer(tensor.scope);
+    if (!largest.has(key) || tensor.nbytes > largest.get(key).nbytes) largest.set(key, tensor);
+  }
+  return new Map([...largest].map(([key, tensor]) => [key, tensor.id]));
+}
+
 /** Map "layers[i]" -> activation bytes alive at the run's peak step (the storages summary.peak groups). */
 export function heldAtPeak(trace) {
   const totals = new Map();
@@ -47,6 +58,7 @@ function cell(row, text, className, bytes) {
 export function renderSavedTable(table, now, before) {
   const current = savedByLayer(now);
   const held = heldAtPeak(now);
+  const largest = largestSavedByLayer(now);
   const previous = before ? savedByLayer(before) : null;
   const names = new Map((now?.layers ?? []).map((l) => [l.path, `${l.type}${l.name && l.name !== l.type ? ` “${l.name}”` : ""}`]));
   const layerPaths = [...(now?.layers ?? []), ...(before?.layers ?? [])].map((l) => l.path).filter((p) => /^layers\[\d+\]$/.test(p));
@@ -81,6 +93,8 @@ export function renderSavedTable(table, now, before) {
     const row = addRow(key, names.get(key), current.get(key) ?? 0, held.get(key) ?? 0, previous ? previous.get(key) ?? 0 : undefined,
       previous && (current.get(key) ?? 0) !== (previous.get(key) ?? 0) ? "changed" : "");
     row.dataset.layer = key;
+    // A click selects the layer's largest saved tensor everywhere (explorer.js handles every [data-select]).
+    if (largest.has(key)) { row.dataset.select = `t${largest.get(key)}`; row.title = `${row.title ? `${row.title} · ` : ""}click to select its largest saved tensor`; }
     const label = names.get(key);
     if (label) {
       const small = document.createElement("span");

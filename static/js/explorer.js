@@ -36,7 +36,7 @@ const ws = workspace.state;
 const readOnly = () => ws.readOnly || root.dataset.readOnly === "true";     // a snapshot, or a run opened from a file
 /** A run whose spec is not ours to send to the server: opened from a file here, or recorded with torch. */
 const offline = (trace = ws.trace) => Boolean(trace) && (ws.openedDocument === trace || recordedElsewhere(trace));
-const view = { index: null, manual: null };      // derived from the workspace's trace and checkpoint, never a copy
+const view = { index: null, manual: null, firstTrace: true };   // derived from the workspace's trace and checkpoint, never a copy
 const statusLine = document.getElementById("status");
 
 function setStatus(text, isError = false) {
@@ -55,7 +55,12 @@ const graphControls = {
   reset: byTestId("graph-actual-size"), minimap: byTestId("graph-minimap"),
   search: byTestId("graph-search"), searchCount: byTestId("graph-search-count"), foldAll: byTestId("graph-unfold-all"),
 };
-const graph = createGraphView(byTestId("graph"), { controls: graphControls, onSelect: (id) => { workspace.select(id); if (id?.[0] === "e") toggleRecompute(id, false); } });
+const graph = createGraphView(byTestId("graph"), {
+  controls: graphControls,
+  onSelect: (id) => { workspace.select(id); if (id?.[0] === "e") toggleRecompute(id, false); },
+  onFoldChange: (unfolded) => workspace.setGraphView({ unfolded }),
+  onZoom: (zoom) => { if (!player?.playing()) workspace.setGraphView({ zoom }); },
+});
 const memory = createMemoryChart(byTestId("memory-chart"), { onPick: (step) => player.setStep(step) });
 const lifetimes = createLifetimeChart(byTestId("lifetime-chart"), { onPick: (id) => workspace.select(id) });
 const inspector = createInspector(document.getElementById("inspector"), {
@@ -156,10 +161,13 @@ const ghostName = () => (ws.baseline ? "baseline" : "previous run");
 async function showTrace(trace, { keepStep, previous, label } = {}) {
   root.dataset.ready = "false";
   view.index = indexTrace(trace);
-  await graph.load(trace, view.index);
+  // The first trace opens where the saved session left the graph (its folds and zoom); later ones fit.
+  const savedView = view.firstTrace ? { unfolded: ws.unfolded, zoom: ws.zoom } : {};
+  view.firstTrace = false;
+  await graph.load(trace, view.index, savedView);
   setManual(ws.checkpoint);
   performance.mark("tapescope:graph-drawn");
-  await Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index), pareto.load(trace)]);
+  await Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index, graph.groupsView()), pareto.load(trace)]);
   if (ws.trace !== trace) return;                  // a newer trace arrived while this one was drawing
   explainer.load(trace);
   showRunSource(root, trace, { opened: ws.openedDocument === trace });
@@ -254,6 +262,16 @@ async function start() {
       { step: address.step ?? 0, selected: address.selected ?? null });
   }
 }
+
+// A row or chip that names a tensor or node (the sweep panel's chips and contributions, the per-layer table's rows)
+// carries data-select: a click, or Enter on it, selects that everywhere through the workspace.
+function selectFrom(event) {
+  const target = event.target.closest?.("[data-select]");
+  if (!target || (event.type === "keydown" && event.key !== "Enter")) return;
+  workspace.select(target.dataset.select);
+}
+document.addEventListener("click", selectFrom);
+document.addEventListener("keydown", selectFrom);
 
 // Escape clears the selection everywhere (a field being typed in keeps its own Escape).
 document.addEventListener("keydown", (event) => {

@@ -34,7 +34,8 @@ function zoomFilter(event) {
 
 /**
  * svgElement: the graph; viewport: the <g> that carries the transform; controls: {fit, zoomIn, zoomOut, reset,
- * minimap} elements (any may be missing). Returns the navigator the graph view drives.
+ * minimap} elements (any may be missing) and onZoom({k, x, y}), told where each zoom or pan ended (the workspace
+ * saves it). Returns the navigator the graph view drives.
  */
 export function createNavigator(svgElement, viewport, controls = {}) {
   const svg = d3.select(svgElement);
@@ -49,7 +50,14 @@ export function createNavigator(svgElement, viewport, controls = {}) {
     svgElement.classList.toggle("farther", k < GLYPH_SCALE);
     svgElement.dataset.scale = k.toFixed(3);
     if (minimap && graph) minimap.view(event.transform, box());
+  }).on("end", (event) => {
+    // Only a person's moves are worth saving (a drag, a wheel, a button or key), not a fit on load or the follow pan.
+    if (!event.sourceEvent && !asked) return;
+    asked = false;
+    const { k, x, y } = event.transform;
+    controls.onZoom?.({ k: Number(k.toFixed(4)), x: Math.round(x), y: Math.round(y) });
   });
+  let asked = false;   // the running move was asked for by a button, a key, a double-click or a search
   svg.call(zoom);
   if (typeof ResizeObserver === "function") {
     new ResizeObserver(() => { panelBox = svgElement.getBoundingClientRect(); }).observe(svgElement);
@@ -95,23 +103,29 @@ export function createNavigator(svgElement, viewport, controls = {}) {
   }
 
   const nav = {
-    /** A newly drawn graph: remember its size, draw the minimap; fit, or with `keep` ({before, after}: one node's
-     * position in the old and the new layout) shift the view so that node stays where it was on screen. */
-    load(size, nodeCount, positions, boxes, keep = null) {
+    /** A newly drawn graph: remember its size, draw the minimap; open on `saved` ({k, x, y}, a reload) or fit, or
+     * with `keep` ({before, after}: one node's position in the old and the new layout) shift the view so that node
+     * stays where it was on screen. */
+    load(size, nodeCount, positions, boxes, keep = null, saved = null) {
       graph = { ...size, nodeCount, positions };
       minimap?.draw(size, boxes);
+      if (saved && [saved.k, saved.x, saved.y].every(Number.isFinite)) {
+        moveTo(d3.zoomIdentity.translate(saved.x, saved.y).scale(Math.min(MAX_SCALE, Math.max(MIN_SCALE, saved.k))), true);
+        return;
+      }
       if (!keep) { moveTo(fitTransform(), true); return; }
       const transform = d3.zoomTransform(svgElement);
       const shift = keep.before && keep.after ? [keep.before.x - keep.after.x, keep.before.y - keep.after.y] : [0, 0];
       moveTo(transform.translate(...shift), true);
     },
-    fit: (instant = false) => graph && moveTo(fitTransform(), instant),
-    zoomBy: (factor) => zoomAboutCentre((k) => k * factor),
-    actualSize: () => zoomAboutCentre(() => 1),
+    fit: (instant = false) => { asked = true; return graph && moveTo(fitTransform(), instant); },
+    zoomBy: (factor) => { asked = true; zoomAboutCentre((k) => k * factor); },
+    actualSize: () => { asked = true; zoomAboutCentre(() => 1); },
     /** Centre a node, zoomed in to at least 1:1 (double-click, search). */
     zoomToNode(nodeId) {
       const position = graph?.positions[nodeId];
       if (!position) return;
+      asked = true;
       moveTo(centredOn(position, Math.max(1.2, d3.zoomTransform(svgElement).k)));
     },
     /** Keep the player's node in view with a smooth pan; a small graph shown whole stays put. `instant` on load. */

@@ -2,131 +2,44 @@
 // Checkpointed runs: checkpoint entries are labelled with their block region; recompute entries (and, under
 // op-level recomputation, the entries re-run in backward) wear a dashed outline and a "↻" badge; under the manual
 // policy, nodes whose output is in the picked set (setPicked) are "picked", before the re-trace confirms them.
+// The node and edge models are graph-model.js; moving around (fit, zoom, follow, minimap) is graph-nav.js; the search box's matches are graph-search.js; what is
+// folded, and the layout of what is drawn, graph-fold.js; a folded group's progress through the sweep, graph-progress.js.
 // Double backward: the entries the first backward recorded (create_graph) are a second tape, grouped under the
 // scope "backward (recorded)"; while the cursor is in backward-2 they are highlighted ("recorded-backward").
-// Moving around (fit, zoom, follow, minimap) is graph-nav.js; the search box's matches are graph-search.js.
 // Nodes and their badges are drawn at absolute coordinates, never with a per-node transform: Chromium gives every
 // transformed SVG group its own paint chunk, and re-layerizing ~10,000 chunks on every step was most of a frame.
 /* global d3 */
 import { formatBytes } from "./format.js";
-import { buildGroups, visibleGraph } from "./graph-groups.js";
-import { createNavigator } from "./graph-nav.js";
+import { carriedFold, createRelayoutQueue, foldAll, foldToSave, followCursor, layoutFolded, openingFold, revealNode,
+  savedFold, toggleFold } from "./graph-fold.js";
+import { buildGroups } from "./graph-groups.js";
+import { groupProgress } from "./graph-progress.js";
+import { createNavigator, LABEL_SCALE } from "./graph-nav.js";
 import { createSearch } from "./graph-search.js";
-import { layoutGraph } from "./layout.js";
+import { badgeTensors, CHAR_WIDTH, checkpointLinks, edgeWeight, nodeModels, nodeTitle } from "./graph-model.js";
+import { warmLayoutWorker } from "./layout.js";
 import { familyColor } from "./palette.js";
-import { blocksText } from "./trace-index.js";
 
-const NODE_HEIGHT = 26;
-const LEAF_HEIGHT = 20;
 const GROUP_HEIGHT = 30;
 const FRAME_CHAR_WIDTH = 6.2;  // an 11 px sans-serif frame name, per character
-const FOLD_ABOVE_NODES = 60;   // a graph bigger than this opens with its groups folded (the cursor's path unfolded)
-const LABEL_MAX = 24;
-const CHAR_WIDTH = 6.6;
-// What a node shows when its label would be under 10 px on screen (graph-nav.js): a glyph for its op, or its kind.
-const GLYPHS = { matmul: "@", add: "+", sub: "−", mul: "×", div: "÷", neg: "−", relu: "r", tanh: "~", sigmoid: "σ",
-  exp: "e", log: "ln", sum: "Σ", mean: "μ", softmax: "s", layernorm: "N", dropout: "d", embedding: "E", reshape: "⇄",
-  permute: "⇆", transpose: "T", gelu: "g", masked_fill: "m", cross_entropy: "L", mse: "L", checkpoint: "⟲" };
-const glyphOf = (node) => (node.isOp ? GLYPHS[node.op] ?? node.op[0] : node.kind === "param" ? "W" : "x");
 
-const shorten = (text) => (text.length > LABEL_MAX ? `…${text.slice(-(LABEL_MAX - 1))}` : text);
-
-function opLabel(node, index) {
-  if (node.op !== "checkpoint") return node.op;
-  const region = blocksText(index.regions.get(node.entry));
-  return region ? `ckpt ${region}` : "checkpoint";
-}
-
-function nodeModels(trace, index) {
-  const ops = trace.graph.nodes.map((n) => ({
-    ...n, isOp: true, label: opLabel(n, index), height: NODE_HEIGHT,
-    recompute: index.isRecompute(n.entry) || index.isRecipe(n.entry), recipe: index.isRecipe(n.entry),
-  }));
-  const leaves = trace.graph.leaves.map((l) => ({ ...l, isOp: false, label: shorten(l.name), height: LEAF_HEIGHT }));
-  const nodes = ops.concat(leaves);
-  for (const node of nodes) {
-    node.width = Math.round(18 + CHAR_WIDTH * node.label.length);
-    node.glyph = glyphOf(node);
-    const output = node.isOp ? trace.tape[node.entry]?.output : node.tensor;
-    node.searchText = [node.label, node.op, node.name, node.scope, output !== undefined ? index.nameOf(output) : ""]
-      .filter(Boolean).join(" ").toLowerCase();
-  }
-  return nodes;
-}
-
-/** Which tensor each node shows a badge for: an op's output or a leaf's own tensor, when the tape saves it. */
-function badgeTensors(trace, index) {
-  const byNode = new Map();
-  for (const tensor of index.savedTensors) {
-    const nodeId = tensor.produced_by === null ? `t${tensor.id}` : `e${tensor.produced_by}`;
-    byNode.set(nodeId, tensor);
-  }
-  return byNode;
-}
-
-/** Layout weights: in a checkpointed run the forward chain (edges into forward entries) outweighs the recomputed
- * regions and the dotted links, so it stays straight; any other run keeps dagre's uniform weights. */
-function edgeWeight(index, target, link) {
-  if (!index.regions.size || link) return 1;
-  return target[0] === "e" && index.trace.tape[Number(target.slice(1))]?.phase === "forward" ? 8 : 2;
-}
-
-/** Dotted links from each checkpoint to the detached copies of its saved input that its recompute starts from,
- * so a recomputed region is laid out hanging off the checkpoint that re-runs it. */
-function checkpointLinks(trace, index) {
-  const links = [];
-  const seen = new Set();
-  for (const edge of trace.graph.edges) {
-    if (!edge.source.startsWith("t") || !index.isRecompute(Number(edge.target.slice(1)))) continue;
-    const tensor = index.tensor(edge.tensor);
-    const born = tensor ? trace.steps[tensor.born] : null;
-    if (!tensor || tensor.kind === "param" || !born || born.phase === "forward" || seen.has(edge.source)) continue;
-    const owner = index.recomputedFor.get(Number(edge.target.slice(1)));
-    if (owner === undefined) continue;
-    seen.add(edge.source);
-    links.push({ source: `e${owner}`, target: edge.source, tensor: edge.tensor, nbytes: edge.nbytes, link: true, owner });
-  }
-  return links;
-}
-
-/** Whether any group enclosing `group` is folded (then `group` is not drawn at all). */
-function ancestorFolded(group, groups, collapsed) {
-  for (let id = group.parent; id; id = groups.get(id)?.parent) if (collapsed.has(id)) return true;
-  return false;
-}
-
-function nodeTitle(n, index) {
-  if (!n.isOp) return `${n.name} (${n.kind})`;
-  const scope = n.scope ? ` · ${n.scope}` : "";
-  if (n.recipe) {
-    return `entry ${n.entry} · ${n.op} (${n.family}): its output is not kept for backward but re-derived there (selective recomputation)${scope}`;
-  }
-  if (n.recompute) {
-    const owner = index.recomputedFor.get(n.entry);
-    return `entry ${n.entry} · ${n.op} (${n.family}), recomputed${owner !== undefined ? ` in checkpoint entry ${owner}'s backward` : ""}${scope}`;
-  }
-  if (n.op === "checkpoint") {
-    const region = index.regions.get(n.entry);
-    const where = region?.path ? ` from ${region.path}` : "";
-    return `entry ${n.entry} · checkpoint of ${blocksText(region) || "a region"}${where}: saves only its input, re-runs the region in backward`;
-  }
-  return `entry ${n.entry} · ${n.op} (${n.family})${scope}`;
-}
-
-export function createGraphView(svgElement, { onSelect, controls = {} }) {
+/** onSelect(nodeId); onFoldChange(unfolded) and onZoom({k, x, y}): the view the workspace saves; controls: the
+ * toolbar's elements (graph-nav.js, graph-search.js, the fold-all button). */
+export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZoom = null, controls = {} }) {
   const svg = d3.select(svgElement);
   const viewport = svg.append("g").attr("class", "viewport");
   const groupLayer = viewport.append("g").attr("class", "groups");
   const edgeLayer = viewport.append("g").attr("class", "edges");
   const nodeLayer = viewport.append("g").attr("class", "nodes");
-  const nav = createNavigator(svgElement, viewport, controls);
+  const nav = createNavigator(svgElement, viewport, { ...controls, onZoom });
+  warmLayoutWorker();
   const search = createSearch(controls, {
     nodes: () => (model ? model.nodes.concat(state?.nodes.filter((n) => n.isGroup) ?? []) : []),
     onMatches: () => { if (state) update(state.step ?? 0); },
     onGo: (nodeId) => reveal(nodeId).then(() => nav.zoomToNode(nodeId)),
   });
 
-  let model = null; // the whole graph: {trace, index, nodes, edges, groups, badges, collapsed, autoOpened, byId}
+  let model = null; // the whole graph: {trace, index, nodes, edges, groups, badges, byId, fold (graph-fold.js)}
   let state = null; // what is drawn: {trace, index, nodes, edges, rep, nodeElements, edgeElements, badges, lastClass}
   let selected = null;   // the node drawn as selected: a selected tensor shows as the op that made it
   let picked = null;   // tensor ids in the manual recompute set, or null
@@ -177,6 +90,13 @@ export function createGraphView(svgElement, { onSelect, controls = {} }) {
     nodeSel.select("text.label").attr("x", (n) => at(n).x).attr("y", (n) => at(n).y).attr("dy", "0.35em").text((n) => n.label);
     nodeSel.select("text.glyph").attr("x", (n) => at(n).x).attr("y", (n) => at(n).y).attr("dy", "0.35em").text((n) => n.glyph);
     nodeSel.select("title").text((n) => (n.isGroup ? `${n.group.title} · click to unfold` : nodeTitle(n, index)));
+    // A folded group's progress through the run (graph-progress.js writes it each step), under its box.
+    nodeSel.each(function placeStateLine(n) {
+      const group = d3.select(this);
+      if (!n.isGroup) { group.select("text.group-state").remove(); return; }
+      const line = group.select("text.group-state").empty() ? group.append("text").attr("class", "group-state") : group.select("text.group-state");
+      line.attr("x", at(n).x).attr("y", at(n).y + n.height / 2 + 11);
+    });
     nodeSel.each(function setRecomputeBadge(n) {
       const group = d3.select(this);
       group.select("g.recompute-badge").remove();
@@ -189,81 +109,81 @@ export function createGraphView(svgElement, { onSelect, controls = {} }) {
     return { nodeSel, edgeSel };
   }
 
-  async function load(trace, index) {
+  const layoutOptions = (index) => ({ height: GROUP_HEIGHT, charWidth: CHAR_WIDTH, weight: (target, link) => edgeWeight(index, target, link) });
+  /** Whether a layout fits the panel at a scale where its labels are legible. */
+  const fitsLegibly = (layout) => {
+    const panel = svgElement.getBoundingClientRect();
+    return layout.width * LABEL_SCALE <= panel.width && layout.height * LABEL_SCALE <= panel.height;
+  };
+
+  /** A new trace: `view` is the workspace's saved view ({unfolded, zoom}) to open on, when it names this graph. */
+  async function load(trace, index, view = {}) {
     const nodes = nodeModels(trace, index);
     const edges = trace.graph.edges.concat(checkpointLinks(trace, index))
       .map((e, i) => ({ ...e, key: `${e.source}>${e.target}#${e.tensor}#${i}` }));
     const groups = buildGroups(nodes, index, trace.spec);
-    const fold = nodes.length > FOLD_ABOVE_NODES && !unfoldedByPerson;
+    const next = { trace, index, nodes, edges, groups, badges: badgeTensors(trace, index), byId: new Map(nodes.map((n) => [n.id, n])) };
     // A re-trace of the same model (an edit, a schedule) keeps what was folded and opened; new groups start folded.
-    const before = model && model.trace.spec?.name === trace.spec?.name && [...groups.keys()].some((id) => model.groups.has(id)) ? model : null;
-    const collapsed = before
-      ? new Set([...groups.keys()].filter((id) => (before.groups.has(id) ? before.collapsed.has(id) : fold)))
-      : new Set(fold ? groups.keys() : []);
-    model = { trace, index, nodes, edges, groups, badges: badgeTensors(trace, index), byId: new Map(nodes.map((n) => [n.id, n])),
-      collapsed, autoOpened: new Set(before ? [...before.autoOpened].filter((id) => groups.has(id)) : []),
-      autoFold: before ? before.autoFold : fold, path: before ? before.path : null, fresh: !before,
-      // A small graph is drawn plain (dagre's clusters would stretch it) until someone folds something; a double
-      // backward's is framed from the start, so its recorded backward reads as a second tape.
-      framed: before ? before.framed : fold || unfoldedByPerson || index.recordedBackward.size > 0 };
+    const sameModel = model?.fold && model.trace.spec?.name === trace.spec?.name && [...groups.keys()].some((id) => model.groups.has(id));
+    const saved = sameModel ? carriedFold(model, groups) : unfoldedByPerson ? savedFold("all", groups) : savedFold(view.unfolded, groups);
+    model = next;
     state = null;
-    showFoldState();
     performance.mark("tapescope:layout-start");
-    await relayout({ fit: true });
+    // A small graph opens plain (dagre's clusters would stretch it); a double backward's is framed from the start, so
+    // its recorded backward reads as a second tape.
+    const { fold, laid } = await openingFold(next, { saved, fits: fitsLegibly, layoutOptions: layoutOptions(index),
+      framed: index.recordedBackward.size > 0 });
+    if (model !== next) return;
+    next.fold = fold;
+    showFoldState();
+    drawLaidOut(next, laid, { fit: !sameModel, zoom: sameModel ? null : view.zoom });
     performance.mark("tapescope:layout-done");
   }
 
   let unfoldedByPerson = false;   // "Unfold all" holds for the traces that follow (an edit does not fold it back)
-  let laying = null;      // the relayout under way, and whether another was asked for meanwhile
-  let relayoutAgain = false;
 
-  /** Lay out and draw what is unfolded now. `fit` on a new graph; otherwise the cursor's node keeps its place on
-   * screen (a fold or unfold moves the drawing around it, not it). */
-  async function relayout({ fit = false } = {}) {
-    if (laying) { relayoutAgain = true; return laying; }
+  /** Lay out and draw what is unfolded now; the cursor's node keeps its place on screen (a fold or unfold moves the
+   * drawing around it, not it). */
+  const relayout = createRelayoutQueue(async () => {
     const mine = model;
-    laying = (async () => {
-      const { trace, index, nodes, edges, groups, collapsed, badges } = mine;
-      const shown = visibleGraph(nodes, edges, groups, collapsed, { height: GROUP_HEIGHT, charWidth: CHAR_WIDTH });
-      const openGroups = !mine.framed ? [] : [...groups.values()].filter((g) => !collapsed.has(g.id) && !ancestorFolded(g, groups, collapsed));
-      const open = new Set(openGroups.map((g) => g.id));
-      const innermostOpen = (n) => (n.isGroup ? n.group.parent : [...(n.groups ?? [])].reverse().find((g) => open.has(g))) ?? null;
-      const anchorId = !fit && state ? state.rep.get(cursorId()) : null;
-      const before = anchorId ? state.positions[anchorId] : null;
-      const layout = await layoutGraph(
-        shown.nodes.map((n) => ({ id: n.id, width: n.width, height: n.height, parent: open.has(innermostOpen(n)) ? innermostOpen(n) : null })),
-        shown.edges.map(({ source, target, link }) => ({ source, target, weight: edgeWeight(index, target, link) })),
-        openGroups.map((g) => ({ id: g.id, parent: g.parent && open.has(g.parent) ? g.parent : null })));
-      if (model !== mine) return;
-      const { nodeSel, edgeSel } = draw(index, shown.nodes, shown.edges, layout);
-      drawFrames(openGroups, layout.clusters ?? {});
-      nodeSel.each(function setBadge(n) {
-        const tensor = badges.get(n.id);
-        const badge = d3.select(this).select("g.badge");
-        if (!tensor) { badge.remove(); return; }
-        const text = formatBytes(tensor.nbytes);
-        const width = 10 + text.length * CHAR_WIDTH;
-        const { x, y } = layout.positions[n.id];
-        const [cx, cy] = [x + n.width / 2 - width / 2 + 4, y - n.height / 2 - 9]; // the badge's centre
-        badge.select("rect").attr("x", cx - width / 2).attr("y", cy - 7).attr("width", width).attr("height", 14);
-        badge.select("text").attr("x", cx).attr("y", cy).attr("dy", "0.35em").text(text);
-      });
-      const step = state?.step;
-      state = {
-        trace, index, nodes: shown.nodes, edges: shown.edges, rep: shown.rep,
-        nodeElements: nodeSel.nodes(), edgeElements: edgeSel.nodes(),
-        badges, lastClass: new Map(), positions: layout.positions, size: { width: layout.width, height: layout.height }, step,
-      };
-      const after = anchorId ? layout.positions[state.rep.get(cursorId())] : null;
-      nav.load({ width: layout.width, height: layout.height }, shown.nodes.length, layout.positions,
-        shown.nodes.map((n) => ({ ...layout.positions[n.id], width: n.width, height: n.height })),
-        fit ? null : { before, after });
-      search.refresh();
-      state.justLoaded = fit;
-      if (step !== undefined) update(step);
-    })();
-    try { await laying; } finally { laying = null; }
-    if (relayoutAgain && model === mine) { relayoutAgain = false; await relayout(); }
+    const anchorId = state ? state.rep.get(cursorId()) : null;
+    const laid = await layoutFolded(mine, mine.fold, layoutOptions(mine.index));
+    if (model === mine) drawLaidOut(mine, laid, { anchorId });
+    onFoldChange?.(foldToSave(mine.fold, mine.groups));
+  });
+
+  function drawLaidOut(mine, { shown, openGroups, layout }, { fit = false, zoom = null, anchorId = null }) {
+    const { trace, index, badges } = mine;
+    const before = anchorId ? state?.positions[anchorId] : null;
+    const { nodeSel, edgeSel } = draw(index, shown.nodes, shown.edges, layout);
+    drawFrames(openGroups, layout.clusters ?? {});
+    nodeSel.each(function setBadge(n) {
+      const tensor = badges.get(n.id);
+      const badge = d3.select(this).select("g.badge");
+      if (!tensor) { badge.remove(); return; }
+      const text = formatBytes(tensor.nbytes);
+      const width = 10 + text.length * CHAR_WIDTH;
+      const { x, y } = layout.positions[n.id];
+      // The badge's centre: over the node's right end, or from its left end when wider than the node (a leaf), so it
+      // never reaches back past the layout's margin.
+      const cx = width > n.width ? x - n.width / 2 + width / 2 : x + n.width / 2 - width / 2 + 4;
+      const cy = y - n.height / 2 - 9;
+      badge.select("rect").attr("x", cx - width / 2).attr("y", cy - 7).attr("width", width).attr("height", 14);
+      badge.select("text").attr("x", cx).attr("y", cy).attr("dy", "0.35em").text(text);
+    });
+    const step = state?.step;
+    state = {
+      trace, index, nodes: shown.nodes, edges: shown.edges, rep: shown.rep,
+      nodeElements: nodeSel.nodes(), edgeElements: edgeSel.nodes(), progress: groupProgress(shown.nodes, index),
+      badges, lastClass: new Map(), positions: layout.positions, size: { width: layout.width, height: layout.height }, step,
+    };
+    const after = anchorId ? layout.positions[state.rep.get(cursorId())] : null;
+    nav.load({ width: layout.width, height: layout.height }, shown.nodes.length, layout.positions,
+      shown.nodes.map((n) => ({ ...layout.positions[n.id], width: n.width, height: n.height })),
+      fit ? null : { before, after }, zoom);
+    search.refresh();
+    state.justLoaded = fit;
+    if (step !== undefined) update(step);
   }
 
   const cursorId = () => {
@@ -308,33 +228,22 @@ export function createGraphView(svgElement, { onSelect, controls = {} }) {
 
   /** A person folds or unfolds a group: theirs from now on (the player will not fold it back). */
   function toggleGroup(groupId) {
-    if (!model) return;
-    if (model.collapsed.has(groupId)) model.collapsed.delete(groupId);
-    else model.collapsed.add(groupId);
-    model.autoOpened.delete(groupId);
-    model.framed = true;
+    if (!model?.fold) return null;
+    toggleFold(model.fold, groupId);
     showFoldState();
     return relayout();
   }
 
   /** Unfold the groups a node is folded inside (a search hit): the person asked for it, so the player keeps it open. */
   async function reveal(nodeId) {
-    const node = model?.byId.get(nodeId);
-    if (!node || node.isGroup || !node.groups.some((g) => model.collapsed.has(g))) return;
-    for (const g of node.groups) { model.collapsed.delete(g); model.autoOpened.delete(g); }
-    showFoldState();
-    await relayout();
+    if (model?.fold && revealNode(model.fold, model.byId.get(nodeId))) { showFoldState(); await relayout(); }
   }
 
   /** Unfold every group (the player then folds nothing), or fold them all back (the cursor's path opens again). */
   function setAllFolded(folded) {
-    if (!model) return null;
+    if (!model?.fold) return null;
     unfoldedByPerson = !folded;
-    model.collapsed = new Set(folded ? model.groups.keys() : []);
-    model.autoOpened.clear();
-    model.autoFold = folded;
-    model.framed = true;
-    model.path = null;
+    foldAll(model.fold, model.groups, folded);
     showFoldState();
     return relayout();
   }
@@ -342,29 +251,11 @@ export function createGraphView(svgElement, { onSelect, controls = {} }) {
   function showFoldState() {
     if (!controls.foldAll) return;
     controls.foldAll.hidden = !model?.groups.size;
-    const anyFolded = Boolean(model?.collapsed.size);
+    const anyFolded = Boolean(model?.fold?.collapsed.size);
     controls.foldAll.textContent = anyFolded ? "Unfold all" : "Fold all";
     controls.foldAll.setAttribute("aria-pressed", String(!anyFolded));
   }
-  controls.foldAll?.addEventListener("click", () => setAllFolded(!model?.collapsed.size));
-
-  /** The player entered a group: unfold the folded groups on the cursor's path, fold back those it unfolded and left. */
-  function unfoldForCursor(entry) {
-    const node = entry === null || entry === undefined ? null : model.byId.get(`e${entry}`);
-    const path = node?.groups ?? [];
-    const key = path.join("|");
-    if (!model.autoFold || key === model.path) return;
-    model.path = key;
-    let changed = false;
-    for (const id of [...model.autoOpened]) {
-      if (!path.includes(id)) { model.autoOpened.delete(id); model.collapsed.add(id); changed = true; }
-    }
-    for (const id of path) {
-      if (model.collapsed.has(id)) { model.collapsed.delete(id); model.autoOpened.add(id); changed = true; }
-    }
-    // The first step shown on a new graph opens its path before anyone has moved: that layout is the one to fit.
-    if (changed) { showFoldState(); relayout({ fit: model.fresh }); }
-  }
+  controls.foldAll?.addEventListener("click", () => setAllFolded(!model?.fold?.collapsed.size));
 
   function setClass(element, key, className) {
     if (state.lastClass.get(key) !== className) {
@@ -386,8 +277,12 @@ export function createGraphView(svgElement, { onSelect, controls = {} }) {
     const recorded = (entry) => (index.recordedAt.get(entry) ?? Infinity) <= stepIndex;
     // Op-level recomputation: the entries re-run during this backward step to re-derive a recipe's value.
     const rerun = new Set((index.rederivedAt.get(stepIndex) ?? []).map((t) => index.tensor(t.recompute_of)?.produced_by));
-    unfoldForCursor(step.entry);
-    model.fresh = false;
+    // The player entered a group: unfold the folded groups on the cursor's path, fold back those it left.
+    if (followCursor(model.fold, step.entry === null || step.entry === undefined ? null : model.byId.get(`e${step.entry}`), stepIndex)) {
+      showFoldState();
+      relayout();
+    }
+    state.progress.show(stepIndex, nodeElements);
     const cursorRep = step.entry === null || step.entry === undefined ? null : state.rep.get(`e${step.entry}`);
     const selectedRep = selected ? state.rep.get(selected) : null;
     nodes.forEach((n, i) => {
@@ -464,5 +359,8 @@ export function createGraphView(svgElement, { onSelect, controls = {} }) {
     if (state) update(state.step ?? 0);
   }
 
-  return { load, update, select, setPicked, fit: () => nav.fit(), toggleGroup, hasNode: (id) => !!model && model.byId.has(id) };
+  /** The graph's groups and each node's path through them, for the views grouped the same way (the lifetime chart). */
+  const groupsView = () => ({ groups: model?.groups ?? new Map(), pathOf: (nodeId) => model?.byId.get(nodeId)?.groups ?? [] });
+
+  return { load, update, select, setPicked, fit: () => nav.fit(), toggleGroup, groupsView, hasNode: (id) => !!model && model.byId.has(id) };
 }

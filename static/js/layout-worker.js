@@ -1,8 +1,8 @@
-// layout-worker.js — runs the dagre layout off the main thread for big graphs; answers one message per request.
+// layout-worker.js — runs the layout off the main thread; answers each request, tagged with its id, in turn.
 /* global importScripts, tapescopeLayout */
 importScripts("/static/vendor/dagre.min.js", "/static/js/layout-core.js");
 
 self.onmessage = (event) => {
-  const { boxes, edges, clusters } = event.data;
-  self.postMessage(tapescopeLayout(boxes, edges, clusters));
+  const { id, boxes, edges, clusters } = event.data;
+  self.postMessage({ id, layout: tapescopeLayout(boxes, edges, clusters) });
 };

@@ -1,20 +1,45 @@
-// layout.js — lays a graph out once: on the page for small graphs, in a Web Worker above WORKER_THRESHOLD nodes.
+// layout.js — lays a graph out: in the page while a graph is being opened (no frame is waiting, and a small layout
+// costs less than a worker's start), otherwise in one long-lived Web Worker, so a fold, an unfold or the player
+// entering a group re-lays out off the main thread and playing keeps its frames.
 /* global tapescopeLayout */
 
-export const WORKER_THRESHOLD = 150;   // a fold or unfold re-lays out: above this, off the main thread so playing keeps its frames
+let worker = null;
+let nextId = 0;
+const waiting = new Map();   // request id -> {resolve, reject}
+
+function layoutWorker() {
+  if (worker) return worker;
+  worker = new Worker("/static/js/layout-worker.js");
+  worker.onmessage = (event) => {
+    const { id, layout } = event.data;
+    waiting.get(id)?.resolve(layout);
+    waiting.delete(id);
+  };
+  worker.onerror = (event) => {
+    for (const { reject } of waiting.values()) reject(new Error(event.message));
+    waiting.clear();
+    worker.terminate();
+    worker = null;
+  };
+  return worker;
+}
+
+/** Start the worker (it loads dagre) before the first fold needs it. */
+export function warmLayoutWorker() {
+  if (typeof Worker === "function") layoutWorker();
+}
 
 function inWorker(boxes, edges, clusters) {
   return new Promise((resolve, reject) => {
-    const worker = new Worker("/static/js/layout-worker.js");
-    worker.onmessage = (event) => { worker.terminate(); resolve(event.data); };
-    worker.onerror = (event) => { worker.terminate(); reject(new Error(event.message)); };
-    worker.postMessage({ boxes, edges, clusters });
+    const id = nextId++;
+    waiting.set(id, { resolve, reject });
+    layoutWorker().postMessage({ id, boxes, edges, clusters });
   });
 }
 
 /** boxes: [{id, width, height, parent?}], edges: [{source, target}], clusters: [{id, parent?}] (layout-core.js)
- * -> {positions, routes, clusters, width, height}. */
-export function layoutGraph(boxes, edges, clusters = []) {
-  if (boxes.length > WORKER_THRESHOLD) return inWorker(boxes, edges, clusters);
+ * -> {positions, routes, clusters, width, height}. `inPage`: lay out on the main thread (a graph being opened). */
+export function layoutGraph(boxes, edges, clusters = [], { inPage = false } = {}) {
+  if (!inPage) return inWorker(boxes, edges, clusters);
   return Promise.resolve(tapescopeLayout(boxes, edges, clusters));
 }

@@ -1,12 +1,15 @@
 // lifetimes.js — the Plotly lifetime chart: one horizontal bar per saved tensor from born to freed, with a step cursor;
-// the selection (a tensor, or the op that made it) is outlined.
+// rows grouped by scope (lifetime-rows.js): the parameters in one "resident" band and each folded group one bar, opened
+// by a click on it; every drawn row is named and the chart's frame scrolls. The selection (a tensor, or the op that
+// made it) is outlined, its group opened to show it.
 /* global Plotly */
 import { createChartCursor } from "./chart-cursor.js";
 import { formatBytes, formatShape } from "./format.js";
+import { lifetimeRows, lifetimeTree, pathToTensor, RESIDENT } from "./lifetime-rows.js";
 import { KIND_COLORS } from "./palette.js";
 
 const ROW_PX = 16;
-const MAX_NAMED_ROWS = 300;   // past this a named row each is a chart too tall for Plotly to draw quickly: bars only
+const GROUP_COLOR = "#94a3b8";
 
 function describe(tensor, index) {
   const trace = index.trace;
@@ -47,51 +50,86 @@ export function createLifetimeChart(element, { onPick }) {
     }));
   }
 
-  async function load(index) {
-    const { trace, savedTensors, lastStep } = index;
-    const rows = savedTensors.map((tensor, row) => {
-      const end = tensor.freed === null ? lastStep : tensor.freed;
-      return { tensor, row, born: tensor.born, length: end - tensor.born + 1 };
-    });
-    const data = [{
-      type: "bar", orientation: "h", y: rows.map((r) => r.row), base: rows.map((r) => r.born - 0.5),
-      x: rows.map((r) => r.length), marker: { color: rows.map((r) => KIND_COLORS[r.tensor.kind]) },
-      customdata: rows.map((r) => r.tensor.id),
-      hovertext: rows.map((r) => describe(r.tensor, index)), hovertemplate: "%{hovertext}<extra></extra>",
-    }];
-    // Every row named: the chart grows and its frame scrolls (.lifetime-scroll), up to MAX_NAMED_ROWS rows.
-    const labelled = rows.length <= MAX_NAMED_ROWS;
-    const height = labelled ? Math.max(160, 40 + rows.length * ROW_PX) : 420;
-    element.style.height = `${height}px`;
-    element.closest(".chart-wrap")?.classList.add("lifetime-scroll");
-    showLegend(rows);
-    const layout = {
-      height, margin: { l: 40, r: 12, t: 6, b: 30 }, showlegend: false, bargap: 0.25,
-      hovermode: "closest",
-      xaxis: { range: [-0.5, trace.steps.length - 0.5], title: { text: "step", standoff: 2 }, zeroline: false },
-      yaxis: { autorange: "reversed", tickvals: labelled ? rows.map((r) => r.row) : undefined,
-        ticktext: labelled ? rows.map((r) => r.tensor.name) : undefined, showticklabels: labelled,
-        automargin: true, tickfont: { size: 10 } },
-    };
-    await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
-    shown = { rows, index };
-    outlined = undefined;
+  let tree = null;         // lifetime-rows.js's tensor -> group paths
+  let groups = new Map();
+  let open = new Set();
+
+  /** groupsView: {groups, pathOf(nodeId)} (the graph's groups, graph-groups.js). */
+  async function load(index, groupsView = { groups: new Map(), pathOf: () => [] }) {
+    groups = groupsView.groups;
+    tree = lifetimeTree(index, groups, groupsView.pathOf);
+    open = new Set(tree.defaultOpen);
+    shown = { index, rows: [] };
+    await draw();
     if (!element.dataset.bound) {
       element.dataset.bound = "1";
       element.on("plotly_click", (event) => {
-        if (event.points.length) onPick(`t${event.points[0].customdata}`, event.points[0]);
+        const key = event.points[0]?.customdata;
+        if (!key) return;
+        if (key === RESIDENT || key.startsWith("g:")) toggle(key === RESIDENT ? RESIDENT : key.slice(2));
+        else onPick(key, event.points[0]);
       });
       element.on("plotly_afterplot", () => cursor.place());
     }
   }
 
-  /** Outline the bar of the selected tensor: "t<id>", or "e<entry>" for the tensor that entry made. */
+  function toggle(id) {
+    if (open.has(id)) open.delete(id);
+    else open.add(id);
+    draw().then(() => reselect());
+  }
+
+  async function draw() {
+    const { index } = shown;
+    const rows = lifetimeRows(index, groups, tree, open).map((r, row) => ({ ...r, row }));
+    const color = (r) => (r.kind === "group" ? GROUP_COLOR : KIND_COLORS[r.kind]);
+    const data = [{
+      type: "bar", orientation: "h", y: rows.map((r) => r.row), base: rows.map((r) => r.born - 0.5),
+      x: rows.map((r) => r.end - r.born + 1), marker: { color: rows.map(color) },
+      customdata: rows.map((r) => r.key),
+      hovertext: rows.map((r) => (r.tensor ? describe(r.tensor, index) : `<b>${r.label}</b><br>click to ${r.open || (r.band && open.has(RESIDENT)) ? "fold" : "open"}`)),
+      hovertemplate: "%{hovertext}<extra></extra>",
+    }];
+    // Every drawn row is named: the chart grows and its frame scrolls (.lifetime-scroll).
+    const height = Math.max(160, 40 + rows.length * ROW_PX);
+    element.style.height = `${height}px`;
+    element.closest(".chart-wrap")?.classList.add("lifetime-scroll");
+    showLegend(rows.filter((r) => r.tensor || r.band).map((r) => ({ tensor: r.tensor ?? { kind: "param" } })));
+    const layout = {
+      height, margin: { l: 40, r: 12, t: 6, b: 30 }, showlegend: false, bargap: 0.25,
+      hovermode: "closest",
+      xaxis: { range: [-0.5, index.trace.steps.length - 0.5], title: { text: "step", standoff: 2 }, zeroline: false },
+      yaxis: { autorange: "reversed", tickvals: rows.map((r) => r.row),
+        ticktext: rows.map((r) => `${"\u2003".repeat(r.depth)}${r.label}`), automargin: true, tickfont: { size: 10 } },
+    };
+    await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
+    shown.rows = rows;
+    element.dataset.rows = String(rows.length);
+    outlined = undefined;
+  }
+
+  let wanted = null;   // the selection to outline, kept across redraws
+
+  /** Outline the bar of the selected tensor: "t<id>", or "e<entry>" for the tensor that entry made; a tensor inside
+   * a folded group (or the resident band) opens it first. */
   function select(id) {
+    wanted = id;
     if (!shown) return;
-    let tensorId = null;
-    if (id?.[0] === "t") tensorId = Number(id.slice(1));
-    else if (id?.[0] === "e") tensorId = shown.index.trace.tape[Number(id.slice(1))]?.output ?? null;
-    const row = shown.rows.findIndex((r) => r.tensor.id === tensorId);
+    const tensorId = tensorOf(id);
+    const path = tensorId === null ? [] : pathToTensor(shown.index, tree, tensorId).filter((g) => !open.has(g));
+    if (path.length) { for (const g of path) open.add(g); draw().then(() => reselect()); return; }
+    reselect();
+  }
+
+  function tensorOf(id) {
+    if (id?.[0] === "t") return Number(id.slice(1));
+    if (id?.[0] === "e") return shown.index.trace.tape[Number(id.slice(1))]?.output ?? null;
+    return null;
+  }
+
+  function reselect() {
+    const tensorId = tensorOf(wanted);
+    const row = shown.rows.findIndex((r) => r.tensor && r.tensor.id === tensorId);
     const next = row < 0 ? null : row;
     if (next === outlined) return;
     outlined = next;

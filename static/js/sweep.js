@@ -13,7 +13,8 @@ function tensorChips(index, ids, chipClass = "chip") {
   if (!ids.length) return el("span", { class: "none", text: "none" });
   return el("span", {}, ids.map((id) => {
     const tensor = index.tensor(id);
-    return el("span", { class: chipClass, text: `${tensor.name} ${formatShape(tensor.shape)} · ${formatBytes(tensor.nbytes)}` });
+    return el("span", { class: chipClass, "data-select": `t${id}`, role: "button", tabindex: 0, title: "select this tensor",
+      text: `${tensor.name} ${formatShape(tensor.shape)} · ${formatBytes(tensor.nbytes)}` });
   }));
 }
 
@@ -115,7 +116,7 @@ export function createSweepPanel(element) {
       ]),
       el("h3", { text: "Contributions" }),
       el("ul", { class: "contributions" }, item.contributions.map((c) =>
-        el("li", { "data-testid": "contribution", "data-to": c.to },
+        el("li", { "data-testid": "contribution", "data-to": c.to, "data-select": `t${c.to}`, role: "button", tabindex: 0 },
           `→ ${name(index, c.to)}: ${gradName(index, c.grad)} ${formatShape(c.shape)}`))),
       el("h3", { text: "Accumulation" }),
       item.accumulations.length ? el("ul", { class: "accumulations" }, item.accumulations.map((a) => accumulation(index, a)))

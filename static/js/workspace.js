@@ -33,7 +33,8 @@ export const state = {
   trace: null,                                // the trace on screen, and the request that made it
   traced: null,
   previous: null,                             // the last settled trace of this lineage before the one on screen
-  step: 0, selected: null, zoom: null,
+  step: 0, selected: null, zoom: null,       // zoom: the graph's {k, x, y}
+  unfolded: null,                             // the graph's open groups: null (its opening level), "all", or [group ids]
   baseline: null,                             // {spec, checkpoint, origin, label, trace}
   history: { undo: [], redo: [] },
   committed: null,                            // the settled entry {spec, checkpoint, origin} the history sits on
@@ -241,6 +242,8 @@ export function loadPreset(presetId, { step = 0, selected = null } = {}) {
   state.baseline = null;
   state.step = step;
   state.selected = selected;
+  state.zoom = null;
+  state.unfolded = null;
   emit("spec");
   emit("checkpoint");
   request("now", { newLineage: true, fallback: true, keepStep: step });
@@ -281,8 +284,16 @@ export function redo() {
 /** The step cursor moved; `save: false` while playing (the step is saved once the player stops) or redrawing. */
 export function setStep(step, { save = true } = {}) {
   state.step = step;
-  writeAddress(state.step, state.selected);
+  writeAddress(state.step, state.selected, { coalesce: !save });
   if (save) scheduleSave();
+}
+
+/** Where the graph's view is (zoom {k, x, y}, its unfolded groups): saved with the session, opened on a reload. */
+export function setGraphView({ zoom, unfolded }) {
+  const before = JSON.stringify([state.zoom, state.unfolded]);
+  if (zoom !== undefined) state.zoom = zoom;
+  if (unfolded !== undefined) state.unfolded = unfolded;
+  if (!state.readOnly && JSON.stringify([state.zoom, state.unfolded]) !== before) scheduleSave();
 }
 
 export function select(id) {
@@ -378,6 +389,7 @@ export function adopt(document, view = {}) {
   state.step = view.step ?? document.view?.step ?? 0;
   state.selected = view.selected !== undefined ? view.selected : document.view?.selected ?? null;
   state.zoom = document.view?.zoom ?? null;
+  state.unfolded = document.view?.unfolded ?? null;
 }
 
 /** Open a saved workspace document where it was; `view` (the address's step and selection) overrides its own. */
@@ -453,7 +465,7 @@ function documentOf() {
   const baseline = state.baseline ? { spec: state.baseline.spec, checkpoint: state.baseline.checkpoint,
     origin: state.baseline.origin, label: state.baseline.label } : null;
   return { spec, checkpoint, origin, baseline, version: state.version,
-    view: { step: state.step, selected: state.selected, zoom: state.zoom }, history: state.history };
+    view: { step: state.step, selected: state.selected, zoom: state.zoom, unfolded: state.unfolded }, history: state.history };
 }
 
 const autosave = createAutosave({ state, documentOf, sameEntry, emit, limit: HISTORY_LIMIT });

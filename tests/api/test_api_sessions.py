@@ -211,3 +211,16 @@ def test_eight_browsers_saving_at_once_each_keep_their_own_work(app):
 
     run_threads(browser, 8)
     assert errors == []
+
+
+def test_the_graphs_unfolded_groups_round_trip_and_bad_ones_are_400_naming_the_field(client):
+    document = {**DOCUMENT, "view": {**DOCUMENT["view"], "unfolded": ["layers[1]", "layers[0][0–5]#range"]}}
+    assert client.put("/api/session", json=document).status_code == 200
+    assert client.get("/api/session").get_json()["view"]["unfolded"] == ["layers[1]", "layers[0][0–5]#range"]
+    assert client.put("/api/session", json={**DOCUMENT, "view": {**DOCUMENT["view"], "unfolded": "all"}}).status_code == 200
+    assert client.get("/api/session").get_json()["view"]["unfolded"] == "all"
+    for bad in ("some", ["x"] * 501, [""], [7], {"layers[1]": True}):
+        response = client.put("/api/session", json={**DOCUMENT, "view": {**DOCUMENT["view"], "unfolded": bad}})
+        assert response.status_code == 400
+        problems = response.get_json()["problems"]
+        assert [p["path"] for p in problems] == ["view.unfolded"] and "group id" in problems[0]["message"]

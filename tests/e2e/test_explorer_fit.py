@@ -52,7 +52,16 @@ def test_the_lifetime_chart_names_every_tensor_and_has_a_legend(page, live_serve
     open_explorer(page, live_server, "transformer-tiny")
     saved = [t for t in trace["tensors"] if t["saved_by"]]
     assert len(saved) > 40
-    names = page.eval_on_selector_all("[data-testid=lifetime-chart] .ytick text", "ts => ts.map(t => t.textContent)")
-    assert names == [t["name"] for t in saved]
+    ticks = "[data-testid=lifetime-chart] .ytick text"
+    names = page.eval_on_selector_all(ticks, "ts => ts.map(t => t.textContent.trim())")
+    params = [t for t in saved if t["kind"] == "param"]
+    # The parameters are one resident band; the activations sit under their scopes' header rows, each named.
+    assert names[0] == f"▸ parameters (resident) · {len(params)}"
+    assert [n for n in names if n[0] not in "▸▾"] == [t["name"] for t in saved if t["kind"] != "param"]
+    page.evaluate("id => window.tapescope.select(id)", f"t{params[0]['id']}")   # a selection opens the band
+    page.wait_for_function("n => document.querySelectorAll('[data-testid=lifetime-chart] .ytick text').length === n",
+                           arg=len(names) + len(params))
+    opened = page.eval_on_selector_all(ticks, "ts => ts.map(t => t.textContent.trim())")
+    assert opened[0].startswith("▾ parameters (resident)") and opened[1:1 + len(params)] == [t["name"] for t in params]
     legend = page.get_by_test_id("lifetime-legend").inner_text()
     assert "activation" in legend and "parameter" in legend

@@ -110,10 +110,12 @@ def test_zoomed_out_a_node_shows_its_glyph_and_keeps_its_label_in_the_title(page
 
 def test_double_click_zooms_to_a_node(page, live_server):
     open_explorer(page, live_server, "transformer-tiny")
-    page.locator("[data-testid=graph] [data-node-id='0'] rect").first.dblclick()
+    unfold_all(page)
+    node_id = "0"
+    page.locator(f"[data-testid=graph] [data-node-id='{node_id}'] rect").first.dblclick()
     settle(page)
     assert scale(page) >= 1.2
-    where = page.evaluate(CENTRE_IN_PANEL, "[data-node-id='0']")
+    where = page.evaluate(CENTRE_IN_PANEL, f"[data-node-id='{node_id}']")
     assert abs(where["dx"]) < 3 and abs(where["dy"]) < 3
 
 

@@ -11,8 +11,9 @@ def test_a_lifetime_bar_and_a_graph_node_select_each_other(page, live_server):
     trace = trace_for(page, live_server, "seed-tape")
     open_explorer(page, live_server, "seed-tape")
     saved = [t for t in trace["tensors"] if t["saved_by"]]
-    row, tensor = next((i, t) for i, t in enumerate(saved) if t["produced_by"] is not None)
-    bar = page.locator("[data-testid=lifetime-chart] .bars .point").nth(row)
+    tensor = next(t for t in saved if t["produced_by"] is not None)
+    keys = page.evaluate("() => document.querySelector('[data-testid=lifetime-chart]').data[0].customdata")
+    bar = page.locator("[data-testid=lifetime-chart] .bars .point").nth(keys.index(f"t{tensor['id']}"))
     bar.scroll_into_view_if_needed()
     box = bar.bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)   # as a person clicks a Plotly bar
