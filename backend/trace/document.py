@@ -46,7 +46,7 @@ def build_document(recorder, spec, engine_version, loss):
         "steps": steps,
         "sweep": recorder.sweep,
         "dependencies": {str(k): v for k, v in recorder.dependencies.items()},
-        "graph": _graph(recorder.tape, tensors),
+        "graph": graph_of(recorder.tape, tensors),
         "blocks": recorder.blocks,
         "summary": {
             "peak_bytes": int(live[peak_step]),
@@ -93,7 +93,7 @@ def _saved_bytes(tape, tensors, storages):
     return int(sum(nbytes[s] for s in held))
 
 
-def _graph(tape, tensors):
+def graph_of(tape, tensors):
     """Nodes are tape entries and the leaves they read; edges are tensors, from producer to consumer."""
     by_id = {t["id"]: t for t in tensors}
     nodes = [{"id": f"e{e['index']}", "entry": e["index"], "op": e["op"], "family": e["family"],
