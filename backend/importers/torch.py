@@ -25,6 +25,7 @@ import torch
 
 from backend.importers.torch_recorder import TorchRecorder, _tensors
 from backend.trace.document import build_document
+from backend.trace.document_versions import pack
 
 LOSS_SCOPE = "loss"
 
@@ -189,7 +190,7 @@ def main(argv=None):
     if args.checkpoint:
         raise SystemExit("--checkpoint is not built yet (torch.utils.checkpoint what-ifs, issue 16); "
                          "record without it for now")
-    text = json.dumps(document, separators=(",", ":"))
+    text = json.dumps(pack(document), separators=(",", ":"))     # what POST /api/traces reads
     if args.out:
         Path(args.out).write_text(text)
     else:

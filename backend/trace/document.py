@@ -1,4 +1,7 @@
-"""The trace document: one JSON object per run, built from a Recorder. Described by docs/trace.schema.json."""
+"""The trace document: one JSON object per run, built from a Recorder, in its expanded form.
+
+The expanded form (docs/trace.v1.schema.json) is what Python readers work on; the server sends and stores it
+packed as schema_version 2 (backend/trace/document_versions.py, docs/trace.schema.json)."""
 import math
 
 import numpy as np
@@ -6,7 +9,7 @@ import numpy as np
 from backend.trace.peak import assign_scopes, explain_peak
 from backend.trace.recompute import mark as mark_recomputable
 
-SCHEMA_VERSION = 1
+EXPANDED_SCHEMA_VERSION = 1        # the expanded form is schema_version 1's layout
 KINDS = ("input", "param", "activation", "grad", "optimizer")
 
 
@@ -34,7 +37,7 @@ def build_document(recorder, spec, engine_version, loss):
     peak_step = int(np.argmax(live))
     forward_end = max((s["index"] for s in steps if s["phase"] == "forward"), default=0)
     document = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": EXPANDED_SCHEMA_VERSION,
         "engine_version": engine_version,
         "spec": spec,
         "loss": loss if math.isfinite(loss) else None,      # JSON has no inf or NaN

@@ -54,6 +54,16 @@ def upgrade(document):
                                f"with schema_version {' or '.join(map(str, ACCEPTED_VERSIONS))}.")
 
 
+def step_count(document):
+    """How many steps a document of either version has (None when it says nothing readable about them)."""
+    steps = document.get("steps") if isinstance(document, dict) else None
+    if isinstance(steps, list):
+        return len(steps)
+    if isinstance(steps, dict) and isinstance(steps.get("count"), int):
+        return steps["count"]
+    return None
+
+
 # ------------------------------ packing: expanded (v1) -> v2 ------------------------------
 def pack(document):
     """The version 2 form of an expanded (schema_version 1) document; `unpack` gives it back, equal field by field."""
