@@ -28,6 +28,7 @@ ACCEPTED_VERSIONS = (1, 2)
 KINDS = ("input", "param", "activation", "grad", "optimizer")
 OP_TEXT = ("family", "backward", "why")
 STATISTICS = ("min", "max", "mean", "norm")
+STATISTICS_AND_VALUES = STATISTICS + ("f16",)
 TABLES = ("storages", "tensors", "tape", "sweep", "steps")
 
 # Per table: columns coded by distinct value, scope columns (indices into "scopes"), object columns whose value
@@ -73,14 +74,19 @@ def pack(document):
     ops = _op_texts(document["tape"])
     storages, tape = document["storages"], document["tape"]
     storage_of = {s["id"]: s for s in storages}
-    derived = {
+    entry_of = lambda rows: [tape[row["entry"]] for row in rows]       # noqa: E731  (a sweep item's entry)
+    derived = {               # per table, per field: the whole column a reader would derive
         "storages": {},
-        "tensors": {"address": lambda t, i: storage_of[t["storage"]]["address"],
-                    "nbytes": lambda t, i: storage_of[t["storage"]]["nbytes"]},
-        "tape": {"index": lambda e, i: i, **{field: _op_text(ops, field) for field in OP_TEXT}},
-        "sweep": {"op": lambda s, i: tape[s["entry"]]["op"], "backward": lambda s, i: tape[s["entry"]]["backward"],
-                  "why": lambda s, i: tape[s["entry"]]["why"], "reads": lambda s, i: tape[s["entry"]]["saved"]},
-        "steps": {"index": lambda s, i: i, "live_bytes": lambda s, i: sum(s["by_kind"].values())},
+        "tensors": {"address": lambda rows: [storage_of[t["storage"]]["address"] for t in rows],
+                    "nbytes": lambda rows: [storage_of[t["storage"]]["nbytes"] for t in rows]},
+        "tape": {"index": lambda rows: list(range(len(rows))),
+                 **{field: _op_text(ops, field) for field in OP_TEXT}},
+        "sweep": {"op": lambda rows: [e["op"] for e in entry_of(rows)],
+                  "backward": lambda rows: [e["backward"] for e in entry_of(rows)],
+                  "why": lambda rows: [e["why"] for e in entry_of(rows)],
+                  "reads": lambda rows: [e["saved"] for e in entry_of(rows)]},
+        "steps": {"index": lambda rows: list(range(len(rows))),
+                  "live_bytes": lambda rows: [sum(s["by_kind"].values()) for s in rows]},
     }
     for name in TABLES:
         packed[name] = _table(name, document[name], derived[name], scopes)
@@ -98,13 +104,13 @@ class _Scopes:
     def __init__(self):
         self.values, self._index = [], {}
 
-    def index(self, scope):
-        if scope is None:
-            return None
-        if scope not in self._index:
-            self._index[scope] = len(self.values)
-            self.values.append(scope)
-        return self._index[scope]
+    def indices(self, scopes):
+        index = self._index
+        for scope in scopes:
+            if scope not in index and scope is not None:
+                index[scope] = len(self.values)
+                self.values.append(scope)
+        return [None if scope is None else index[scope] for scope in scopes]
 
 
 def _op_texts(tape):
@@ -118,28 +124,33 @@ def _op_texts(tape):
 
 
 def _op_text(ops, field):
-    return lambda entry, i: (ops or {}).get(entry["op"], {}).get(field, _Missing)
+    if ops is None:
+        return lambda rows: None
+    return lambda rows: [ops[entry["op"]][field] for entry in rows]
 
 
-class _Missing:
-    """A derivation that has nothing to say: its column is kept."""
+_ABSENT = object()       # a row without the field
 
 
 def _table(name, rows, derivations, scopes):
-    fields = list(dict.fromkeys(field for row in rows for field in row))
+    shapes = dict.fromkeys(tuple(row) for row in rows)               # the distinct key orders, few
+    fields = list(dict.fromkeys(field for shape in shapes for field in shape))
     columns, optional, sparse = {}, [], {}
     for field in fields:
+        values = [row.get(field, _ABSENT) for row in rows]
         derive = derivations.get(field)
-        if derive is not None and all(field in row and row[field] == derive(row, i) for i, row in enumerate(rows)):
+        if derive is not None and values == derive(rows):
             continue
-        present = [field in row for row in rows]
-        values = [row.get(field) for row in rows]
-        if not all(present):
-            if any(value is None for value, here in zip(values, present) if here):
-                sparse[field] = {str(i): _encode(name, field, row[field], scopes)
-                                 for i, row in enumerate(rows) if field in row}
+        absent = [i for i, value in enumerate(values) if value is _ABSENT]
+        if absent:
+            if None in values:
+                present = {str(i): value for i, value in enumerate(values) if value is not _ABSENT}
+                encoded = _column(name, field, list(present.values()), scopes, coded=False)
+                sparse[field] = dict(zip(present, encoded))
                 continue
             optional.append(field)
+            for i in absent:
+                values[i] = None
         columns[field] = _column(name, field, values, scopes)
     table = {"count": len(rows), "columns": columns}
     if optional:
@@ -149,43 +160,43 @@ def _table(name, rows, derivations, scopes):
     return table
 
 
-def _column(name, field, values, scopes):
+def _column(name, field, values, scopes, coded=True):
     if field in NESTED.get(name, ()) and _same_keys(values):
         keys = list(values[0])
         return {"columns": {key: [value[key] for value in values] for key in keys}}
-    encoded = [_encode(name, field, value, scopes) for value in values]
-    if field in CODED.get(name, ()):
+    if field in SCOPED.get(name, ()) and all(value is None or isinstance(value, str) for value in values):
+        return scopes.indices(values)
+    if field in WITH_STATISTICS.get(name, ()):
+        values = [_statistics_array(value) for value in values]
+    if coded and field in CODED.get(name, ()):
         distinct, index = [], {}
-        for value in encoded:
-            key = repr(value)
+        keys = [value if isinstance(value, str) else repr(value) for value in values]
+        for key, value in zip(keys, values):
             if key not in index:
                 index[key] = len(distinct)
                 distinct.append(value)
-        return {"values": distinct, "index": [index[repr(value)] for value in encoded]}
-    return encoded
+        return {"values": distinct, "index": [index[key] for key in keys]}
+    return values
 
 
 def _same_keys(values):
     return bool(values) and all(isinstance(v, dict) and list(v) == list(values[0]) for v in values)
 
 
-def _encode(name, field, value, scopes):
-    if field in SCOPED.get(name, ()) and (value is None or isinstance(value, str)):
-        return scopes.index(value)
-    if field in WITH_STATISTICS.get(name, ()):
-        return _statistics_array(value)
-    return value
-
-
 def _statistics_array(value):
-    """{min, max, mean, norm[, f16], ...rest} as [min, max, mean, norm, f16 or null, {rest}] (trailing parts dropped)."""
-    if not isinstance(value, dict) or not all(key in value for key in STATISTICS):
-        return value
-    rest = {key: v for key, v in value.items() if key not in STATISTICS + ("f16",)}
-    array = [value[key] for key in STATISTICS] + [value.get("f16"), rest or None]
-    while array[-1] is None and len(array) > 4:
-        array.pop()
-    return array
+    """{min, max, mean, norm[, f16], ...rest} as [min, max, mean, norm], [.., f16] or [.., f16 or null, {rest}]."""
+    try:
+        array = [value["min"], value["max"], value["mean"], value["norm"]]
+    except (TypeError, KeyError):
+        return value                         # not statistics: written as it is
+    size = len(value)
+    if size == 4:
+        return array
+    if size == 5 and "f16" in value:
+        array.append(value["f16"])
+        return array
+    rest = {key: v for key, v in value.items() if key not in STATISTICS_AND_VALUES}     # an adjoint's tensor, shape
+    return array + [value.get("f16"), rest]
 
 
 # ------------------------------ unpacking: v2 -> expanded ------------------------------
