@@ -25,7 +25,6 @@ from backend.trace.document import graph_of
 
 CURRENT_VERSION = 2
 ACCEPTED_VERSIONS = (1, 2)
-KINDS = ("input", "param", "activation", "grad", "optimizer")
 OP_TEXT = ("family", "backward", "why")
 STATISTICS = ("min", "max", "mean", "norm")
 STATISTICS_AND_VALUES = STATISTICS + ("f16",)
@@ -45,7 +44,10 @@ class DocumentVersionError(ValueError):
 
 
 def upgrade(document):
-    """Any accepted trace document as the current version (2); a version 2 document is returned as it is."""
+    """Any accepted trace document as the current version (2); a version 2 document is returned as it is.
+
+    A document from outside (POST /api/traces) is checked against its version's schema first
+    (docs/trace.v1.schema.json, docs/trace.schema.json): packing reads the fields version 1 requires."""
     version = document.get("schema_version") if isinstance(document, dict) else None
     if version == CURRENT_VERSION:
         return document
