@@ -3,7 +3,6 @@
 // snapshots stored before version 2 hold, already is that layout and passes as it is. The same decoding in
 // Python is backend/trace/document_versions.py's unpack.
 
-const STATISTICS = ["min", "max", "mean", "norm"];
 const OP_TEXT = ["family", "backward", "why"];
 const TABLES = ["storages", "tensors", "tape", "sweep", "steps"];
 const SCOPED = { storages: ["scope"], tensors: ["scope"], tape: ["scope"] };
@@ -50,45 +49,62 @@ export function readTrace(document) {
 
 /** A table's rows: row i takes the i-th value of each column; optional columns' nulls and sparse fields as absent. */
 function rows(name, table, scopes) {
-  const out = Array.from({ length: table.count }, () => ({}));
+  const count = table.count;
+  const out = new Array(count);
+  for (let i = 0; i < count; i += 1) out[i] = {};
   const optional = new Set(table.optional || []);
   for (const [field, column] of Object.entries(table.columns)) {
-    const values = columnValues(column, table.count);
-    for (let i = 0; i < table.count; i += 1) {
+    const decode = decoderFor(name, field, scopes);
+    const values = columnValues(column, count);
+    const skipNull = optional.has(field);
+    for (let i = 0; i < count; i += 1) {
       const value = values[i];
-      if (value === null && optional.has(field)) continue;
-      out[i][field] = decodeValue(name, field, value, scopes);
+      if (value === null && skipNull) continue;
+      out[i][field] = decode ? decode(value) : value;
     }
   }
   for (const [field, byRow] of Object.entries(table.sparse || {})) {
-    for (const [row, value] of Object.entries(byRow)) out[Number(row)][field] = decodeValue(name, field, value, scopes);
+    const decode = decoderFor(name, field, scopes);
+    for (const [row, value] of Object.entries(byRow)) out[Number(row)][field] = decode ? decode(value) : value;
   }
   return out;
 }
 
 function columnValues(column, count) {
   if (Array.isArray(column)) return column;
-  if (column.index) return column.index.map((i) => structuredCopy(column.values[i]));
+  if (column.index) return column.index.map((i) => ownCopy(column.values[i]));
   const keys = Object.keys(column.columns);
-  return Array.from({ length: count }, (_, i) => Object.fromEntries(keys.map((key) => [key, column.columns[key][i]])));
+  const values = new Array(count);
+  for (let i = 0; i < count; i += 1) {
+    const value = {};
+    for (const key of keys) value[key] = column.columns[key][i];
+    values[i] = value;
+  }
+  return values;
 }
 
-/** Coded values shared by many rows are copied, so that a view changing one row's never changes another's. */
-function structuredCopy(value) {
-  return value !== null && typeof value === "object" ? structuredClone(value) : value;
+/** A coded value shared by many rows is copied (shallowly: coded values are flat), so that changing one row's
+ *  never changes another's. */
+function ownCopy(value) {
+  if (Array.isArray(value)) return value.slice();
+  return value !== null && typeof value === "object" ? { ...value } : value;
 }
 
-function decodeValue(name, field, value, scopes) {
-  if (SCOPED[name]?.includes(field) && (value === null || Number.isInteger(value))) {
-    return value === null ? null : scopes[value];
+/** How a column's values become the expanded form's: scope indices to scopes, statistics arrays to objects. */
+function decoderFor(name, field, scopes) {
+  if (SCOPED[name]?.includes(field)) {
+    return (value) => (Number.isInteger(value) ? scopes[value] : value);
   }
-  if (WITH_STATISTICS[name]?.includes(field) && Array.isArray(value)) {
-    const described = Object.fromEntries(STATISTICS.map((key, i) => [key, value[i]]));
-    if (value.length > 4 && value[4] !== null) described.f16 = value[4];
-    if (value.length > 5) Object.assign(described, value[5]);
-    return described;
-  }
-  return value;
+  if (WITH_STATISTICS[name]?.includes(field)) return statistics;
+  return null;
+}
+
+function statistics(value) {
+  if (!Array.isArray(value)) return value;
+  const described = { min: value[0], max: value[1], mean: value[2], norm: value[3] };
+  if (value.length > 4 && value[4] !== null) described.f16 = value[4];
+  if (value.length > 5) Object.assign(described, value[5]);
+  return described;
 }
 
 /** The graph the tape draws: a node per entry, a leaf per tensor no entry produced (first use first), an edge
