@@ -8,7 +8,10 @@ The specs are issue 15's: repeat 64 x repeat N x [linear 1, tanh, linear 1, tanh
 1-feature input, N scaled for the tape length. Each is traced as POST /api/trace would (tracemalloc run
 included), without and with {"policy": "sqrt"}, in this process; best of a few rounds. µs/entry is CPU time
 (the machine is shared; wall time is printed beside it). "priced" is the work cap's estimate of the CPU time.
-Goals: the largest size's µs/entry within 2x of the smallest's; document bytes per entry at 20,000 entries.
+Goals: the largest size's µs/entry within 2x of the smallest's; document bytes per entry at 20,000 entries
+<= 1.5 KB. Bytes are printed for the expanded form (schema_version 1, what was sent before) and for
+schema_version 2 (what is sent now), both compact JSON of the same run; "serve" is what turning the run into
+the response's text costs: json.dumps of v1 against pack + json.dumps of v2.
 """
 import argparse
 import json
@@ -21,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import backend.driver as driver  # noqa: E402
 from backend.driver import work  # noqa: E402
 from backend.models import CapError  # noqa: E402
+from backend.trace.document_versions import pack  # noqa: E402
 
 LINEAR = {"type": "linear", "out": 1}
 SIZES = {500: 1, 2_000: 4, 8_000: 16, 20_000: 39}      # tape entries -> inner repeat count
@@ -68,6 +72,13 @@ def timed(spec, checkpoint, rounds):
     return best_wall, best_cpu, document
 
 
+def served(document, form):
+    """(bytes, CPU seconds) of the response text of `document` in a form: the compact JSON a client receives."""
+    started = time.process_time()
+    text = json.dumps(form(document), separators=(",", ":"))
+    return len(text), time.process_time() - started
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--uncapped", action="store_true", help="lift the work cap and the deadline")
@@ -80,7 +91,8 @@ def main():
     if args.calibrate:
         return calibrate(args.rounds)
     rows = {None: [], "sqrt": []}
-    print(f"{'entries':>8} {'checkpoint':>10} {'wall':>8} {'cpu':>8} {'µs/entry':>9} {'B/entry':>8} {'priced':>8}")
+    print(f"{'entries':>8} {'checkpoint':>10} {'wall':>8} {'cpu':>8} {'µs/entry':>9} {'priced':>8} "
+          f"{'v1 B/entry':>10} {'v2 B/entry':>10} {'v2/v1':>6} {'serve v1':>9} {'serve v2':>9}")
     for target, inner in SIZES.items():
         spec = issue_spec(inner)
         for policy in (None, "sqrt"):
@@ -96,10 +108,11 @@ def main():
                       f"the price assumes (priced {estimate / 1e6:.2f} s of CPU)")
                 continue
             entries = len(document["tape"])
-            size = len(json.dumps(document, separators=(",", ":")))
+            (v1_bytes, v1_s), (v2_bytes, v2_s) = served(document, lambda d: d), served(document, pack)
             rows[policy].append((entries, seconds / entries * 1e6))
             print(f"{entries:>8,} {policy or '-':>10} {wall:>7.2f}s {seconds:>7.2f}s {seconds / entries * 1e6:>9.0f} "
-                  f"{size / entries:>8.0f} {estimate / 1e6:>7.2f}s")
+                  f"{estimate / 1e6:>7.2f}s {v1_bytes / entries:>10.0f} {v2_bytes / entries:>10.0f} "
+                  f"{v2_bytes / v1_bytes:>6.2f} {v1_s:>8.2f}s {v2_s:>8.2f}s")
     for policy, found in rows.items():
         if len(found) >= 2:
             (small, small_us), (large, large_us) = found[0], found[-1]

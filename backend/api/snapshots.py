@@ -15,6 +15,7 @@ from backend.store import snapshots as stored_snapshots
 from backend.store.ids import is_snapshot_id
 from backend.api.trace import engine_limits
 from backend.driver import trace_spec
+from backend.trace.document_versions import pack, step_count
 
 snapshots = Blueprint("snapshots", __name__)
 
@@ -25,7 +26,13 @@ NOT_FOUND = "No snapshot has this id. Links are exact: check the whole link was 
 
 def _trace_spec():
     """The tracer; a seam, so the storage-contract tests can swap in a stand-in."""
-    return trace_spec
+    return _packed_trace
+
+
+def _packed_trace(spec: dict, checkpoint: dict | None, **engine_limits) -> dict:
+    """The run's document as a link stores and serves it: schema_version 2 (snapshots stored before it hold 1,
+    which the page reads as it is)."""
+    return pack(trace_spec(spec, checkpoint, **engine_limits))
 
 
 def _trace(spec: dict, checkpoint: dict | None) -> dict:
@@ -34,10 +41,10 @@ def _trace(spec: dict, checkpoint: dict | None) -> dict:
 
 
 def _check_step_in_trace(view: dict, trace: dict) -> None:
-    steps = trace.get("steps")
-    if isinstance(steps, list) and view["step"] >= len(steps):
+    steps = step_count(trace)
+    if steps is not None and view["step"] >= steps:
         raise ApiError(400, "The view's step is past the end of this trace.",
-                       [{"path": "view.step", "message": f"This trace has steps 0 to {len(steps) - 1}."}])
+                       [{"path": "view.step", "message": f"This trace has steps 0 to {steps - 1}."}])
 
 
 def _snapshot_or_404(snapshot_id: str):

@@ -5,6 +5,7 @@ from backend.api.bodies import json_body
 from backend.api.errors import ApiError
 from backend.models import presets
 from backend.driver import trace_spec
+from backend.trace.document_versions import pack
 
 trace_api = Blueprint("trace_api", __name__)
 
@@ -22,11 +23,12 @@ def list_presets():
 
 @trace_api.post("/api/trace")
 def trace():
-    """The trace document of a spec (and a checkpoint request); bad input becomes 4xx in api/errors.py."""
+    """The trace document (schema_version 2) of a spec and a checkpoint request; bad input becomes 4xx in
+    api/errors.py."""
     body = json_body()
     if not isinstance(body, dict):
         raise ApiError(400, 'The body must be a JSON object like {"spec": {...}}.',
                        [{"path": "body", "message": "must be an object"}])
     if "spec" not in body:
         raise ApiError(400, "No spec to trace.", [{"path": "spec", "message": "is required: the model to trace"}])
-    return jsonify(trace_spec(body["spec"], checkpoint=body.get("checkpoint"), **engine_limits()))
+    return jsonify(pack(trace_spec(body["spec"], checkpoint=body.get("checkpoint"), **engine_limits())))

@@ -10,6 +10,7 @@ from backend.api.bodies import json_body
 from backend.api.errors import ApiError
 from backend.api.payloads import TITLE_MAX_CHARS
 from backend.api.snapshots import store_snapshot
+from backend.trace.document_versions import upgrade
 from backend.trace.intake import PostedDocumentError, PostedDocumentTooLarge, load_posted_document
 
 traces_api = Blueprint("traces_api", __name__)
@@ -22,13 +23,14 @@ OPENING_VIEW = {"step": 0, "selected": None, "zoom": None}
 def post_trace():
     request.max_content_length = current_app.config.get("TRACE_UPLOAD_MAX_BYTES", UPLOAD_MAX_BYTES_DEFAULT)
     try:
-        document = load_posted_document(json_body())
+        posted = json_body()
+        document = load_posted_document(posted)
     except PostedDocumentTooLarge as error:
         raise ApiError(413, f"{error} Record a smaller step.", [{"path": error.cap, "message": str(error)}],
                        cap=error.cap, limit=error.limit, requested=error.size)
     except PostedDocumentError as error:
         raise ApiError(400, str(error), error.problems)
-    return store_snapshot(spec=document.get("spec") or {}, checkpoint=None, view=OPENING_VIEW, trace=document,
+    return store_snapshot(spec=document.get("spec") or {}, checkpoint=None, view=OPENING_VIEW, trace=upgrade(posted),
                           title=_title(document), smaller="Record a smaller step.")
 
 

@@ -26,6 +26,7 @@ import torch
 from backend.importers.share import ShareFailed, share
 from backend.importers.torch_recorder import TorchRecorder, _tensors
 from backend.trace.document import build_document
+from backend.trace.document_versions import pack
 
 LOSS_SCOPE = "loss"
 
@@ -192,7 +193,7 @@ def main(argv=None):
                          "record without them for now")
     build = load_build(args.model_file)
     document = record_step(*unpack_build(build()), values=args.values)
-    text = json.dumps(document, separators=(",", ":"))
+    text = json.dumps(pack(document), separators=(",", ":"))     # schema_version 2, as the server sends and stores
     if args.out:
         Path(args.out).write_text(text)
     elif not args.share:

@@ -1,10 +1,11 @@
-"""Command line: `python -m backend.trace PRESET_OR_SPEC_FILE` prints the trace document as JSON."""
+"""Command line: `python -m backend.trace PRESET_OR_SPEC_FILE` prints the trace document (schema_version 2) as JSON."""
 import json
 import sys
 from pathlib import Path
 
 from backend.models import SpecError, presets
 from backend.driver import trace_spec
+from backend.trace.document_versions import pack
 
 
 def main(argv):
@@ -30,7 +31,7 @@ def main(argv):
         for problem in error.problems:
             print(f"{problem['path']}: {problem['message']}", file=sys.stderr)
         return 1
-    json.dump(document, sys.stdout, separators=(",", ":"))
+    json.dump(pack(document), sys.stdout, separators=(",", ":"))
     print()
     return 0
 

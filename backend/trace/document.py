@@ -1,4 +1,7 @@
-"""The trace document: one JSON object per run, built from a Recorder. Described by docs/trace.schema.json."""
+"""The trace document: one JSON object per run, built from a Recorder, in its expanded form.
+
+The expanded form (docs/trace.v1.schema.json) is what Python readers work on; the server sends and stores it
+packed as schema_version 2 (backend/trace/document_versions.py, docs/trace.schema.json)."""
 import math
 
 import numpy as np
@@ -7,7 +10,7 @@ from backend.trace.failure import describe_failure
 from backend.trace.peak import assign_scopes, explain_peak
 from backend.trace.recompute import mark as mark_recomputable
 
-SCHEMA_VERSION = 1
+EXPANDED_SCHEMA_VERSION = 1        # the expanded form is schema_version 1's layout
 KINDS = ("input", "param", "activation", "grad", "optimizer")
 
 
@@ -41,7 +44,7 @@ def build_document(recorder, spec, engine_version, loss, cuts=(), backward_error
     peak_step = int(np.argmax(live))
     forward_end = max((s["index"] for s in steps if s["phase"] == "forward"), default=0)
     document = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": EXPANDED_SCHEMA_VERSION,
         "engine_version": engine_version,
         "spec": spec,
         "loss": loss if math.isfinite(loss) else None,      # JSON has no inf or NaN
@@ -53,7 +56,7 @@ def build_document(recorder, spec, engine_version, loss, cuts=(), backward_error
         "steps": steps,
         "sweep": recorder.sweep,
         "dependencies": {str(k): v for k, v in recorder.dependencies.items()},
-        "graph": _graph(recorder.tape, tensors),
+        "graph": graph_of(recorder.tape, tensors),
         "blocks": recorder.blocks,
         "cuts": _cuts(cuts, recorder.tape, tensors),
         "error": describe_failure(backward_error, steps, recorder.tape, recorder.tensors) if backward_error else None,
@@ -124,7 +127,7 @@ def _saved_bytes(tape, tensors, storages):
     return int(sum(nbytes[s] for s in held))
 
 
-def _graph(tape, tensors):
+def graph_of(tape, tensors):
     """Nodes are tape entries and the leaves they read; edges are tensors, from producer to consumer."""
     by_id = {t["id"]: t for t in tensors}
     nodes = [{"id": f"e{e['index']}", "entry": e["index"], "op": e["op"], "family": e["family"],

@@ -6,7 +6,8 @@ figure it can recompute: ids are unique and every reference resolves; intervals 
 a tensor's bytes are its storage's and its shape fits in it (numel × itemsize); the live-bytes series by kind
 is what the storages' intervals imply; the peak is the series' maximum; the saved bytes are the unique
 storages the forward tape holds. Only the semantic fields are checked (tensors, storages, tape, steps, sweep,
-graph, summary): a future schema_version's upgrade slots in at the top of `load_posted_document`.
+graph, summary). A schema_version 2 document (what the command line writes) is checked against its own schema,
+unpacked, and the expanded records checked as a version 1 document's are.
 """
 import json
 import math
@@ -17,8 +18,10 @@ import jsonschema
 
 from backend.problems import Problems
 from backend.trace.document import KINDS, _live_bytes, _saved_bytes
+from backend.trace.document_versions import ACCEPTED_VERSIONS, unpack
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "trace.schema.json"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+SCHEMA_PATHS = {1: DOCS / "trace.v1.schema.json", 2: DOCS / "trace.schema.json"}
 ITEMSIZE = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "float16": 2, "bfloat16": 2, "int32": 4, "float32": 4,
             "int64": 8, "float64": 8, "complex64": 8, "complex128": 16}
 # What one posted document may hold: checking and storing it stays well under a second at these sizes.
@@ -42,9 +45,9 @@ class PostedDocumentTooLarge(ValueError):
         self.cap, self.size, self.limit = cap, size, limit
 
 
-@lru_cache(maxsize=1)
-def _validator():
-    schema = json.loads(SCHEMA_PATH.read_text())
+@lru_cache(maxsize=2)
+def _validator(version):
+    schema = json.loads(SCHEMA_PATHS[version].read_text())
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -53,14 +56,34 @@ def load_posted_document(obj):
     if not isinstance(obj, dict):
         raise PostedDocumentError("The body must be a trace document (a JSON object).",
                                   [{"path": "body", "message": "must be an object with schema_version, tensors, ..."}])
-    _check_counts(obj)
-    _check_schema(obj)
+    version = obj.get("schema_version")
+    if version not in ACCEPTED_VERSIONS:
+        raise PostedDocumentError("The document's schema_version is not one this server reads.", [{
+            "path": "schema_version", "message": f"is {json.dumps(version)[:40]}; send a trace document with "
+                                                 f"schema_version {' or '.join(map(str, ACCEPTED_VERSIONS))}."}])
+    document = obj
+    if version == 2:
+        _check_schema(obj, 2)
+        document = _unpacked(obj)
+    _check_counts(document)
+    _check_schema({**document, "schema_version": 1}, 1)      # the expanded records, whichever version came
     problems = Problems()
     for check in (_check_ids, _check_intervals, _check_bytes, _check_references, _check_timeline):
-        check(obj, problems)
+        check(document, problems)
         if problems.count:           # later checks stand on earlier ones (ids resolve before bytes are summed)
             raise PostedDocumentError("The document's figures do not add up; nothing was saved.", problems)
-    return obj
+    return document
+
+
+def _unpacked(packed):
+    """The expanded records of a schema-valid version 2 document; a table whose columns do not line up (a coded
+    index past its values, a column shorter than the table) is refused, never a 500."""
+    try:
+        return unpack(packed)
+    except (KeyError, IndexError, TypeError, ValueError) as error:
+        raise PostedDocumentError("The document's tables cannot be unpacked; nothing was saved.", [{
+            "path": "body", "message": f"a column does not line up with its table ({type(error).__name__}: "
+                                       f"{str(error)[:120]}); write the document with the recorder"}])
 
 
 def _check_counts(document):
@@ -70,15 +93,16 @@ def _check_counts(document):
             raise PostedDocumentTooLarge(name, len(value), limit)
 
 
-def _check_schema(document):
+def _check_schema(document, version):
     problems = Problems()
-    for error in sorted(_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
+    for error in sorted(_validator(version).iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
         parts = list(error.absolute_path)
         if error.validator == "required" and isinstance(error.instance, dict):     # name the missing field itself
             parts.append(next((name for name in error.validator_value if name not in error.instance), ""))
         problems.add(_path(parts) or "body", error.message[:300])
     if problems.count:
-        raise PostedDocumentError("The document does not match docs/trace.schema.json; nothing was saved.", problems)
+        raise PostedDocumentError(f"The document does not match docs/{SCHEMA_PATHS[version].name}; nothing was saved.",
+                                  problems)
 
 
 def _path(parts):

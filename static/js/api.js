@@ -1,4 +1,7 @@
-// api.js — every HTTP call the explorer makes: presets, traces, the session and snapshots.
+// api.js — every HTTP call the explorer makes: presets, traces, the session and snapshots. Trace documents are
+// decoded here, where they arrive (trace-document.js), so the page holds one shape whatever version was sent.
+
+import { readTrace } from "./trace-document.js";
 
 const BUSY_RETRIES = 4;          // a busy engine (503 + Retry-After) is waited for this many times
 const MAX_BUSY_WAIT_MS = 8000;   // at most this long each: the server's own deadline for a run
@@ -50,7 +53,8 @@ export const fetchPresets = () => request("/api/presets");
 export const fetchSchema = () => request("/api/schema");
 /** POST /api/trace: the spec, and the checkpoint request when there is one ({"policy": "sqrt", ...}). */
 export const traceSpec = (spec, signal, checkpoint = null) => onEngine(() =>
-  request("/api/trace", { method: "POST", body: JSON.stringify(checkpoint ? { spec, checkpoint } : { spec }), signal }));
+  request("/api/trace", { method: "POST", body: JSON.stringify(checkpoint ? { spec, checkpoint } : { spec }), signal })
+    .then(readTrace));
 /** POST /api/levers: every change that could lower this run's peak, executed by the engine and ranked. */
 export const fetchLevers = (spec, checkpoint, signal) => onEngine(() =>
   request("/api/levers", { method: "POST", body: JSON.stringify(checkpoint ? { spec, checkpoint } : { spec }), signal }));
@@ -67,5 +71,6 @@ export const saveSession = (document, { keepalive = false } = {}) =>
 export const createSnapshot = (spec, view, checkpoint = null) => onEngine(() => post("/api/snapshots", { spec, checkpoint, view }));
 /** POST /api/traces: a trace document recorded elsewhere, checked by the server and stored as a snapshot. */
 export const postTrace = (document) => post("/api/traces", document);
-export const fetchSnapshot = (id) => request(`/api/snapshots/${encodeURIComponent(id)}`);
+export const fetchSnapshot = (id) => request(`/api/snapshots/${encodeURIComponent(id)}`)
+  .then((snapshot) => ({ ...snapshot, trace: readTrace(snapshot.trace) }));
 export const copySnapshot = (id) => post(`/api/snapshots/${encodeURIComponent(id)}/copy`, {});

@@ -302,18 +302,18 @@ window.tapescope = {
 };
 
 /** A run.json opened here: the workspace shows it read-only; the Model control and the editor stand aside. */
-function openDocument(trace, fileName) {
+function openDocument(file, fileName) {
   document.body.classList.add("read-only");
   document.body.dataset.readOnly = "true";
   byTestId("preset").disabled = true;
   byTestId("preset").closest("label").hidden = true;     // no preset names it: the run's source does
-  workspace.loadDocument(trace, fileName);
+  workspace.loadDocument(file, fileName);
 }
 
 bindRunFile({ input: byTestId("open-run"), zone: byTestId("drop-zone") },
   { onDocument: openDocument, onError: (sentence) => setStatus(sentence, true) });
 bindShareRun({ button: byTestId("share-run"), output: document.getElementById("share-output") },
-  () => ({ document: ws.openedDocument, step: player.getStep(), selected: ws.selected }));
+  () => ({ document: ws.openedFile, step: player.getStep(), selected: ws.selected }));
 
 if (readOnly()) document.body.dataset.readOnly = "true";
 start().catch((error) => setStatus(`Could not load: ${error.message}`, true));

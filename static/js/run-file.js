@@ -3,7 +3,9 @@
 // is uploaded; the server checks every figure only if the person clicks "Share this run".
 
 export const MAX_RUN_FILE_BYTES = 64 * 1024 * 1024;
-const REQUIRED = ["tensors", "storages", "tape", "steps", "sweep", "graph", "summary"];
+// What each schema_version must hold (a version 2 document may leave out the graph: the reader derives it).
+const REQUIRED = { 1: ["tensors", "storages", "tape", "steps", "sweep", "graph", "summary"],
+  2: ["tensors", "storages", "tape", "steps", "sweep", "summary"] };
 
 /** The document in `text`, or an Error whose message says what is wrong with the file. */
 export function parseRunDocument(text) {
@@ -14,10 +16,12 @@ export function parseRunDocument(text) {
     throw new Error(`it is not JSON (${error.message})`);
   }
   if (!document || typeof document !== "object" || Array.isArray(document)) throw new Error("it is not a trace document (a JSON object)");
-  if (document.schema_version !== 1) throw new Error(`its schema_version is ${JSON.stringify(document.schema_version)}; this page reads version 1`);
-  const missing = REQUIRED.filter((key) => document[key] === undefined);
+  const required = REQUIRED[document.schema_version];
+  if (!required) throw new Error(`its schema_version is ${JSON.stringify(document.schema_version)}; this page reads versions 1 and 2`);
+  const missing = required.filter((key) => document[key] === undefined);
   if (missing.length) throw new Error(`it has no ${missing.join(", ")}: not a trace document`);
-  if (!Array.isArray(document.steps) || !document.steps.length) throw new Error("it has no steps");
+  const steps = document.schema_version === 1 ? document.steps : document.steps.count;
+  if (!(Array.isArray(steps) ? steps.length : steps)) throw new Error("it has no steps");
   return document;
 }
 

@@ -17,6 +17,7 @@ import { fetchModes, fetchSchema, traceSpec } from "./api.js";
 import { createAutosave } from "./autosave.js";
 import { clone, same } from "./editor-spec.js";
 import { NO_CHECKPOINT, normalizeRequest, requestFor, wireRequest } from "./schedule.js";
+import { readTrace } from "./trace-document.js";
 
 export const HISTORY_LIMIT = 50;
 const TRACE_DELAY_MS = 150;       // typing pauses and slider throttling
@@ -39,7 +40,8 @@ export const state = {
   history: { undo: [], redo: [] },
   committed: null,                            // the settled entry {spec, checkpoint, origin} the history sits on
   readOnly: false,
-  openedDocument: null,                       // a run.json opened from a file: what "Share this run" would post
+  openedDocument: null,                       // a run.json opened from a file, decoded (the trace it shows)
+  openedFile: null,                           // ... and as it came: what "Share this run" posts
   version: null, saveState: "idle", conflict: null,
   settledTrace: null,                         // the last trace that settled (no drag, nothing pending)
   tracesShown: 0,
@@ -438,7 +440,9 @@ export function runTitle(trace) {
 
 /** A trace document opened from a file (dropped or picked): read-only from here on, nothing saved; any trace
  * request still in flight is dropped, so it cannot replace the document when it lands. */
-export function loadDocument(trace, fileName = "") {
+/** A run.json opened here, as parsed (schema_version 1 or 2): shown decoded, posted as it came if shared. */
+export function loadDocument(file, fileName = "") {
+  const trace = readTrace(file);
   clearTimeout(timer);
   timer = null;
   pending = null;
@@ -446,6 +450,7 @@ export function loadDocument(trace, fileName = "") {
   controller?.abort();
   state.readOnly = true;
   state.openedDocument = trace;
+  state.openedFile = file;
   state.spec = clone(trace.spec ?? null);
   state.origin = { kind: "file", title: fileName ? `${runTitle(trace)} · ${fileName}` : runTitle(trace) };
   state.checkpoint = { ...state.checkpoint, ...NO_CHECKPOINT, recompute: [] };

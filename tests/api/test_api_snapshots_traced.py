@@ -6,6 +6,7 @@ import pytest
 from backend.models import presets
 from backend.tape import ENGINE_VERSION
 from backend.trace import SCHEMA_VERSION
+from backend.trace.document_versions import unpack
 from tests.mutation import mutate_once
 
 
@@ -18,7 +19,7 @@ def test_a_preset_shared_at_a_backward_step_reads_back(client, preset_id):
     spec = presets.get(preset_id)
     first = client.post("/api/snapshots", json={"spec": spec, "view": {"step": 0}})
     assert first.status_code == 201, first.get_json()
-    trace = client.get(f"/api/snapshots/{first.get_json()['id']}").get_json()["trace"]
+    trace = unpack(client.get(f"/api/snapshots/{first.get_json()['id']}").get_json()["trace"])
     step = _backward_step(trace)
 
     shared = client.post("/api/snapshots", json={"spec": spec, "view": {"step": step, "selected": "n1"}})
@@ -28,7 +29,7 @@ def test_a_preset_shared_at_a_backward_step_reads_back(client, preset_id):
     assert body["trace"]["schema_version"] == SCHEMA_VERSION
     assert body["trace"]["engine_version"] == ENGINE_VERSION
     assert body["schema_version"] == str(SCHEMA_VERSION) and body["engine_version"] == ENGINE_VERSION
-    assert body["trace"]["steps"][step]["phase"] == "backward"
+    assert unpack(body["trace"])["steps"][step]["phase"] == "backward"
 
 
 def test_an_invalid_spec_is_400_listing_its_problems(client):

@@ -7,11 +7,16 @@ from tests.settings import app_config
 
 
 @pytest.fixture(scope="session")
-def live_server(tmp_path_factory):
+def live_database_url(tmp_path_factory):
+    """The live server's database, for tests that put a row there as an older server would have."""
+    return f"sqlite:///{tmp_path_factory.mktemp('live_server') / 'tapescope.sqlite'}"
+
+
+@pytest.fixture(scope="session")
+def live_server(live_database_url):
     """The base URL (no trailing slash) of create_app() served by werkzeug in a background thread."""
-    database = tmp_path_factory.mktemp("live_server") / "tapescope.sqlite"
     # One server for every page and the tests' own API calls: a request waits its turn on the engine rather than
     # meeting a 503 from a page still tracing (the busy answer itself is tested in tests/driver).
-    app = create_app(app_config(f"sqlite:///{database}", ENGINE_WAIT_S=120.0, ENGINE_DEADLINE_S=60.0))
+    app = create_app(app_config(live_database_url, ENGINE_WAIT_S=120.0, ENGINE_DEADLINE_S=60.0))
     with serving(app) as url:
         yield url

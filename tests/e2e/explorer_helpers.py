@@ -1,4 +1,6 @@
 """Helpers for the explorer's browser tests: open a preset, read a trace the way the page got it, step."""
+from backend.trace.document_versions import unpack
+
 ARTIFACTS = "test-artifacts"
 
 
@@ -10,7 +12,7 @@ def trace_for(page, base_url, preset_id):
     spec = presets(page, base_url)[preset_id]["spec"]
     response = page.request.post(f"{base_url}/api/trace", data={"spec": spec})
     assert response.ok, response.text()
-    return response.json()
+    return unpack(response.json())       # the records the page decodes it into
 
 
 def open_explorer(page, base_url, preset_id="seed-tape"):

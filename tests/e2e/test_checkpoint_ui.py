@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
+from backend.trace.document_versions import unpack
 from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets, unfold_all
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -28,7 +29,7 @@ def errors(page):
 def api_trace(page, base, spec, checkpoint):
     response = page.request.post(f"{base}/api/trace", data={"spec": spec, "checkpoint": checkpoint})
     assert response.ok, response.text()
-    return response.json()
+    return unpack(response.json())
 
 
 def shown_trace(page):

@@ -10,6 +10,8 @@ from urllib.request import Request, urlopen
 import pytest
 from playwright.sync_api import expect
 
+from backend.trace.document_versions import unpack
+
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -18,7 +20,7 @@ def api_trace(base, spec):
     request = Request(f"{base}/api/trace", data=json.dumps({"spec": spec}).encode(),
                       headers={"Content-Type": "application/json"}, method="POST")
     with urlopen(request) as response:
-        return json.load(response)
+        return unpack(json.load(response))
 
 
 def saved_by_layer(trace):

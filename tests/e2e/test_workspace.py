@@ -9,6 +9,7 @@ from urllib.request import Request, urlopen
 from playwright.sync_api import expect
 
 from backend.models.caps import CAPS
+from backend.trace.document_versions import unpack
 from tests.e2e.explorer_helpers import go_to_step, live_bytes, open_explorer
 
 READY = "document.querySelector('.explorer').dataset.ready === 'true'"
@@ -30,7 +31,7 @@ def api_post(base, path, body):
 
 
 def api_trace(base, spec, checkpoint=None):
-    return api_post(base, "/api/trace", {"spec": spec, **({"checkpoint": checkpoint} if checkpoint else {})})
+    return unpack(api_post(base, "/api/trace", {"spec": spec, **({"checkpoint": checkpoint} if checkpoint else {})}))
 
 
 def preset_trace(page, base, preset_id):

@@ -15,9 +15,11 @@ torch = pytest.importorskip("torch", reason="torch is an optional extra (pip ins
 from backend.importers.torch import load_build, record_step, run_step, unpack_build  # noqa: E402
 from backend.importers.torch_profile import existing_bytes, live_by_step, plain_peak, profiled  # noqa: E402
 from backend.importers.torch_recorder import _tensors  # noqa: E402
+from backend.trace.document_versions import pack, unpack  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
+EXPANDED_SCHEMA = json.loads((ROOT / "docs" / "trace.v1.schema.json").read_text())
 EXAMPLES = ["mlp", "residual", "gpt", "transformer_tiny"]
 
 
@@ -34,7 +36,9 @@ def documents():
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_example_validates_and_names_its_source(documents, example):
     document = documents[example]
-    jsonschema.validate(document, SCHEMA)
+    jsonschema.validate(document, EXPANDED_SCHEMA)
+    jsonschema.validate(pack(document), SCHEMA)
+    assert unpack(pack(document)) == {**document, "schema_version": 2}    # nothing an import carries is lost
     assert document["source"]["kind"] == "torch" and document["source"]["torch_version"] == torch.__version__
     assert document["source"]["model"] == type(fresh(example)[0]).__name__
     assert {"forward", "backward"} <= {s["phase"] for s in document["steps"]}
@@ -159,8 +163,8 @@ def test_the_command_line_writes_the_document(tmp_path):
     out = tmp_path / "run.json"
     result = subprocess.run([sys.executable, "-m", "backend.importers.torch", "examples/torch/mlp.py", "--out",
                              str(out)], cwd=ROOT, capture_output=True, text=True, check=True)
-    document = json.loads(out.read_text())
-    jsonschema.validate(document, SCHEMA)
+    jsonschema.validate(json.loads(out.read_text()), SCHEMA)
+    document = unpack(json.loads(out.read_text()))
     assert "Sequential:" in result.stderr and "peak" in result.stderr
     assert not any("f16" in t.get("value", {}) for t in document["tensors"])      # statistics only
     bad = subprocess.run([sys.executable, "-m", "backend.importers.torch", "no/such/model.py"], cwd=ROOT,

@@ -9,9 +9,12 @@ import pytest
 
 from backend.models import presets
 from backend.driver import trace_spec
+from backend.trace.document_versions import pack
 from backend.trace.values import decode
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "trace.schema.json").read_text())
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+SCHEMA = json.loads((DOCS / "trace.schema.json").read_text())
+EXPANDED_SCHEMA = json.loads((DOCS / "trace.v1.schema.json").read_text())
 
 
 def by_id(document):
@@ -92,7 +95,8 @@ def test_forward_entries_say_whether_their_output_may_be_recomputed_and_why_not(
 def test_optimizer_state_is_optimizer_memory_born_at_each_parameters_step(optimizer, buffers):
     spec = {**presets.get("lab1-mlp"), "optimizer": optimizer}
     document = trace_spec(spec, measure=False)
-    jsonschema.validate(document, SCHEMA)
+    jsonschema.validate(document, EXPANDED_SCHEMA)
+    jsonschema.validate(pack(document), SCHEMA)
     params = ("layers[0].weight", "layers[0].bias", "layers[2].weight")
     param_bytes = (64 + 64 + 64) * 8                                    # float64 (1,64), (64,), (64,1)
     summary = document["summary"]

@@ -1,4 +1,4 @@
-"""The trace document against docs/trace.schema.json, over the HTTP API and the command line."""
+"""The trace document against docs/trace.schema.json (schema_version 2), over the HTTP API and the command line."""
 import json
 import subprocess
 import sys
@@ -8,6 +8,7 @@ import jsonschema
 import pytest
 
 from backend.models import presets
+from backend.trace.document_versions import unpack
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
@@ -65,7 +66,8 @@ def test_command_line_prints_the_document():
     result = subprocess.run([sys.executable, "-m", "backend.trace", "seed-tape"], cwd=ROOT,
                             capture_output=True, text=True, check=True)
     document = json.loads(result.stdout)
-    assert document["schema_version"] == 1 and len(document["tape"]) == 5
+    jsonschema.validate(document, SCHEMA)
+    assert document["schema_version"] == 2 and len(unpack(document)["tape"]) == 5
     bad = subprocess.run([sys.executable, "-m", "backend.trace", "no-such-preset"], cwd=ROOT,
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "neither a preset nor a file" in bad.stderr
@@ -76,8 +78,8 @@ def test_command_line_prints_the_document():
 def test_a_checkpointed_trace_is_the_checkpointed_run(client, preset, checkpoint):
     response = client.post("/api/trace", json={"spec": presets.get(preset), "checkpoint": checkpoint})
     assert response.status_code == 200
-    document = response.get_json()
-    jsonschema.validate(document, SCHEMA)
+    jsonschema.validate(response.get_json(), SCHEMA)
+    document = unpack(response.get_json())
     schedule = document["schedule"]
     assert schedule["policy"] == checkpoint["policy"]
     assert document["summary"]["peak_bytes"] == schedule["executed_peak_bytes"] == schedule["predicted_peak_bytes"]
