@@ -8,6 +8,7 @@ import pytest
 from backend.driver import trace_spec
 from backend.models import presets
 from backend.trace import intake
+from backend.trace.document_versions import pack, unpack
 from tests.settings import GENEROUS_RATE_LIMITS
 
 
@@ -30,9 +31,38 @@ def test_a_good_document_is_stored_and_its_link_opens(client, document):
     page = client.get(body["url"])
     assert page.status_code == 200 and b'data-read-only="true"' in page.data
     stored = client.get(f"/api/snapshots/{body['id']}").get_json()
-    assert stored["trace"] == document
+    assert stored["trace"] == json.loads(json.dumps(pack(document)))       # stored as schema_version 2
     assert stored["view"]["step"] == 0 and stored["checkpoint"] is None
     assert stored["title"] == document["spec"]["name"]
+
+
+def test_a_version_2_document_as_the_command_line_writes_it_is_checked_and_stored_as_it_came(client, document):
+    packed = json.loads(json.dumps(pack(document)))
+    response = _post(client, packed)
+    assert response.status_code == 201, response.get_json()
+    stored = client.get(f"/api/snapshots/{response.get_json()['id']}").get_json()
+    assert stored["trace"] == packed and unpack(stored["trace"])["summary"] == document["summary"]
+
+
+def test_a_version_2_document_is_checked_on_its_expanded_records(client, document):
+    packed = json.loads(json.dumps(pack(document)))
+    packed["summary"]["peak_bytes"] += 1
+    response = _post(client, packed)
+    assert response.status_code == 400
+    assert "summary.peak_bytes" in {p["path"] for p in response.get_json()["problems"]}
+
+
+def test_a_version_2_table_whose_columns_do_not_line_up_is_a_400_not_a_500(client, document):
+    packed = json.loads(json.dumps(pack(document)))
+    packed["tensors"]["count"] += 5            # more rows than any column holds
+    response = _post(client, packed)
+    assert response.status_code == 400, response.get_json()
+
+
+def test_an_unknown_schema_version_is_refused_by_name(client, document):
+    response = _post(client, {**document, "schema_version": 7})
+    assert response.status_code == 400
+    assert response.get_json()["problems"][0]["path"] == "schema_version"
 
 
 def test_an_imported_documents_title_names_its_model_and_torch(client, document):

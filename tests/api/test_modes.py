@@ -4,6 +4,7 @@ import pytest
 
 from backend.driver.work import WORK_BUDGET_US
 from backend.models import presets
+from backend.trace.document_versions import unpack
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,7 @@ def post_ok(client, url, body):
 @pytest.fixture(scope="module", params=["seed-tape", "lab1-mlp", "residual-unit"])
 def traced(request, app_client):
     spec = presets.get(request.param)
-    return (spec, post_ok(app_client, "/api/modes", {"spec": spec}), post_ok(app_client, "/api/trace", {"spec": spec}))
+    return (spec, post_ok(app_client, "/api/modes", {"spec": spec}), unpack(post_ok(app_client, "/api/trace", {"spec": spec})))
 
 
 def test_sweep_counts_are_the_models_input_and_output_sizes(traced):

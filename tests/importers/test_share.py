@@ -9,6 +9,7 @@ from app import create_app
 from backend.driver import trace_spec
 from backend.importers.share import ShareFailed, share
 from backend.models import presets
+from backend.trace.document_versions import pack
 from tests.live import serving
 from tests.settings import app_config
 
@@ -32,7 +33,7 @@ def test_a_shared_document_comes_back_from_its_link(server, document):
         assert page.status == 200
     snapshot_id = link.rsplit("/", 1)[1]
     with urllib.request.urlopen(f"{server}/api/snapshots/{snapshot_id}") as answer:
-        assert json.loads(answer.read())["trace"] == document
+        assert json.loads(answer.read())["trace"] == json.loads(json.dumps(pack(document)))   # stored packed (v2)
 
 
 def test_a_refusal_names_the_status_and_the_paths(server, document):

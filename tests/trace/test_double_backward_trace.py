@@ -17,6 +17,7 @@ import pytest
 from backend.driver import trace_spec, work
 from backend.models import CapError, SpecError, presets, validate_spec
 from backend.models.spec import plan
+from backend.trace.document_versions import unpack
 
 GP = "gradient-penalty"
 
@@ -91,7 +92,7 @@ def documents():
 
 
 def test_the_trace_has_forward_backward_recorded_and_backward_2(client):
-    document = client.post("/api/trace", json={"spec": presets.get(GP)}).get_json()
+    document = unpack(client.post("/api/trace", json={"spec": presets.get(GP)}).get_json())
     phases = [step["phase"] for step in document["steps"]]
     order = [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p]
     assert order == ["forward", "backward", "backward-2", "optimizer"]

@@ -15,6 +15,7 @@ import pytest
 from backend.models import SpecError, presets, validate_spec
 from backend.models.model import Model
 from backend.trace.run import record
+from backend.trace.document_versions import unpack
 from tests.torch_spec import torch_layers
 
 FEATURES = {"kind": "features", "size": 3}
@@ -185,9 +186,9 @@ def test_a_checkpoint_request_on_a_run_whose_backward_stops_is_a_400_naming_the_
 def test_the_version_error_preset_traces_up_to_its_failing_step_over_the_api(client):
     reply = client.post("/api/trace", json={"spec": presets.get("version-error")})
     assert reply.status_code == 200
-    document = reply.get_json()
+    document = unpack(reply.get_json())
     assert document["error"]["step"] == len(document["steps"]) - 1 and document["error"]["backward"] == "TanhBackward"
-    frozen = client.post("/api/trace", json={"spec": presets.get("frozen-backbone")}).get_json()
+    frozen = unpack(client.post("/api/trace", json={"spec": presets.get("frozen-backbone")}).get_json())
     assert {t["name"] for t in frozen["tensors"] if t.get("frozen")} == {
         "layers[0].weight", "layers[0].bias", "layers[2].weight", "layers[2].bias"}
     assert {t["name"] for t in frozen["tensors"] if t["kind"] == "optimizer"} == {      # Adam's m, v: the head only
