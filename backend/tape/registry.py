@@ -40,6 +40,7 @@ class Op:
     why: str = ""               # one sentence on why it saves what it saves, shown in the sweep
     takes_adjoint: bool = False  # vjp takes and returns engine Adjoints (a checkpoint's nested sweep)
     backward: str = ""          # the grad_fn's name when it is not <Name>Backward (CopySlices)
+    output_kind: Callable = None  # output_kind(inputs) -> the output storage's memory kind; None: "activation"
 
     @cached_property
     def backward_name(self):

@@ -93,6 +93,8 @@ CASES = {
                   (lambda a, b: _assigned(a, b, (np.array([2, 0]), np.array([1, 3]))), (p(3, 4), p(2))),
                   (lambda a, b: _assigned(a.T, b, (slice(None), 1)), (p(3, 4), p(4)))],
     "fill": [(lambda a: _filled(a), (p(3, 4),))],
+    # float64 to float64 (finite differences need float64); tests/tape/test_precision.py covers float16/bfloat16
+    "cast": [(lambda a: T.cast(a, "float64") * a, (p(3, 4),))],
 }
 
 
