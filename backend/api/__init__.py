@@ -6,6 +6,8 @@ def register_blueprints(app):
     app.register_blueprint(pages)
     from backend.api.trace import trace_api
     app.register_blueprint(trace_api)
+    from backend.api.schema import schema_api
+    app.register_blueprint(schema_api)
     from backend.api.levers import levers_api
     app.register_blueprint(levers_api)
     from backend.api.ledger import ledger; app.register_blueprint(ledger)

@@ -80,3 +80,118 @@ def unknown_keys(obj, allowed, path, problems):
     for key in obj:
         if key not in allowed:
             problems.add(join(path, key), "is not a field here; allowed: " + ", ".join(sorted(allowed)))
+
+
+class Field:
+    """One spec field declared once: its name, type, range or options, default and one-line help.
+
+    `read` checks and normalizes it (through the checks above); `describe` is its entry in GET /api/schema. A
+    range's top may name a cap in backend/models/caps.py (`cap="batch"`): it is looked up on every use.
+    `step` makes the editor draw a slider. `optional` fields are left out of the normalized spec when absent (or null) instead of taking the default.
+    """
+
+    TYPES = ("integer", "number", "pair", "boolean", "choice", "text")
+
+    def __init__(self, name, type, help, default=None, low=None, high=None, cap=None, options=(), high_open=False,
+                 hint=None, optional=False, step=None, required=False):
+        assert type in self.TYPES, type
+        self.name, self.type, self.help, self.default = name, type, help, default
+        self.low, self._high, self.cap, self.options = low, high, cap, tuple(options)
+        self.high_open, self.hint, self.optional = high_open, hint, optional
+        self.step = step               # a slider's step in the editor; None: a number box
+        self.required = required       # no fallback: a spec must give it (`default` is then the editor's start)
+
+    @property
+    def high(self):
+        from backend.models.caps import cap
+        return cap(self.cap) if self.cap else self._high
+
+    def present(self, obj):
+        return not self.optional or obj.get(self.name) is not None
+
+    def read(self, obj, path, problems):
+        key = self.name
+        if self.type == "integer":
+            return integer(obj, key, path, problems, self.low, self.high, None if self.required else self.default)
+        if self.type == "number":
+            return number(obj, key, path, problems, self.low, self.high, None if self.required else self.default,
+                          self.high_open, self.hint)
+        if self.type == "pair":
+            return number_pair(obj, key, path, problems, self.low, self.high, self.default, self.high_open, self.hint)
+        if self.type == "boolean":
+            return boolean(obj, key, path, problems, self.default)
+        if self.type == "choice":
+            return choice(obj, key, path, problems, self.options, self.default)
+        return text(obj, key, path, problems, self.high, self.default)
+
+    def describe(self):
+        entry = {"name": self.name, "type": self.type, "help": self.help, "default": _plain(self.default)}
+        if self.type in ("integer", "number", "pair"):
+            entry.update({"min": self.low, "max": self.high, "max_open": self.high_open})
+            if self.step is not None:
+                entry["step"] = self.step
+        if self.type == "text":
+            entry["max_length"] = self.high
+        if self.options:
+            entry["options"] = list(self.options)
+        if self.cap:
+            entry["cap"] = self.cap
+        if self.optional:
+            entry["optional"] = True
+        if self.required:
+            entry["required"] = True
+        return entry
+
+
+def _plain(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def read_fields(declared, obj, path, problems, out):
+    """Read every declared field of `obj` that is present into `out`; returns the declared names."""
+    for field in declared:
+        if field.present(obj):
+            out[field.name] = field.read(obj, path, problems)
+    return [field.name for field in declared]
+
+
+class Variants:
+    """A spec object whose fields depend on one choice among its options (input.kind, loss.type,
+    optimizer.type): each option declares its own fields, with help, in one place.
+
+    `ignored` names keys an option tolerates without using them (an optimizer "none" may keep an lr).
+    """
+
+    def __init__(self, name, key, help, options, default, ignored=()):
+        self.name, self.key, self.help, self.default = name, key, help, default
+        self.options = dict(options)              # option -> (help, fields)
+        self.ignored = tuple(ignored)
+
+    def fields_of(self, option):
+        return self.options[option][1]
+
+    def read(self, value, problems):
+        path = self.name
+        value = mapping(value, path, problems)
+        option = choice(value, self.key, path, problems, tuple(self.options), default=self.default)
+        declared = self.fields_of(option)
+        named = {self.key, *(field.name for field in declared)}
+        allowed = named | set(self.ignored)
+        strays = {}
+        for key in [k for k in value if k not in allowed]:
+            owners = [o for o in self.options if key in {field.name for field in self.fields_of(o)}]
+            if not owners:
+                strays[key] = value[key]
+                continue
+            owned = ", ".join(owners[:-1]) + " and " + owners[-1] if len(owners) > 1 else owners[0]
+            problems.add(join(path, key), f'is a field of {owned}, not {option}: remove it, or set '
+                                          f'{path}.{self.key} to "{owners[0]}"')
+        unknown_keys(strays, named, path, problems)
+        normalized = {self.key: option}
+        read_fields(declared, value, path, problems, normalized)
+        return normalized
+
+    def describe(self):
+        return {"key": self.key, "help": self.help, "default": self.default,
+                "options": {option: {"help": help, "fields": [field.describe() for field in declared]}
+                            for option, (help, declared) in self.options.items()}}

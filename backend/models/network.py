@@ -1,11 +1,12 @@
-"""Spec → forward: create each layer's parameters (seeded) and return its forward function."""
+"""Spec → forward: the build context layers share, and the top-level blocks; each kind builds itself
+(backend/models/kinds/)."""
 import math
+from contextlib import contextmanager
 
 import numpy as np
 
-import backend.tape as T
-from backend.models.layers import ACTIVATIONS
-from backend.tape import layer_scope, parameter, tensor
+from backend.models.kinds import build_layer, build_layers, chain
+from backend.tape import parameter, tensor
 
 
 class BuildContext:
@@ -14,7 +15,24 @@ class BuildContext:
     def __init__(self, rng, dtype, init_std, vocab):
         self.rng, self.dtype, self.init_std, self.vocab = rng, dtype, init_std, vocab
         self.params = {}
+        self.cuts = []             # {path, type} per detach / no_grad layer built, in forward order
         self._masks = {}
+        self._frozen = False
+
+    @contextmanager
+    def freezing(self):
+        """Parameters made inside do not require grad (a layer's `"frozen": true`)."""
+        previous, self._frozen = self._frozen, True
+        try:
+            yield
+        finally:
+            self._frozen = previous
+
+    def cut(self, path, kind):
+        """Note a place where the graph is cut (detach) or not recorded (no_grad); the trace reports it."""
+        record = {"path": path, "type": kind}
+        self.cuts.append(record)
+        return record
 
     def weight(self, name, shape, fan_in, std=None):
         if std is None:
@@ -29,7 +47,7 @@ class BuildContext:
         return self._param(name, np.full(size, value))
 
     def _param(self, name, values):
-        p = parameter(values.astype(self.dtype), name=name)
+        p = parameter(values.astype(self.dtype), name=name, requires_grad=not self._frozen)
         self.params[name] = p
         return p
 
@@ -37,124 +55,6 @@ class BuildContext:
         if seq not in self._masks:
             self._masks[seq] = tensor(np.triu(np.ones((seq, seq), dtype=bool), 1), name="causal_mask")
         return self._masks[seq]
-
-
-def scoped(path, fn):
-    def run(h):
-        with layer_scope(path):
-            return fn(h)
-    return run
-
-
-def build_layer(layer, width, ctx, path):
-    """Returns (forward function, output width)."""
-    kind = layer["type"]
-    if kind == "linear":
-        w = ctx.weight(f"{path}.weight", (width, layer["out"]), width)
-        b = ctx.bias(f"{path}.bias", layer["out"]) if layer["bias"] else None
-        return scoped(path, lambda h: h @ w + b if b is not None else h @ w), layer["out"]
-    if kind in ACTIVATIONS:
-        return scoped(path, ACTIVATIONS[kind]), width
-    if kind == "layernorm":
-        gamma, beta = ctx.constant_param(f"{path}.weight", width, 1.0), ctx.constant_param(f"{path}.bias", width, 0.0)
-        return scoped(path, lambda h: T.layer_norm(h, gamma, beta)), width
-    if kind == "rmsnorm":
-        gamma = ctx.constant_param(f"{path}.weight", width, 1.0)
-        return scoped(path, lambda h: T.rms_norm(h, gamma)), width
-    if kind == "dropout":
-        return scoped(path, lambda h: T.dropout(h, layer["p"])), width
-    if kind == "embedding":
-        table = ctx.weight(f"{path}.weight", (ctx.vocab, layer["dim"]), ctx.vocab, std=0.02)
-        return scoped(path, lambda tokens: T.embedding(tokens, table)), layer["dim"]
-    if kind == "attention":
-        return scoped(path, _attention(layer, width, ctx, path)), width
-    if kind == "transformer_block":
-        return _transformer_block(layer, width, ctx, path), width
-    if kind == "residual":
-        inner, out_width = build_layers(layer["layers"], width, ctx, f"{path}.layers")
-
-        def residual(h):
-            branch = h
-            for fn in inner:
-                branch = fn(branch)
-            with layer_scope(path):
-                return h + branch          # h is used twice: its gradient is the skip's share plus the branch's
-        return residual, out_width
-    if kind == "repeat":
-        fns = []
-        for i in range(layer["times"]):
-            inner, width = build_layers(layer["layers"], width, ctx, f"{path}[{i}]")
-            fns.extend(inner)
-        return chain(fns), width
-    raise AssertionError(kind)
-
-
-def build_layers(layers, width, ctx, path):
-    fns = []
-    for i, layer in enumerate(layers):
-        fn, width = build_layer(layer, width, ctx, f"{path}[{i}]")
-        fns.append(fn)
-    return fns, width
-
-
-def chain(fns):
-    """One forward function running `fns` in order."""
-    def run(h):
-        for fn in fns:
-            h = fn(h)
-        return h
-    return run
-
-
-def _attention(layer, width, ctx, path):
-    heads = layer["heads"]
-    head_dim = width // heads
-    projections = {name: (ctx.weight(f"{path}.{name}.weight", (width, width), width),
-                          ctx.bias(f"{path}.{name}.bias", width)) for name in ("q", "k", "v", "proj")}
-    scale = 1.0 / math.sqrt(head_dim)
-
-    def split_heads(h, name):
-        w, b = projections[name]
-        batch, seq, _ = h.shape
-        return (h @ w + b).reshape(batch, seq, heads, head_dim).permute(0, 2, 1, 3)
-
-    def attend(h):
-        batch, seq, _ = h.shape
-        q, k, v = split_heads(h, "q"), split_heads(h, "k"), split_heads(h, "v")
-        if layer["impl"] == "efficient":
-            mixed = T.scaled_dot_product_attention(q, k, v, is_causal=layer["causal"], dropout_p=layer["dropout"])
-        else:
-            scores = (q @ k.transpose(-2, -1)) * scale
-            if layer["causal"]:
-                scores = T.masked_fill(scores, ctx.causal_mask(seq), float("-inf"))
-            probs = T.dropout(T.softmax(scores, dim=-1), layer["dropout"])
-            mixed = probs @ v
-        w, b = projections["proj"]
-        return mixed.permute(0, 2, 1, 3).reshape(batch, seq, width) @ w + b
-    return attend
-
-
-def _transformer_block(layer, width, ctx, path):
-    """Pre-LN GPT block: h + drop(attn(ln1(h))), then h + drop(fc2(gelu(fc1(ln2(h)))))."""
-    ln1 = (ctx.constant_param(f"{path}.ln1.weight", width, 1.0), ctx.constant_param(f"{path}.ln1.bias", width, 0.0))
-    attend = _attention(layer, width, ctx, f"{path}.attn")
-    ln2 = (ctx.constant_param(f"{path}.ln2.weight", width, 1.0), ctx.constant_param(f"{path}.ln2.bias", width, 0.0))
-    hidden = width * layer["mlp_ratio"]
-    fc1 = (ctx.weight(f"{path}.fc1.weight", (width, hidden), width), ctx.bias(f"{path}.fc1.bias", hidden))
-    fc2 = (ctx.weight(f"{path}.fc2.weight", (hidden, width), hidden), ctx.bias(f"{path}.fc2.bias", width))
-    p = layer["dropout"]
-
-    def block(h):
-        with layer_scope(f"{path}.ln1"):
-            a = T.layer_norm(h, *ln1)
-        with layer_scope(f"{path}.attn"):
-            h = h + T.dropout(attend(a), p)
-        with layer_scope(f"{path}.ln2"):
-            m = T.layer_norm(h, *ln2)
-        with layer_scope(f"{path}.mlp"):
-            m = T.gelu(m @ fc1[0] + fc1[1]) @ fc2[0] + fc2[1]
-            return h + T.dropout(m, p)
-    return block
 
 
 def build_blocks(layers, width, ctx):

@@ -5,19 +5,75 @@ A spec over a cap is refused here, from shape arithmetic alone, before anything 
 import numpy as np
 
 from backend.models import fields as f
+from backend.models.caps import cap
 from backend.models.errors import CapError, SpecError
 from backend.models.layers import Tally, check_layer_list, plan_layers
 from backend.problems import Problems
 
 DTYPES = ("float32", "float64", "float16")
-MAX_BATCH = 4096
-MAX_FEATURES = 4096
-MAX_VOCAB = 8192
-MAX_SEQ = 512
-MAX_ELEMENTS_PER_TENSOR = 1 << 23            # 8 Mi elements
-MAX_TOTAL_BYTES = 256 * 1024 * 1024          # 256 MiB
-MAX_TAPE_ENTRIES = 20_000
-TOP_LEVEL = {"name", "seed", "dtype", "batch", "input", "layers", "loss", "optimizer", "init_std", "description"}
+
+# The top-level fields of a spec beside input, layers, loss and optimizer, declared once (GET /api/schema
+# serves them). A new top-level knob is one Field here (or a Variants below for an object with options).
+TOP_LEVEL_FIELDS = (
+    f.Field("name", "text", "the model's name, shown in titles and snapshots", default="model", cap="name_length"),
+    f.Field("seed", "integer", "seeds the input, the weights and dropout: the same seed traces the same run",
+            default=0, low=0, high=2**31 - 1),
+    f.Field("dtype", "choice", "the element type of inputs, weights and activations", default="float32",
+            options=DTYPES),
+    f.Field("batch", "integer", "rows in the input batch: activations grow with it, weights do not", default=1,
+            low=1, cap="batch", step=1),
+    f.Field("init_std", "number", "the weights' init standard deviation (default: 1/√fan_in, biases 0)",
+            low=1e-6, high=10.0, optional=True),
+    f.Field("description", "text", "what the model shows", high=400, optional=True),
+)
+
+INPUT = f.Variants("input", "kind", "what the model reads", {
+    "features": ("a [batch, size] batch of real features, uniform in [-1, 1)", (
+        f.Field("size", "integer", "features per row", default=1, low=1, cap="features"),)),
+    "tokens": ("a [batch, seq] batch of token ids: the first layer must be an embedding", (
+        f.Field("vocab", "integer", "how many distinct token ids", default=50, low=2, cap="vocab"),
+        f.Field("seq", "integer", "tokens per row: attention's scores grow with its square", default=16, low=1,
+                cap="seq", step=1))),
+}, default="features")
+
+LOSS = f.Variants("loss", "type", "the scalar backward starts from", {
+    "mse": ("mean squared error against a target", (
+        f.Field("target", "choice", "square: x² (the output must keep the input's shape); zeros; random normal",
+                default="zeros", options=("square", "zeros", "random")),)),
+    "cross_entropy": ("softmax cross-entropy against random class ids: the last width is the class count", ()),
+    "sum": ("the sum of the output's elements", ()),
+}, default="sum")
+
+_LR = f.Field("lr", "number", "learning rate", default=1e-3, low=0, high=10, hint="such as 0.001 or 0.1")
+_BETAS = f.Field("betas", "pair", "the moments' decay rates (β₁ for m, β₂ for v)", default=(0.9, 0.999), low=0,
+                 high=1, high_open=True, hint="the moments' decay rates; 0.9 and 0.999 are usual")
+
+
+def _weight_decay(default, help):
+    return f.Field("weight_decay", "number", help, default=default, low=0, high=1,
+                   hint="0 turns it off; 0.01 is usual")
+
+
+# torch.optim's hyperparameters with torch's defaults (lr 1e-3; AdamW's weight_decay 0.01, others' 0).
+OPTIMIZER = f.Variants("optimizer", "type", "the step after backward, and the state it keeps", {
+    "none": ("no optimizer step: the run ends after backward", ()),
+    "sgd": ("state: none, unless momentum > 0: then one buffer the size of each weight", (
+        _LR,
+        f.Field("momentum", "number", "the share of the last update carried into this one (0.9 is usual; 0 is "
+                "plain SGD)", default=0.0, low=0, high=1, high_open=True,
+                hint="0.9 is usual; 0 turns momentum off"),
+        _weight_decay(0.0, "L2: weight_decay·weight is added to the gradient"),
+        f.Field("nesterov", "boolean", "Nesterov momentum (needs momentum > 0)", default=False))),
+    "adam": ("state: m and v, running means of the gradient and of its square: two buffers the size of each "
+             "weight; weight decay is L2, added to the gradient", (
+                 _LR, _BETAS, _weight_decay(0.0, "L2: weight_decay·weight is added to the gradient"))),
+    "adamw": ("state: m and v, running means of the gradient and of its square: two buffers the size of each "
+              "weight; weight decay is decoupled: it shrinks the weights directly", (
+                  _LR, _BETAS, _weight_decay(0.01, "decoupled: each step multiplies the weights by "
+                                                   "1 − lr·weight_decay"))),
+}, default="none", ignored=("lr",))
+
+TOP_LEVEL = {*(field.name for field in TOP_LEVEL_FIELDS), "input", "layers", "loss", "optimizer"}
 
 
 def validate_spec(spec):
@@ -27,20 +83,14 @@ def validate_spec(spec):
     if problems:
         raise SpecError(problems)
     f.unknown_keys(spec, TOP_LEVEL, "", problems)
-    normalized = {
-        "name": f.text(spec, "name", "", problems, 80, default="model"),
-        "seed": f.integer(spec, "seed", "", problems, 0, 2**31 - 1, default=0),
-        "dtype": f.choice(spec, "dtype", "", problems, DTYPES, default="float32"),
-        "batch": f.integer(spec, "batch", "", problems, 1, MAX_BATCH, default=1),
-        "input": _check_input(spec.get("input"), problems),
+    normalized = {}
+    f.read_fields(TOP_LEVEL_FIELDS, spec, "", problems, normalized)
+    normalized.update({
+        "input": INPUT.read(spec.get("input"), problems),
         "layers": check_layer_list(spec.get("layers"), "layers", problems, depth=0),
-        "loss": _check_loss(spec.get("loss", {"type": "sum"}), problems),
+        "loss": LOSS.read(spec.get("loss", {"type": "sum"}), problems),
         "optimizer": _check_optimizer(spec.get("optimizer", {"type": "none"}), problems),
-    }
-    if spec.get("init_std") is not None:
-        normalized["init_std"] = f.number(spec, "init_std", "", problems, 1e-6, 10.0)
-    if "description" in spec:
-        normalized["description"] = f.text(spec, "description", "", problems, 400)
+    })
     if problems:
         raise SpecError(problems)
     tally = plan(normalized, problems)
@@ -60,8 +110,8 @@ def input_shape(spec):
 def plan(spec, problems=None):
     """Shape-infer the whole model: the Tally of entries and bytes, and `tally.output_shape`."""
     problems = Problems() if problems is None else problems
-    tally = Tally(np.dtype(spec["dtype"]).itemsize)
     vocab = spec["input"]["vocab"] if spec["input"]["kind"] == "tokens" else 0
+    tally = Tally(np.dtype(spec["dtype"]).itemsize, vocab)
     tally.op(int(np.prod(input_shape(spec))), entries=0)            # the input batch is a tensor too
     shape = plan_layers(spec["layers"], input_shape(spec), "layers", problems, tally, tokens=vocab)
     tally.output_shape = shape
@@ -71,72 +121,20 @@ def plan(spec, problems=None):
         if tally.param_elements == 0:
             problems.add("layers", "have no parameters, so backward has nothing to differentiate: "
                                    "add a linear, embedding or norm layer")
+        elif not tally.grad_flows:
+            problems.add("layers", "leave nothing before the loss that requires grad (every parameter is frozen, "
+                                   "under no_grad or before a detach), so backward has nothing to differentiate: "
+                                   "unfreeze a layer after the last detach or no_grad")
     if problems and shape is None and not any(p["path"].startswith("layers") for p in problems):
         problems.add("layers", "the layers do not fit the input")
     return tally
 
 
-def _check_input(value, problems):
-    value = f.mapping(value, "input", problems)
-    kind = f.choice(value, "kind", "input", problems, ("features", "tokens"), default="features")
-    if kind == "features":
-        f.unknown_keys(value, {"kind", "size"}, "input", problems)
-        return {"kind": kind, "size": f.integer(value, "size", "input", problems, 1, MAX_FEATURES, default=1)}
-    f.unknown_keys(value, {"kind", "vocab", "seq"}, "input", problems)
-    return {"kind": kind, "vocab": f.integer(value, "vocab", "input", problems, 2, MAX_VOCAB, default=50),
-            "seq": f.integer(value, "seq", "input", problems, 1, MAX_SEQ, default=16)}
-
-
-def _check_loss(value, problems):
-    value = f.mapping(value, "loss", problems)
-    kind = f.choice(value, "type", "loss", problems, ("mse", "cross_entropy", "sum"), default="sum")
-    if kind == "mse":
-        f.unknown_keys(value, {"type", "target"}, "loss", problems)
-        return {"type": kind, "target": f.choice(value, "target", "loss", problems,
-                                                 ("square", "zeros", "random"), default="zeros")}
-    f.unknown_keys(value, {"type"}, "loss", problems)
-    return {"type": kind}
-
-
-OPTIMIZERS = ("none", "sgd", "adam", "adamw")
-OPTIMIZER_FIELDS = {
-    "none": {"type", "lr"},
-    "sgd": {"type", "lr", "momentum", "weight_decay", "nesterov"},
-    "adam": {"type", "lr", "betas", "weight_decay"},
-    "adamw": {"type", "lr", "betas", "weight_decay"},
-}
-
-
 def _check_optimizer(value, problems):
-    """torch.optim's hyperparameters with torch's defaults (lr 1e-3; AdamW's weight_decay 0.01, others' 0)."""
-    value = f.mapping(value, "optimizer", problems)
-    kind = f.choice(value, "type", "optimizer", problems, OPTIMIZERS, default="none")
-    allowed = OPTIMIZER_FIELDS[kind]
-    for key in [k for k in value if k not in allowed]:
-        owners = [t for t in OPTIMIZERS[1:] if key in OPTIMIZER_FIELDS[t]]
-        if owners:
-            named = ", ".join(owners[:-1]) + " and " + owners[-1] if len(owners) > 1 else owners[0]
-            problems.add(f"optimizer.{key}", f'is a field of {named}, not {kind}: remove it, or set optimizer.type '
-                                             f'to "{owners[0]}"')
-    f.unknown_keys({k: v for k, v in value.items() if not any(k in OPTIMIZER_FIELDS[t] for t in OPTIMIZERS)},
-                   allowed, "optimizer", problems)
-    if kind == "none":
-        return {"type": kind}
-    out = {"type": kind,
-           "lr": f.number(value, "lr", "optimizer", problems, 0, 10, default=1e-3, hint="such as 0.001 or 0.1")}
-    if kind == "sgd":
-        out["momentum"] = f.number(value, "momentum", "optimizer", problems, 0, 1, default=0.0, high_open=True,
-                                   hint="0.9 is usual; 0 turns momentum off")
-    else:
-        out["betas"] = f.number_pair(value, "betas", "optimizer", problems, 0, 1, default=(0.9, 0.999),
-                                     high_open=True, hint="the moments' decay rates; 0.9 and 0.999 are usual")
-    out["weight_decay"] = f.number(value, "weight_decay", "optimizer", problems, 0, 1,
-                                   default=0.01 if kind == "adamw" else 0.0, hint="0 turns it off; 0.01 is usual")
-    if kind == "sgd":
-        out["nesterov"] = f.boolean(value, "nesterov", "optimizer", problems, default=False)
-        if out["nesterov"] and out["momentum"] == 0:
-            problems.add("optimizer.nesterov", "needs momentum: set optimizer.momentum above 0 (0.9 is usual) "
-                                               "or nesterov to false")
+    out = OPTIMIZER.read(value, problems)
+    if out["type"] == "sgd" and out["nesterov"] and out["momentum"] == 0:
+        problems.add("optimizer.nesterov", "needs momentum: set optimizer.momentum above 0 (0.9 is usual) "
+                                           "or nesterov to false")
     return out
 
 
@@ -150,12 +148,12 @@ def _check_loss_fits(spec, shape, problems):
 
 
 def _enforce_caps(tally):
-    if tally.max_elements > MAX_ELEMENTS_PER_TENSOR:
-        raise CapError("elements per tensor", MAX_ELEMENTS_PER_TENSOR, tally.max_elements)
-    if tally.entries > MAX_TAPE_ENTRIES:
-        raise CapError("tape entries", MAX_TAPE_ENTRIES, tally.entries)
+    if tally.max_elements > cap("elements_per_tensor"):
+        raise CapError("elements per tensor", cap("elements_per_tensor"), tally.max_elements)
+    if tally.entries > cap("tape_entries"):
+        raise CapError("tape entries", cap("tape_entries"), tally.entries)
     # parameters + their grads (+ Adam's two moments, counted always as the upper bound; SGD momentum
     # is one) + activations
     total = tally.param_elements * tally.itemsize * 4 + tally.activation_bytes
-    if total > MAX_TOTAL_BYTES:
-        raise CapError("total bytes (256 MiB)", MAX_TOTAL_BYTES, total)
+    if total > cap("total_bytes"):
+        raise CapError("total bytes (256 MiB)", cap("total_bytes"), total)

@@ -162,9 +162,9 @@ def tensor(data, requires_grad=False, name=None):
     return Tensor.allocate(array, "input", requires_grad=requires_grad, name=name)
 
 
-def parameter(data, name=None):
-    """A leaf that requires grad and is counted as a parameter."""
-    return Tensor.allocate(_as_array(data), "param", requires_grad=True, name=name)
+def parameter(data, name=None, requires_grad=True):
+    """A leaf counted as a parameter; it requires grad unless frozen (torch's `p.requires_grad_(False)`)."""
+    return Tensor.allocate(_as_array(data), "param", requires_grad=requires_grad, name=name)
 
 
 def _as_array(data):

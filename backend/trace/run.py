@@ -5,7 +5,7 @@ import tracemalloc
 import numpy as np
 
 from backend.models import Model
-from backend.models.network import chain
+from backend.models.kinds import chain
 from backend.tape import ENGINE_VERSION, checkpoint
 from backend.tape.events import listening
 from backend.tape.remat import recomputing

@@ -2,7 +2,7 @@
 import pytest
 
 from backend.models import CapError, Model, SpecError, presets, validate_spec
-from backend.models.spec import MAX_TAPE_ENTRIES
+from backend.models.caps import CAPS
 
 
 def problems_of(spec):
@@ -70,7 +70,7 @@ def test_caps_are_refused_by_name_before_anything_is_allocated(spec, cap):
 
 
 def test_tape_entry_cap_is_twenty_thousand():
-    assert MAX_TAPE_ENTRIES == 20_000
+    assert CAPS["tape_entries"] == 20_000
 
 
 @pytest.mark.parametrize("layer", [{"type": ["linear"]}, {"type": {"a": 1}}, {"type": None}, "relu", 7])
