@@ -64,7 +64,7 @@ def _floating(t):
 
 
 def _is_master(t):
-    return t.grad_fn is None and t.requires_grad and t.storage.kind == "param" and t.data.dtype == FLOAT32_DTYPE
+    return t.grad_fn is None and t.storage.kind == "param" and t.data.dtype == FLOAT32_DTYPE     # frozen too
 
 
 def _cast(t, dtype):

@@ -36,9 +36,11 @@ class LossScaler:
         self.growth_tracker = 0                           # clean steps in a row since the last change
         self.found_inf = False
         self._unscaled = False
+        self.used_scale = float(self.scale_value)         # the scale of the last scaled loss
 
     def scale(self, loss):
         """The loss times the scale: a recorded mul, so backward starts from the scale."""
+        self.used_scale = float(self.scale_value)
         if self.mode == "none":
             return loss
         return loss * np.asarray(self.scale_value, dtype=loss.data.dtype)
@@ -84,9 +86,12 @@ class LossScaler:
                 self.scale_value = grown
             self.growth_tracker = 0
 
-    def state(self):
-        return {"scale": float(self.scale_value), "growth_tracker": self.growth_tracker,
-                "found_inf": self.found_inf}
+    def summary(self):
+        """This step as the trace reports it: the scale it used, what the policy made of it, whether it skipped."""
+        return {"mode": "fixed" if isinstance(self.mode, float) else self.mode, "scale": self.used_scale,
+                "next_scale": float(self.scale_value), "growth_interval": self.growth_interval,
+                "growth_tracker": self.growth_tracker, "found_inf": self.found_inf,
+                "skipped_step": self.found_inf and self.mode != "none"}
 
 
 def underflow_fractions(grad, scale):
