@@ -46,6 +46,8 @@ function onEngine(run) {
 }
 
 export const fetchPresets = () => request("/api/presets");
+/** GET /api/schema: the spec's fields (ranges that follow the caps, defaults, options, help) and the caps. */
+export const fetchSchema = () => request("/api/schema");
 /** POST /api/trace: the spec, and the checkpoint request when there is one ({"policy": "sqrt", ...}). */
 export const traceSpec = (spec, signal, checkpoint = null) => onEngine(() =>
   request("/api/trace", { method: "POST", body: JSON.stringify(checkpoint ? { spec, checkpoint } : { spec }), signal }));

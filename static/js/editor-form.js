@@ -1,16 +1,12 @@
 // The editor's form: model-level fields, the optimizer step, the memory dials (batch, seq, width sliders) and the
 // nested layer list with per-type controls, add/remove/reorder and wrap-selected. It renders from a spec and reports
 // edits: ctx.value(path, value, mode) for a field, ctx.structural(mutate) for anything that changes the list's shape;
-// ctx.checkpointFields() renders the checkpoint fieldset, which lives beside the spec, not in it.
+// ctx.checkpointFields() renders the checkpoint fieldset, which lives beside the spec, not in it. Every control, range,
+// option list and help line comes from ctx.schema (GET /api/schema): a field declared in Python shows up here.
 import { el } from "./dom.js";
 import { checkControl, numberControl, pairControls, rangeControl, selectControl, textControl } from "./editor-controls.js";
-import {
-  LAYER_TYPES, OPTIMIZER_DEFAULTS, OPTIMIZER_TYPES, WRAPPERS, addLayer, changeOptimizer, changeType, getAt, moveLayer,
-  removeLayer, widthPath, wrapLayers,
-} from "./editor-spec.js";
-
-const DTYPES = ["float32", "float64", "float16"];
-const LIMITS = { batch: 1024, seq: 512, width: 1024 };
+import { fieldOf, kindOf, layerTypes, optionFields, sliderMax, variantValue, wrapperTypes } from "./editor-schema.js";
+import { addLayer, changeOptimizer, changeType, getAt, moveLayer, removeLayer, widthPath, wrapLayers } from "./editor-spec.js";
 
 function button(text, label, onClick, { disabled, class: className } = {}) {
   const node = el("button", { type: "button", "aria-label": label, title: label, disabled, class: className, text });
@@ -18,85 +14,86 @@ function button(text, label, onClick, { disabled, class: className } = {}) {
   return node;
 }
 
+// ------------------------------ one declared field ------------------------------
+
+/** The control for one declared field at `path`: a checkbox, a select, a text box, a slider (fields with a step,
+ * unless `slider` is false) or a number box; the field's help is its title. */
+function fieldControl(field, path, value, onValue, { label = field.name.replace(/_/g, " "), slider = field.step !== undefined } = {}) {
+  const shown = value ?? (field.required ? undefined : field.default);
+  let control;
+  if (field.type === "boolean") control = checkControl(label, path, shown, onValue);
+  else if (field.type === "choice") control = selectControl(label, path, shown, field.options, onValue);
+  else if (field.type === "text") control = textControl(label, path, value, onValue, { maxlength: field.max_length, placeholder: field.name });
+  else if (field.type === "pair") {
+    return pairControls([0, 1].map((i) => `${label} ${i + 1}`), path, shown, onValue, { min: field.min, max: field.max, step: "any" })
+      .map((control, i) => Object.assign(control, { title: `${field.name}[${i}]: ${field.help}` }));
+  } else if (slider) control = rangeControl(label, path, shown, onValue, { min: field.min, max: sliderMax(field), step: field.step });
+  else control = numberControl(label, path, shown, onValue, { min: field.min, max: field.max, step: field.type === "integer" ? 1 : "any" });
+  control.title = field.help;
+  return [control];
+}
+
+/** The fields of one option of a variant object (input, loss, optimizer) at `base`, each a control. */
+function optionControls(variants, value, base, ctx) {
+  return optionFields(variants, value?.[variants.key]).flatMap((field) =>
+    fieldControl(field, `${base}.${field.name}`, value?.[field.name], ctx.value, { slider: false }));
+}
+
+/** The select of a variant's options: a change writes the new option's defaults (a structural edit). */
+function optionSelect(label, variants, value, base, ctx, change = (s, option) => { s[base] = variantValue(variants, option); }) {
+  const control = selectControl(label, `${base}.${variants.key}`, value?.[variants.key] ?? variants.default, Object.keys(variants.options),
+    (path, option) => ctx.structural((s) => change(s, option)));
+  control.title = variants.help;
+  return control;
+}
+
 // ------------------------------ model-level fields ------------------------------
 
 function modelFields(spec, ctx) {
-  const input = spec.input ?? {};
-  const loss = spec.loss ?? { type: "sum" };
+  const schema = ctx.schema;
   const box = el("fieldset", { class: "model-fields" }, el("legend", { text: "Model" }));
-  box.append(
-    numberControl("batch", "batch", spec.batch, ctx.value, { min: 1, max: LIMITS.batch }),
-    selectControl("dtype", "dtype", spec.dtype ?? "float32", DTYPES, ctx.value),
-    selectControl("input", "input.kind", input.kind ?? "features", ["features", "tokens"], (path, kind) =>
-      ctx.structural((s) => { s.input = kind === "tokens" ? { kind, vocab: 50, seq: 16 } : { kind, size: 1 }; })),
-  );
-  if (input.kind === "tokens") {
-    box.append(numberControl("vocab", "input.vocab", input.vocab, ctx.value, { min: 2, max: 8192 }),
-      numberControl("seq", "input.seq", input.seq, ctx.value, { min: 1, max: LIMITS.seq }));
-  } else {
-    box.append(numberControl("features", "input.size", input.size, ctx.value, { min: 1, max: 4096 }));
-  }
-  box.append(selectControl("loss", "loss.type", loss.type, ["sum", "mse", "cross_entropy"], (path, type) =>
-    ctx.structural((s) => { s.loss = type === "mse" ? { type, target: "zeros" } : { type }; })));
-  if (loss.type === "mse") box.append(selectControl("target", "loss.target", loss.target, ["zeros", "random", "square"], ctx.value));
+  for (const name of ["batch", "dtype"]) box.append(...fieldControl(fieldOf(schema.fields, name), name, spec[name], ctx.value, { slider: false }));
+  box.append(optionSelect("input", schema.input, spec.input, "input", ctx), ...optionControls(schema.input, spec.input, "input", ctx));
+  const loss = spec.loss ?? { type: "sum" };
+  box.append(optionSelect("loss", schema.loss, loss, "loss", ctx), ...optionControls(schema.loss, loss, "loss", ctx));
   return box;
 }
 
-// What each optimizer keeps between steps: the memory chart's "optimizer" band after backward.
-const OPTIMIZER_STATE = {
-  none: "No optimizer step: the run ends after backward.",
-  sgd: "State: none, unless momentum > 0: then one buffer the size of each weight.",
-  adam: "State: m and v, running means of the gradient and of its square: two buffers the size of each weight. "
-    + "Weight decay is L2, added to the gradient.",
-  adamw: "State: m and v, running means of the gradient and of its square: two buffers the size of each weight. "
-    + "Weight decay is decoupled: it shrinks the weights directly.",
-};
+const sentence = (text) => text.charAt(0).toUpperCase() + text.slice(1) + ".";
 
 function optimizerFields(spec, ctx) {
+  const variants = ctx.schema.optimizer;
   const optimizer = spec.optimizer ?? { type: "none" };
-  const type = OPTIMIZER_TYPES.includes(optimizer.type) ? optimizer.type : "none";
-  const shown = { ...OPTIMIZER_DEFAULTS[type], ...optimizer };      // torch's defaults where the spec is silent
-  const at = (key) => `optimizer.${key}`;
-  const titled = (control, title) => { control.title = title; return control; };
+  const type = optimizer.type in variants.options ? optimizer.type : "none";
   const box = el("fieldset", { class: "optimizer-fields", "data-field": "optimizer" }, el("legend", { text: "Optimizer step" }));
-  box.append(selectControl("type", "optimizer.type", optimizer.type, OPTIMIZER_TYPES, (path, next) =>
-    ctx.structural((s) => { s.optimizer = changeOptimizer(s.optimizer, next); })));
-  if (type !== "none") {
-    box.append(titled(numberControl("lr", at("lr"), shown.lr, ctx.value, { min: 0, max: 10, step: "any" }), "learning rate"));
+  box.append(optionSelect("type", variants, optimizer, "optimizer", ctx, (s, next) => { s.optimizer = changeOptimizer(s.optimizer, next, ctx.schema); }));
+  for (const control of optionControls(variants, { ...optimizer, type }, "optimizer", ctx)) {
+    if (control.querySelector("input[type=number]") && !/\.(lr|betas\[\d\])$/.test(control.dataset.field)) control.classList.add("wide");
+    box.append(control);
   }
-  if (type === "sgd") {
-    const momentum = numberControl("momentum", at("momentum"), shown.momentum, ctx.value, { min: 0, max: 0.999, step: "any" });
-    momentum.classList.add("wide");
-    box.append(
-      titled(momentum, "momentum: the share of the last update carried into this one (0.9 is usual; 0 is plain SGD)"),
-      titled(checkControl("nesterov", at("nesterov"), shown.nesterov, ctx.value), "Nesterov momentum (needs momentum > 0)"));
-  }
-  if (type === "adam" || type === "adamw") {
-    const [beta1, beta2] = pairControls(["β₁", "β₂"], at("betas"), shown.betas, ctx.value, { min: 0, max: 0.9999, step: "any" });
-    box.append(titled(beta1, "betas[0]: decay rate of m, the gradient's running mean (0.9 is usual)"),
-      titled(beta2, "betas[1]: decay rate of v, the squared gradient's running mean (0.999 is usual)"));
-  }
-  if (type !== "none") {
-    const decay = numberControl("weight decay", at("weight_decay"), shown.weight_decay, ctx.value, { min: 0, max: 1, step: "any" });
-    decay.classList.add("wide");
-    box.append(titled(decay, type === "adamw" ? "decoupled: each step multiplies the weights by 1 − lr·weight_decay"
-      : "L2: weight_decay·weight is added to the gradient"));
-  }
-  box.append(el("p", { class: "hint", "data-testid": "optimizer-state", text: OPTIMIZER_STATE[type] }));
+  box.append(el("p", { class: "hint", "data-testid": "optimizer-state", text: sentence(variants.options[type].help) }));
   return box;
+}
+
+/** A dial: a slider over a declared field's whole range (its max is the cap), at `path`. */
+function dial(label, field, path, value, ctx, mode) {
+  const control = rangeControl(label, path, value, ctx.value, { min: field.min, max: field.max, step: 1, field: false, mode });
+  control.title = field.help;
+  return control;
 }
 
 function dials(spec, ctx) {
+  const schema = ctx.schema;
   const box = el("fieldset", { class: "dials" }, el("legend", { text: "Memory dials" }));
-  box.append(rangeControl("batch", "batch", spec.batch, ctx.value,
-    { min: 1, max: Math.max(256, Number(spec.batch) || 1), step: 1, field: false, mode: "batch" }));
+  box.append(dial("batch", fieldOf(schema.fields, "batch"), "batch", spec.batch, ctx, "batch"));
   if (spec.input?.kind === "tokens") {
-    box.append(rangeControl("seq", "input.seq", spec.input.seq, ctx.value, { min: 1, max: LIMITS.seq, step: 1, field: false, mode: "seq" }));
+    box.append(dial("seq", fieldOf(optionFields(schema.input, "tokens"), "seq"), "input.seq", spec.input.seq, ctx, "seq"));
   }
   const width = widthPath(spec);
   if (width) {
-    const control = rangeControl("width", width, getAt(spec, width), ctx.value,
-      { min: 1, max: Math.max(LIMITS.width / 2, Number(getAt(spec, width)) || 1), step: 1, field: false, mode: "width" });
+    const layer = getAt(spec, width.slice(0, width.lastIndexOf(".")));
+    const field = fieldOf(kindOf(schema, layer.type).fields, width.slice(width.lastIndexOf(".") + 1));
+    const control = dial("width", field, width, getAt(spec, width), ctx, "width");
     control.title = `width: ${width}, the first embedding's dim or linear's out`;
     box.append(control);
   }
@@ -106,23 +103,9 @@ function dials(spec, ctx) {
 // ------------------------------ layers ------------------------------
 
 function layerFields(layer, path, ctx) {
-  const at = (key) => `${path}.${key}`;
-  const v = ctx.value;
-  switch (layer.type) {
-    case "linear": return [numberControl("out", at("out"), layer.out, v, { min: 1, max: 4096 }), checkControl("bias", at("bias"), layer.bias ?? true, v)];
-    case "dropout": return [rangeControl("p", at("p"), layer.p ?? 0.1, v, { min: 0, max: 0.95, step: 0.05 })];
-    case "embedding": return [numberControl("dim", at("dim"), layer.dim, v, { min: 1, max: 1024 })];
-    case "attention":
-    case "transformer_block": return [
-      numberControl("heads", at("heads"), layer.heads ?? 1, v, { min: 1, max: 16 }),
-      ...(layer.type === "transformer_block" ? [numberControl("mlp ratio", at("mlp_ratio"), layer.mlp_ratio ?? 4, v, { min: 1, max: 8 })] : []),
-      selectControl("impl", at("impl"), layer.impl ?? "naive", ["naive", "efficient"], v),
-      checkControl("causal", at("causal"), layer.causal ?? true, v),
-      rangeControl("dropout", at("dropout"), layer.dropout ?? 0, v, { min: 0, max: 0.95, step: 0.05 }),
-    ];
-    case "repeat": return [numberControl("times", at("times"), layer.times ?? 1, v, { min: 1, max: 64 })];
-    default: return [];
-  }
+  const kind = kindOf(ctx.schema, layer.type);
+  return (kind?.fields ?? []).filter((field) => field.name !== "name")
+    .flatMap((field) => fieldControl(field, `${path}.${field.name}`, layer[field.name], ctx.value));
 }
 
 function layerItem(layer, path, index, count, ctx) {
@@ -133,8 +116,10 @@ function layerItem(layer, path, index, count, ctx) {
     if (select.checked) ctx.selection.add(path); else ctx.selection.delete(path);
     ctx.selectionChanged();
   });
-  const type = selectControl("type", `${path}.type`, layer?.type, LAYER_TYPES, (p, t) => ctx.structural((s) => changeType(s, path, t)));
+  const types = layerTypes(ctx.schema);
+  const type = selectControl("type", `${path}.type`, layer?.type, types, (p, t) => ctx.structural((s) => changeType(s, path, t, ctx.schema)));
   type.classList.add("type");
+  type.title = kindOf(ctx.schema, layer?.type)?.help ?? "";
   const name = textControl("name", `${path}.name`, layer?.name, ctx.value, { placeholder: "name" });
   name.classList.add("name");
   const tools = el("span", { class: "layer-tools" },
@@ -145,7 +130,7 @@ function layerItem(layer, path, index, count, ctx) {
     el("div", { class: "layer-head" }, select, el("span", { class: "index", text: String(index) }), type, tools),
     el("div", { class: "layer-fields" }, name, ...layerFields(layer ?? {}, path, ctx)),
   );
-  if (WRAPPERS.includes(layer?.type)) item.append(layerList(layer.layers, `${path}.layers`, ctx));
+  if (kindOf(ctx.schema, layer?.type)?.wrapper) item.append(layerList(layer.layers, `${path}.layers`, ctx));
   return item;
 }
 
@@ -155,12 +140,12 @@ function layerList(layers, listPath, ctx) {
   const ol = el("ol", { "aria-label": `layers in ${listPath}` });
   list.forEach((layer, i) => ol.append(layerItem(layer, `${listPath}[${i}]`, i, list.length, ctx)));
   const kind = el("select", { "aria-label": `type of the layer to add to ${listPath}` });
-  for (const type of LAYER_TYPES) kind.append(el("option", { value: type, text: type }));
+  for (const type of layerTypes(ctx.schema)) kind.append(el("option", { value: type, text: type, title: kindOf(ctx.schema, type).help }));
   kind.value = ctx.lastAdded ?? "linear";
   kind.addEventListener("change", () => { ctx.lastAdded = kind.value; });
   const add = button("+ Add layer", `add a layer to ${listPath}`, () => ctx.structural((s) => {
     if (!Array.isArray(getAt(s, listPath))) s.layers = [];
-    addLayer(s, listPath, kind.value);
+    addLayer(s, listPath, kind.value, ctx.schema);
   }), { class: "add" });
   box.append(ol, el("div", { class: "add-row" }, kind, add));
   return box;
@@ -170,11 +155,11 @@ function wrapBar(ctx) {
   const bar = el("div", { class: "wrap-bar" });
   const count = ctx.selection.size;
   bar.append(el("span", { class: "hint", text: count ? `${count} selected` : "tick layers to wrap them" }));
-  for (const type of WRAPPERS) {
+  for (const type of wrapperTypes(ctx.schema)) {
     bar.append(button(`Wrap in ${type}`, `wrap the selected layers in a ${type}`, () => {
       const paths = [...ctx.selection];
       ctx.selection.clear();
-      ctx.structural((s) => wrapLayers(s, paths, type));
+      ctx.structural((s) => wrapLayers(s, paths, type, ctx.schema));
     }, { disabled: count === 0 }));
   }
   return bar;

@@ -1,36 +1,14 @@
-// Spec helpers for the editor: layer types with their default fields, path get/set ("layers[2].layers[0].out"),
-// and the structural edits on layer lists (add, remove, move, change type, wrap in residual/repeat).
+// Spec helpers for the editor: path get/set ("layers[2].layers[0].out") and the structural edits on layer lists
+// (add, remove, move, change type, wrap in a wrapper kind), with new layers' defaults from the schema.
 // Every function here works on plain JSON objects; the caller clones before mutating.
+import { kindOf, newLayer, variantValue } from "./editor-schema.js";
 
-export const LAYER_DEFAULTS = {
-  linear: { out: 16, bias: true },
-  relu: {}, gelu: {}, tanh: {}, sigmoid: {}, layernorm: {}, rmsnorm: {},
-  dropout: { p: 0.1 },
-  embedding: { dim: 32 },
-  attention: { heads: 1, causal: true, impl: "naive", dropout: 0 },
-  transformer_block: { heads: 1, mlp_ratio: 4, dropout: 0, impl: "naive", causal: true },
-  residual: { layers: [{ type: "tanh" }] },
-  repeat: { times: 2, layers: [{ type: "relu" }] },
-};
-export const LAYER_TYPES = Object.keys(LAYER_DEFAULTS);
-
-// torch.optim's defaults, as backend/models/spec.py fills them in: shown for fields a spec leaves out, and
-// written in full when the optimizer's type changes (the learning rate is kept across types).
-export const OPTIMIZER_DEFAULTS = {
-  none: {},
-  sgd: { lr: 0.001, momentum: 0, weight_decay: 0, nesterov: false },
-  adam: { lr: 0.001, betas: [0.9, 0.999], weight_decay: 0 },
-  adamw: { lr: 0.001, betas: [0.9, 0.999], weight_decay: 0.01 },
-};
-export const OPTIMIZER_TYPES = Object.keys(OPTIMIZER_DEFAULTS);
-
-/** The optimizer a type change leaves: that type's defaults, with the learning rate carried over. */
-export function changeOptimizer(previous, type) {
-  if (type === "none") return { type };
-  const lr = previous?.lr ?? OPTIMIZER_DEFAULTS[type].lr;
-  return { type, ...clone(OPTIMIZER_DEFAULTS[type]), lr };
+/** The optimizer a type change leaves: that type's declared defaults, with the learning rate carried over. */
+export function changeOptimizer(previous, type, schema) {
+  const next = variantValue(schema.optimizer, type);
+  if ("lr" in next && previous?.lr !== undefined) next.lr = previous.lr;
+  return next;
 }
-export const WRAPPERS = ["residual", "repeat"];
 
 export const clone = (value) => JSON.parse(JSON.stringify(value));
 export const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
@@ -67,20 +45,14 @@ export function splitLayerPath(path) {
   return { listPath: m[1], index: Number(m[2]) };
 }
 
-export function newLayer(type, name) {
-  const layer = { type, ...clone(LAYER_DEFAULTS[type] ?? {}) };
-  if (name) layer.name = name;
-  return layer;
-}
-
 function listAt(spec, listPath) {
   const list = getAt(spec, listPath);
   if (!Array.isArray(list)) throw new Error(`${listPath} is not a list of layers`);
   return list;
 }
 
-export function addLayer(spec, listPath, type) {
-  listAt(spec, listPath).push(newLayer(type));
+export function addLayer(spec, listPath, type, schema) {
+  listAt(spec, listPath).push(newLayer(schema, type));
 }
 
 export function removeLayer(spec, path) {
@@ -98,21 +70,21 @@ export function moveLayer(spec, path, delta) {
 }
 
 /** Change a layer's type: the new type's defaults, keeping the name and (for wrappers) the inner layers. */
-export function changeType(spec, path, type) {
+export function changeType(spec, path, type, schema) {
   const old = getAt(spec, path) ?? {};
-  const layer = newLayer(type, old.name);
-  if (WRAPPERS.includes(type) && Array.isArray(old.layers)) layer.layers = old.layers;
+  const layer = newLayer(schema, type, old.name);
+  if (kindOf(schema, type)?.wrapper && Array.isArray(old.layers)) layer.layers = old.layers;
   setAt(spec, path, layer);
 }
 
-/** Wrap the selected layers (siblings of one list) in a residual or repeat, at the first one's place. */
-export function wrapLayers(spec, paths, type) {
+/** Wrap the selected layers (siblings of one list) in a wrapper kind (residual, repeat, no_grad), at the first one's place. */
+export function wrapLayers(spec, paths, type, schema) {
   const parts = paths.map(splitLayerPath);
   const listPath = parts[0].listPath;
   if (parts.some((p) => p.listPath !== listPath)) throw new Error("select layers of one list to wrap them");
   const indices = parts.map((p) => p.index).sort((a, b) => a - b);
   const list = listAt(spec, listPath);
-  const wrapper = newLayer(type);
+  const wrapper = newLayer(schema, type);
   wrapper.layers = indices.map((i) => list[i]);
   for (const i of [...indices].reverse()) list.splice(i, 1);
   list.splice(indices[0], 0, wrapper);
@@ -127,7 +99,7 @@ export function widthPath(spec) {
       const path = `${base}[${i}]`;
       if (layer?.type === "embedding") return `${path}.dim`;
       if (layer?.type === "linear") return `${path}.out`;
-      const inner = WRAPPERS.includes(layer?.type) ? walk(layer.layers, `${path}.layers`) : null;
+      const inner = Array.isArray(layer?.layers) ? walk(layer.layers, `${path}.layers`) : null;
       if (inner) return inner;
     }
     return null;

@@ -86,6 +86,7 @@ function updateButtons() {
 
 const ctx = {
   selection: local.selection,
+  get schema() { return ws.schema; },
   get lastAdded() { return local.lastAdded; },
   set lastAdded(kind) { local.lastAdded = kind; },
   value(path, value, mode = "debounce") {
@@ -159,7 +160,7 @@ function setCheckpoint(change, mode = "now") {
 const view = () => ({ ...ws.spec, checkpoint: ws.checkpoint });
 
 function renderFormNow() {
-  if (!ws.spec) return;
+  if (!ws.spec || !ws.schema) return;
   local.rendered = { policy: ws.checkpoint.policy, recompute: [...(ws.checkpoint.recompute ?? [])] };
   renderForm(ui.form, ws.spec, ctx);
   panel.classList.toggle("read-only", ws.readOnly);

@@ -222,7 +222,7 @@ async function loadPresets() {
 async function start() {
   const address = readAddress();
   const sessionRequest = snapshotId ? null : fetchSession().catch(() => null);
-  const presets = await loadPresets();
+  const [presets] = await Promise.all([loadPresets(), workspace.loadSchema()]);
   const wanted = { step: address.step, selected: address.selected };
   if (snapshotId) {
     document.body.classList.add("read-only");

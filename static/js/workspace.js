@@ -10,7 +10,7 @@
 //   "compare"     the comparison changed without a new trace (pin, unpin)
 //   "select", "history", "origin", "save" (saveState, conflict)
 import { writeAddress } from "./address.js";
-import { traceSpec } from "./api.js";
+import { fetchSchema, traceSpec } from "./api.js";
 import { createAutosave } from "./autosave.js";
 import { clone, same } from "./editor-spec.js";
 import { NO_CHECKPOINT, normalizeRequest, requestFor, wireRequest } from "./schedule.js";
@@ -26,6 +26,7 @@ export const state = {
   checkpoint: { ...NO_CHECKPOINT, k: 2 },     // the form's request: k and budget are remembered across policies
   origin: null,                               // {kind: "preset", preset} | {kind: "copy", title} | {kind: "snapshot", title}
   presets: [],
+  schema: null,                               // GET /api/schema: every spec field's range, default, options and help
   trace: null,                                // the trace on screen, and the request that made it
   traced: null,
   previous: null,                             // the last settled trace of this lineage before the one on screen
@@ -316,6 +317,8 @@ export async function traceSchedules(spec, checkpoint) {
 // ------------------------------ opening: a session, a preset, a snapshot ------------------------------
 
 export function setPresets(presets) { state.presets = presets; }
+/** The spec's field schema, fetched once at start (before any spec opens): the editor draws its controls from it. */
+export async function loadSchema() { state.schema = await fetchSchema(); }
 
 /** Take a saved workspace document (GET /api/session's answer) as the state, without tracing it yet. */
 export function adopt(document, view = {}) {
