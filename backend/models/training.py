@@ -46,7 +46,7 @@ PRECISION = f.Variants("precision", "compute", "mixed precision: float32 master 
                            "float16": ("5 exponent bits: small gradients underflow without a loss scale",
                                        (LossScaleField("dynamic"), _GROWTH_INTERVAL)),
                            "bfloat16": ("float32's 8 exponent bits, 7 mantissa bits: no scale needed",
-                                        (LossScaleField("dynamic"), _GROWTH_INTERVAL)),
+                                        (LossScaleField("none"), _GROWTH_INTERVAL)),
                        }, default="float16")
 
 
