@@ -9,8 +9,9 @@
 
 A step of `accumulate` N micro-batches records N tapes: N times the entries (the FLOPs and elements stay those
 of the whole batch). Under `precision`, every entry may cast its inputs first (CAST_ENTRIES_PER_ENTRY more
-entries, each copying its elements), and numpy's float16 matmul has no BLAS kernel: its FLOPs are priced at
-FLOAT16_MATMUL_FLOP_US (a float16 spec dtype too); bfloat16's (ml_dtypes, computed in float32) at the float32 rate.
+entries, each copying its elements), and the low-precision arithmetic is slow in numpy: float16's matmul has no BLAS
+kernel (23x float32's time) and ml_dtypes' bfloat16 runs a whole step 4-9x slower than the float32 price, so the
+matmul FLOPs of both (and of a float16 spec dtype) are priced at FLOAT16_MATMUL_FLOP_US, an upper bound for each.
 
 The coefficients were measured on the 2-core machine the issue names, in CPU time (`python bench/scale.py
 --calibrate` prints each term's spec with its measured and priced seconds) and rounded up ~15%. A request
@@ -54,7 +55,7 @@ def price(spec, checkpoint=None):
     if precision is not None:
         entries += CAST_ENTRIES_PER_ENTRY * entries
         elements += elements
-    low = spec["dtype"] == "float16" or (precision is not None and precision["compute"] == "float16")
+    low = spec["dtype"] == "float16" or precision is not None
     request_us = (ENTRY_US * entries + (FLOAT16_MATMUL_FLOP_US if low else MATMUL_FLOP_US) * tally.matmul_flops
                   + ELEMENT_US * elements)
     if checkpoint is None:

@@ -81,4 +81,4 @@ def test_the_work_price_counts_micro_batches_casts_and_float16_matmuls():
     extra = price(mixed).work_us - price(plain).work_us
     assert extra >= ENTRY_US * tally.entries + (FLOAT16_MATMUL_FLOP_US - MATMUL_FLOP_US) * tally.matmul_flops - 2
     brain = validate_spec({**presets.get("deep-mlp"), "precision": {"compute": "bfloat16"}})
-    assert price(brain).work_us < price(mixed).work_us
+    assert price(brain).work_us == price(mixed).work_us       # ml_dtypes' bfloat16 is no faster end to end
