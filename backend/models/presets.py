@@ -36,16 +36,6 @@ PRESETS = {
                             {"type": "linear", "out": 1}],
                  "loss": {"type": "mse", "target": "random"}, "optimizer": {"type": "sgd", "lr": 0.01}},
     },
-    "grad-accumulation": {
-        "description": "deep-mlp's batch of 256 as 4 micro-batches of 64 (accumulate 4): four forward/backward humps, "
-                       ".grad summing across them, one Adam step; the same gradients at about half the peak.",
-        "spec": {"name": "grad-accumulation", "seed": 0, "dtype": "float32", "batch": 256, "accumulate": 4,
-                 "input": {"kind": "features", "size": 16},
-                 "layers": [{"type": "repeat", "times": 16,
-                             "layers": [{"type": "linear", "out": 64}, {"type": "tanh"}]},
-                            {"type": "linear", "out": 1}],
-                 "loss": {"type": "mse", "target": "random"}, "optimizer": {"type": "adam", "lr": 0.001}},
-    },
     "mixed-precision": {
         "description": "8 linear+tanh layers (width 64, small init) in float16 under autocast with a dynamic loss "
                        "scale: float32 master weights, float16 copies saved for backward, and gradients small enough "
@@ -70,6 +60,13 @@ PRESETS = {
                             {"type": "layernorm"}, {"type": "linear", "out": 50}],
                  "loss": {"type": "cross_entropy"}, "optimizer": {"type": "adam", "lr": 0.001}},
     },
+}
+
+
+PRESETS["grad-accumulation"] = {
+    "description": "deep-mlp with its batch of 256 as 4 micro-batches of 64 (accumulate 4): four forward/backward "
+                   "humps, .grad summing across them, one step; deep-mlp's gradients at about half its peak.",
+    "spec": {**PRESETS["deep-mlp"]["spec"], "name": "grad-accumulation", "accumulate": 4},
 }
 
 

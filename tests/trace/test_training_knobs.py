@@ -144,3 +144,11 @@ def test_adam_to_adam8bit_is_16_to_10_bytes_per_param():
     state = quantized["summary"]["resident"]["optimizer_state_bytes"]
     assert state == state_bytes([2048, 2048]) == 2 * params + 4 * 2 * 2     # int8 m, v + 2 scales per block
     assert quantized["summary"]["resident"]["bytes_per_param"] == 10 + 8 / 2048
+
+
+def test_a_growth_interval_of_one_shows_the_scale_doubling_after_a_clean_step():
+    spec = presets.get("mixed-precision")
+    spec["precision"]["growth_interval"] = 1
+    scaler = trace_spec(spec, measure=False)["summary"]["loss_scale"]
+    assert (scaler["scale"], scaler["next_scale"], scaler["growth_tracker"], scaler["skipped_step"]) == \
+        (65536.0, 131072.0, 0, False)
