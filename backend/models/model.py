@@ -30,6 +30,8 @@ class Model:
         width = None if tokens else shape[-1]
         self.blocks, out_width = build_blocks(spec["layers"], width, ctx)
         self.params = ctx.params
+        self.cuts = ctx.cuts                # where detach / no_grad layers cut the graph, in forward order
+        self.backward_error = None          # the engine's text when backward stopped (backend/trace/run.py)
         out_shape = (*shape, out_width) if tokens else (*shape[:-1], out_width)
         self.target = self._make_target(rng, dtype, out_shape)
         self.optimizer = self._make_optimizer()
@@ -50,7 +52,7 @@ class Model:
 
     def _make_optimizer(self):
         config = self.spec["optimizer"]
-        params = list(self.params.values())
+        params = [p for p in self.params.values() if p.requires_grad]      # a frozen layer's are not optimized
         if config["type"] == "sgd":
             return T.SGD(params, lr=config["lr"], momentum=config["momentum"], weight_decay=config["weight_decay"],
                          nesterov=config["nesterov"])

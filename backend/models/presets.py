@@ -60,6 +60,23 @@ PRESETS = {
                             {"type": "layernorm"}, {"type": "linear", "out": 50}],
                  "loss": {"type": "cross_entropy"}, "optimizer": {"type": "adam", "lr": 0.001}},
     },
+    "version-error": {
+        "description": "Lab 4's version error: relu_ overwrites the output tanh saved for its backward, so backward stops at TanhBackward with torch's RuntimeError. Fix: relu out of place (untick inplace), or put the in-place op before the op that saves.",
+        "spec": {"name": "version-error", "seed": 0, "dtype": "float32", "batch": 16,
+                 "input": {"kind": "features", "size": 4},
+                 "layers": [{"type": "linear", "out": 16}, {"type": "tanh"}, {"type": "relu", "inplace": True},
+                            {"type": "linear", "out": 1}],
+                 "loss": {"type": "mse", "target": "random"}, "optimizer": {"type": "sgd", "lr": 0.1}},
+    },
+    "frozen-backbone": {
+        "description": "Fine-tuning a head: two frozen linear+tanh layers under a trainable one, with Adam. Nothing before the first parameter that needs grad is recorded or saved, and the frozen weights get no grad or Adam state.",
+        "spec": {"name": "frozen-backbone", "seed": 0, "dtype": "float32", "batch": 128,
+                 "input": {"kind": "features", "size": 32},
+                 "layers": [{"type": "linear", "out": 128, "frozen": True}, {"type": "tanh"},
+                            {"type": "linear", "out": 128, "frozen": True}, {"type": "tanh"},
+                            {"type": "linear", "out": 10}],
+                 "loss": {"type": "cross_entropy"}, "optimizer": {"type": "adam", "lr": 0.001}},
+    },
 }
 
 

@@ -1,7 +1,8 @@
 """Levers: the changes that would lower a run's peak, each one executed by the engine, never guessed.
 
 Checkpoint levers are the planner's schedules on one base run (every heuristic, executed); spec levers (SGD
-instead of Adam, half the batch, half the sequence, efficient attention, float16) are traced as edited specs
+instead of Adam, half the batch, half the sequence, efficient attention, float16, freezing the first or the
+last half of the parameter blocks) are traced as edited specs
 under the same checkpoint request. Each lever reports its traced peak, the change against the current peak,
 the recompute FLOPs it costs and whether the parameters' gradients are bitwise those of the current run.
 Ranked by bytes saved per extra FLOP; a lever that does not lower the peak says why, in its own run's words.
@@ -11,6 +12,7 @@ import copy
 import numpy as np
 
 from backend.models import validate_spec
+from backend.models.freeze import freeze_half, parameter_blocks
 from backend.planner import HEURISTICS, Planner, PolicyError, validate
 from backend.trace.run import record
 
@@ -32,25 +34,27 @@ def levers(spec, checkpoint=None):
         found.append(_lever(f"checkpoint: {_policy_text(heuristic)}", _checkpoint_description(heuristic),
                             {"checkpoint": heuristic}, point["document"], current_peak, current_flops,
                             point["recompute_flops"], point["grads_match"]))
-    for name, description, changed in spec_changes(spec):
+    for name, description, changed, *marks in spec_changes(spec):
         try:
             document, grads = _run(changed, checkpoint)
         except PolicyError:                  # a manual pick names tensors the changed model does not have
             document, grads = _run(changed, None)
             description += " (traced without the manual recompute set, whose tensors this model does not have)"
         match = _grads_equal(planner.base_grads, grads) if _comparable(spec, changed) else None
-        found.append(_lever(name, description, {"spec": changed}, document, current_peak, current_flops,
+        found.append(_lever(name, description, {"spec": changed, **(marks[0] if marks else {})}, document,
+                            current_peak, current_flops,
                             document.get("schedule", {}).get("recompute_flops", 0), match))
     return {"current": {"peak_bytes": current_peak, "checkpoint": current_request,
                         "recompute_flops": int(current_flops), "verdict": current["document"]["summary"]["peak"]["verdict"]},
             "levers": rank(found)}
 
 
-MAX_SPEC_LEVERS = 5         # what spec_changes can return: the work cap prices a levers request by it
+MAX_SPEC_LEVERS = 7         # what spec_changes can return: the work cap prices a levers request by it
 
 
 def spec_changes(spec):
-    """(lever, description, changed spec) for each spec edit that applies to this model."""
+    """(lever, description, changed spec[, marks]) for each spec edit that applies to this model; marks are extra
+    keys of the lever ({"freeze": "first"} tells the page which two levers to set side by side)."""
     changes = []
     optimizer = spec["optimizer"]
     if optimizer["type"] in ("adam", "adamw"):
@@ -71,7 +75,24 @@ def spec_changes(spec):
     if spec["dtype"] == "float32":
         changes.append(("float16 instead of float32", "every tensor takes 2 bytes per element instead of 4",
                         _edited(spec, lambda s: s.update(dtype="float16"))))
-    return changes
+    return changes + _freeze_changes(spec)
+
+
+def _freeze_changes(spec):
+    """Freeze the first half of the parameter blocks, or the last half: the same count of frozen weights, very
+    different peaks (torch prunes the graph only up to the first parameter that still needs grad)."""
+    first, last = freeze_half(spec, "first"), freeze_half(spec, "last")
+    if first is None:
+        return []
+    half = parameter_blocks(spec) // 2
+    return [
+        ("freeze the first half", f"the first {half} blocks with parameters frozen: nothing before the first "
+                                  "parameter that still needs grad is recorded or saved", validate_spec(first),
+         {"freeze": "first"}),
+        ("freeze the last half", f"the last {half} blocks with parameters frozen: no grads or optimizer state for "
+                                 "them, but the gradient still flows through them to the first half, so their "
+                                 "activations are still saved", validate_spec(last), {"freeze": "last"}),
+    ]
 
 
 def rank(found):

@@ -45,6 +45,12 @@ class Planner:
         self.spec, self.limits = spec, limits
         self.base_document, self.base_grads = record_regions(spec, [])
         deadline.check()
+        error = self.base_document["error"]
+        if error is not None:
+            raise policies.PolicyError([{"path": "checkpoint", "message": (
+                f"has nothing to plan: this model's backward stops at step {error['step']} ({error['backward']}: an "
+                "in-place op overwrote a saved tensor); trace it without a checkpoint to see where, and fix the "
+                "in-place op first")}])
         self.base = BaseRun.from_document(self.base_document)
         self.selective_base = SelectiveBase(self.base_document)
         self.program = ilp.Program(self.selective_base)

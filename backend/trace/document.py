@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 
+from backend.trace.failure import describe_failure
 from backend.trace.peak import assign_scopes, explain_peak
 from backend.trace.recompute import mark as mark_recomputable
 
@@ -48,6 +49,9 @@ def build_document(recorder, spec, engine_version, loss):
         "dependencies": {str(k): v for k, v in recorder.dependencies.items()},
         "graph": _graph(recorder.tape, tensors),
         "blocks": recorder.blocks,
+        "cuts": _cuts(recorder.cuts, recorder.tape, tensors),
+        "error": (describe_failure(recorder.backward_error, steps, recorder.tape, recorder.tensors)
+                  if recorder.backward_error else None),
         "summary": {
             "peak_bytes": int(live[peak_step]),
             "peak_step": peak_step,
@@ -127,6 +131,24 @@ def _graph(tape, tensors):
             edges.append({"source": source, "target": f"e{entry['index']}", "tensor": uid,
                           "nbytes": tensor["nbytes"]})
     return {"nodes": nodes, "leaves": list(leaves.values()), "edges": edges}
+
+
+def _within(scope, path):
+    return scope is not None and (scope == path or scope.startswith((path + ".", path + "[")))
+
+
+def _cuts(cuts, tape, tensors):
+    """Each detach / no_grad layer with what the tape holds from inside it: under no_grad the ops ran (their
+    tensors are here) but recorded no entry and saved nothing; a detach is a view, no entry of its own."""
+    described = []
+    by_id = {t["id"]: t for t in tensors}
+    for cut in cuts:
+        inside = [entry for entry in tape if _within(entry["scope"], cut["path"])]
+        made = [t for t in tensors if _within(t["scope"], cut["path"])]
+        saved = {by_id[uid]["storage"]: by_id[uid]["nbytes"] for entry in inside for uid in entry["saved"]}
+        described.append({**cut, "entries": len(inside), "saved_bytes": int(sum(saved.values())),
+                          "tensors": len(made)})
+    return described
 
 
 def _layers(spec):

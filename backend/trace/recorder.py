@@ -33,6 +33,8 @@ class Recorder:
         self._phases = []            # the phase to return to when a recompute ends
         self.micro_batch = None      # 1..N while an accumulated step runs its micro-batches, else None
         self.scaler = None           # the loss scaler's step, when the run used mixed precision
+        self.cuts = []               # the model's detach / no_grad layers, set by the driver after the run
+        self.backward_error = None   # the engine's text when backward stopped at the last step
 
     # ----- phases and steps ---------------------------------------------------------------------
     def begin(self, phase, micro_batch=None):
@@ -98,6 +100,10 @@ class Recorder:
     def on_op(self, op):
         if self._in_checkpoint:       # the region's forward, unrecorded: a step per op keeps its transients apart
             self._new_step(self._checkpoints[-1], op=op.name, recorded=False)
+        elif self.phase == "forward" and self.blocks:
+            # An op of the model that is not on the tape (under no_grad, or before the first parameter that needs
+            # grad, as torch prunes a frozen prefix): a step of its own too, with no entry.
+            self._new_step(None, op=op.name, recorded=False)
 
     def on_checkpoint_begin(self, node):
         self._in_checkpoint += 1
@@ -109,8 +115,9 @@ class Recorder:
 
     def on_alloc(self, tensor, storage, node):
         self._held(storage)
+        frozen = {"frozen": True} if storage.kind == "param" and not tensor.requires_grad else {}
         self._output(self._tensor(tensor.uid, storage, tensor.data.shape, tensor.data.dtype, tensor.name,
-                                  storage.kind, node, tensor.data))
+                                  storage.kind, node, tensor.data, **frozen))
 
     def on_view(self, tensor, storage, node):
         self._held(storage)
@@ -145,7 +152,8 @@ class Recorder:
             record["freed"] = self.step
 
     def on_inplace(self, tensor, version):
-        self.tensors[tensor.uid].setdefault("versions", []).append({"step": self.step, "version": version})
+        self.tensors[tensor.uid].setdefault("versions", []).append(
+            {"step": self.step, "version": version, "scope": modes.scope or None})
 
     # ----- the tape -----------------------------------------------------------------------------
     def on_record(self, node, inputs, out_shape):

@@ -14,6 +14,7 @@ from backend.tape.scaler import LossScaler
 from backend.tape.storage import reset_addresses
 from backend.trace.deadline import check as check_deadline
 from backend.trace.document import build_document, peak_of
+from backend.trace.failure import is_version_error
 from backend.trace.recorder import Recorder
 
 
@@ -23,7 +24,11 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
     instead of saved, then backward (.grad sums across them); then the optimizer step. With `precision`, the
     forward runs under autocast and backward from the scaled loss, and the gradients are unscaled before the
     step (which the scaler skips on inf/NaN). Returns (model, loss, grads): the step's loss as a float and
-    copies of every parameter's .grad before the step."""
+    copies of every parameter's .grad before the step.
+
+    A backward that raises the version-counter error stops the run there: `model.backward_error` keeps the
+    engine's text, the grads are what had arrived, and there is no optimizer step (nor a later micro-batch).
+    """
     if recompute is not None:
         with recomputing(recompute):
             return run_model(spec, regions, preserve_rng_state, recorder)
@@ -48,12 +53,21 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
         check_deadline()
         model.losses.append(loss if scaler is None else scaler.scale(loss))     # the scaling is a forward op
         begin("backward", numbered(k))
-        model.losses[-1].backward()
         del loss
-    if scaler is not None:
+        try:
+            model.losses[-1].backward()
+        except RuntimeError as error:
+            if not is_version_error(error):
+                raise
+            model.backward_error = str(error)
+            break
+    stopped = model.backward_error is not None
+    if scaler is not None and not stopped:
         begin("optimizer")
         scaler.unscale_(model.params.values())
     grads = {name: (None if p.grad is None else np.array(p.grad)) for name, p in model.params.items()}
+    if stopped:
+        return model, total_loss, grads
     if model.optimizer is not None:
         begin("optimizer")
         if scaler is None:
@@ -127,6 +141,7 @@ def _recorded(spec, regions, preserve_rng_state, recompute, recorder):
     reset_addresses()
     with listening(recorder):
         model, loss, grads = run_model(spec, regions, preserve_rng_state, recorder, recompute)
+    recorder.cuts, recorder.backward_error = model.cuts, model.backward_error
     del model             # after the listener is gone: end-of-run teardown is not part of the trace
     return recorder, loss, grads
 

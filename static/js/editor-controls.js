@@ -66,7 +66,7 @@ export function syncControls(root, spec) {
   for (const input of root.querySelectorAll("[data-path]")) {
     if (input === document.activeElement && input.type !== "range") continue;
     const value = getAt(spec, input.dataset.path);
-    if (input.type === "checkbox") input.checked = Boolean(value);
+    if (input.type === "checkbox") { if (value !== undefined) input.checked = Boolean(value); }    // absent: the default drawn
     else if (value !== undefined && String(input.value) !== String(value)) input.value = value;
     const shown = input.parentElement?.querySelector("output.range-value");
     if (shown && value !== undefined) shown.textContent = String(value);

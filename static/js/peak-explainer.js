@@ -105,7 +105,7 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
     leverRequest = new AbortController();
     try {
       const report = await fetchLevers(spec, checkpoint, leverRequest.signal);
-      leversBox.replaceChildren(leverTable(report));
+      leversBox.replaceChildren(leverTable(report), freezeComparison(report));
     } catch (error) {
       if (error.name === "AbortError") return;
       button.disabled = false;
@@ -138,6 +138,19 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
       for (const cell of [...row.cells].slice(1, 5)) cell.className = "num";
     }
     return table;
+  }
+
+  /** "Freeze the first half" against "freeze the last half": the same count of frozen blocks, their traced peaks. */
+  function freezeComparison(report) {
+    const first = report.levers.find((lever) => lever.freeze === "first");
+    const last = report.levers.find((lever) => lever.freeze === "last");
+    if (!first || !last) return "";
+    const peak = (lever) => el("strong", { "data-bytes": lever.peak_bytes, text: formatBytes(lever.peak_bytes) });
+    return el("p", { class: "freeze-compare", "data-testid": "freeze-compare" },
+      "Freeze the first half: peak ", peak(first), " · freeze the last half: peak ", peak(last),
+      ` (now ${formatBytes(report.current.peak_bytes)}). The same weights stop learning either way, but only a frozen `
+      + "prefix is left off the tape: behind the last half, the gradient still flows back to the first, so its "
+      + "activations stay saved.");
   }
 
   /** Extra recompute as a share of the forward's FLOPs ("+100%", "−0.60%"), or "none". */

@@ -30,6 +30,11 @@ function accumulation(index, item) {
 const stepRange = (steps) => (steps.length === 1 ? `step ${steps[0]}` : `steps ${steps[0]}–${steps[steps.length - 1]}`);
 
 function forwardSummary(index, step) {
+  if (step.recorded === false && step.entry === null) {
+    return el("div", { class: "checkpoint-note", "data-testid": "unrecorded" },
+      el("p", {}, `Running ${step.op ?? "an op"} without the tape: no input needs a gradient here (under no_grad, after a detach, or before the first parameter that still needs grad), so nothing is recorded and nothing is saved.`),
+      el("p", { class: "hint", text: "Its output is dropped once the next op has used it, as PyTorch prunes a frozen prefix." }));
+  }
   const entry = index.trace.tape[step.entry];
   if (!entry) return el("p", { class: "hint", text: "Step to the backward pass to see the adjoint sweep." });
   const region = blocksText(index.regions.get(entry.index));
@@ -61,6 +66,14 @@ function forwardSummary(index, step) {
     el("p", { class: "hint", text: "The sweep runs these entries in reverse once the forward pass ends." }));
 }
 
+/** Where backward stopped: the engine's RuntimeError, word for word, and the way out. */
+function backwardError(error) {
+  return el("div", { class: "backward-error", role: "alert", "data-testid": "backward-error" },
+    el("p", {}, el("strong", { text: `Backward stopped here (${error.backward}, entry ${error.entry}): ` }), "RuntimeError: ",
+      el("code", { "data-testid": "backward-error-message", text: error.message })),
+    el("p", { class: "fix", "data-testid": "backward-error-fix", text: error.fix }));
+}
+
 export function createSweepPanel(element) {
   const body = element.querySelector(".sweep-body");
 
@@ -68,6 +81,8 @@ export function createSweepPanel(element) {
     body.replaceChildren();
     if (!index) return;
     const step = index.trace.steps[stepIndex];
+    const error = index.trace.error;
+    if (error && error.step === stepIndex) body.append(backwardError(error));
     const item = index.sweepByStep.get(stepIndex);
     if (!item) {
       if (step.phase === "optimizer") {
@@ -116,7 +131,7 @@ export function createSweepPanel(element) {
       body.append(el("p", { class: "checkpoint-note", "data-testid": "checkpoint-backward" },
         `↻ ${item.backward} re-runs ${region || "its region"} with the tape on${steps.length ? ` (recompute ${stepRange(steps)})` : ""}, then backs through what that recorded; the recomputed activations are freed as the inner sweep goes.`));
     }
-    if (stepIndex === index.backwardEnd) {
+    if (stepIndex === index.backwardEnd && !error) {
       body.append(el("p", { class: "freed-note", text: "Backward is done: the tape has freed what it saved. A second backward would raise \"Trying to backward through the graph a second time\" unless retain_graph=True." }));
     }
   }

@@ -218,6 +218,8 @@ def test_every_preset_and_policy_steps_without_errors(page, live_server, errors)
         page.wait_for_function("id => window.tapescope.getTrace().spec.name === id"
                                " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preset_id)
         unfold_all(page)
+        if page.evaluate("window.tapescope.getTrace().error"):
+            continue                 # backward stops at a version error: nothing to checkpoint (a 400, tested in tests/trace)
         for request in POLICIES:
             trace = choose(page, request["policy"], k=request.get("k"))
             assert trace["schedule"]["grads_match"] is True, (preset_id, request)

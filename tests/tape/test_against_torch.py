@@ -11,6 +11,7 @@ import pytest
 import backend.tape as T
 from backend.models import Model, presets, validate_spec
 from backend.driver import trace_spec
+from tests.torch_spec import torch_layers
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -166,23 +167,7 @@ class _TorchF:
 
 def _torch_forward(spec, params, x, target):
     """The same MLP in torch, layer by layer, from our parameters."""
-    def run(layers, h, path):
-        for i, layer in enumerate(layers):
-            here = f"{path}[{i}]"
-            kind = layer["type"]
-            if kind == "linear":
-                h = h @ params[f"{here}.weight"]
-                if layer["bias"]:
-                    h = h + params[f"{here}.bias"]
-            elif kind in ("relu", "tanh"):
-                h = getattr(h, kind)()
-            elif kind == "residual":
-                h = h + run(layer["layers"], h, f"{here}.layers")
-            elif kind == "repeat":
-                for j in range(layer["times"]):
-                    h = run(layer["layers"], h, f"{here}[{j}]")
-        return h
-    out = run(spec["layers"], x, "layers")
+    out = torch_layers(torch, spec["layers"], x, params)
     if spec["loss"]["type"] == "sum":
         return out.sum()
     diff = out - target

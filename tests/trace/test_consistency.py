@@ -12,6 +12,13 @@ def document(request):
     return trace_spec(presets.get(request.param), measure=False)
 
 
+def complete(document):
+    """The document, when its backward ran to the end (the version-error preset's stops at its failing step)."""
+    if document["error"] is not None:
+        pytest.skip(f"backward stopped at step {document['error']['step']}: the invariants of a finished sweep do not apply")
+    return document
+
+
 def alive(record, step):
     return record["born"] <= step and (record["freed"] is None or step <= record["freed"])
 
@@ -40,6 +47,7 @@ def test_peak_is_the_maximum(document):
 
 
 def test_saved_activations_are_born_in_forward_and_freed_by_the_last_backward_step_that_reads_them(document):
+    document = complete(document)
     steps = document["steps"]
     backward_step_of = {item["entry"]: item["step"] for item in document["sweep"]}
     for tensor in document["tensors"]:
@@ -51,16 +59,18 @@ def test_saved_activations_are_born_in_forward_and_freed_by_the_last_backward_st
 
 
 def test_nothing_saved_is_alive_after_backward_and_leaf_grads_persist(document):
+    document = complete(document)
     last = len(document["steps"]) - 1
     for tensor in document["tensors"]:
         if tensor["saved_by"] and tensor["kind"] == "activation":
             assert not alive(tensor, last)
-    params = [t for t in document["tensors"] if t["kind"] == "param"]
+    params = [t for t in document["tensors"] if t["kind"] == "param" and not t.get("frozen")]
     grads_of = {t.get("grad_of") for t in document["tensors"] if t["kind"] == "grad" and alive(t, last)}
     assert {p["id"] for p in params} <= grads_of
 
 
 def test_every_backward_step_is_one_tape_entry(document):
+    document = complete(document)
     backward = [s for s in document["steps"] if s["phase"] == "backward"]
     assert len(backward) == len(document["sweep"]) == len(document["tape"])
     assert sorted(s["entry"] for s in backward) == list(range(len(document["tape"])))
