@@ -66,7 +66,7 @@ def build_document(recorder, spec, engine_version, loss):
             "measured_peak_bytes": None,
             "micro_batches": spec.get("accumulate", 1),
             "resident": resident_split(tensors, by_kind, peak_step, len(steps) - 1),
-            "loss_scale": getattr(recorder, "scaler", None),   # an imported torch run has none
+            "loss_scale": recorder.scaler,
         },
     }
     document["summary"]["peak"] = explain_peak(document)
