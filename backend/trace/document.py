@@ -65,7 +65,7 @@ def build_document(recorder, spec, engine_version, loss):
             "forward_flops": sum(e["flops"] for e in recorder.tape if e["phase"] == "forward"),
             "measured_peak_bytes": None,
             "micro_batches": spec.get("accumulate", 1),
-            "resident": resident_split(tensors, by_kind, peak_step, len(steps) - 1),
+            "resident": resident_split(tensors, by_kind, len(steps) - 1),
             "loss_scale": recorder.scaler,
         },
     }
@@ -73,15 +73,15 @@ def build_document(recorder, spec, engine_version, loss):
     return document
 
 
-def resident_split(tensors, by_kind, peak_step, last_step):
-    """The training state by part: master weights, their low-precision copies (at the peak: they live from the
-    forward to the backward that reads them), gradients and optimizer state (after the step, what the next step
+def resident_split(tensors, by_kind, last_step):
+    """The training state by part: master weights, their low-precision copies (the most alive at once: they live
+    from the forward to the backward that reads them), gradients and optimizer state (after the step, what the next step
     starts from), and those that persist per parameter element (the tape chapter's 16 B/param for fp32 Adam)."""
     params = sum(int(np.prod(t["shape"])) for t in tensors if t["kind"] == "param" and not t.get("view"))
     persistent = sum(int(by_kind[kind][last_step]) for kind in ("param", "grad", "optimizer"))
     return {"params": params,
             "master_weights_bytes": int(by_kind["param"][last_step]),
-            "weight_copies_bytes": int(by_kind["weight_copy"][peak_step]),
+            "weight_copies_bytes": int(by_kind["weight_copy"].max(initial=0)),
             "grads_bytes": int(by_kind["grad"][last_step]),
             "optimizer_state_bytes": int(by_kind["optimizer"][last_step]),
             "bytes_per_param": persistent / params if params else None}

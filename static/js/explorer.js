@@ -11,6 +11,7 @@ import { createGraphView } from "./graph.js";
 import { createInspector } from "./inspector.js";
 import { createLifetimeChart } from "./lifetimes.js";
 import { createMemoryChart } from "./memory.js";
+import { residentText } from "./resident.js";
 import { createParetoPanel } from "./pareto.js";
 import { createPeakExplainer } from "./peak-explainer.js";
 import { describePeakDelta } from "./peak-delta.js";
@@ -152,6 +153,7 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   performance.mark("tapescope:graph-drawn");
   await Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index), pareto.load(trace)]);
   if (ws.trace !== trace) return;                  // a newer trace arrived while this one was drawing
+  byTestId("resident-split").textContent = residentText(trace);
   explainer.load(trace);
   schedules.show(trace, ws.spec);
   schedules.fetchLater(trace, ws.traced?.spec ?? ws.spec);
