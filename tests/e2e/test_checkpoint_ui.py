@@ -220,6 +220,9 @@ def test_every_preset_and_policy_steps_without_errors(page, live_server, errors)
         unfold_all(page)
         if page.evaluate("window.tapescope.getTrace().error"):
             continue                 # backward stops at a version error: nothing to checkpoint (a 400, tested in tests/trace)
+        spec = page.evaluate("window.tapescope.getTrace().spec")
+        if spec.get("accumulate", 1) > 1 or spec.get("precision"):
+            continue                 # the planner refuses these knobs by name (a 400, tests/api/test_training_knobs.py)
         for request in POLICIES:
             trace = choose(page, request["policy"], k=request.get("k"))
             assert trace["schedule"]["grads_match"] is True, (preset_id, request)
