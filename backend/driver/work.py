@@ -7,6 +7,12 @@
               (the base run, the requested run, up to four executed heuristics, the measurement; the
               predictions, the program's construction and the sweep)
 
+A step of `accumulate` N micro-batches records N tapes: N times the entries (the FLOPs and elements stay those
+of the whole batch). Under `precision`, every entry may cast its inputs first (CAST_ENTRIES_PER_ENTRY more
+entries, each copying its elements), and the low-precision arithmetic is slow in numpy: float16's matmul has no BLAS
+kernel (23x float32's time) and ml_dtypes' bfloat16 runs a whole step 4-9x slower than the float32 price, so the
+matmul FLOPs of both (and of a float16 spec dtype) are priced at FLOAT16_MATMUL_FLOP_US, an upper bound for each.
+
 The coefficients were measured on the 2-core machine the issue names, in CPU time (`python bench/scale.py
 --calibrate` prints each term's spec with its measured and priced seconds) and rounded up ~15%. A request
 priced over WORK_BUDGET_US is refused with 413 naming the "work" cap. The integer program's time limits
@@ -22,6 +28,8 @@ WORK_BUDGET_US = 5_000_000       # 5 s of CPU: the deadline (8 s of wall time) c
 
 ENTRY_US = 250.0                 # measured 216 µs per entry (issue 15's spec, 8,195 entries)
 MATMUL_FLOP_US = 0.18e-3         # measured 0.157 ns per forward FLOP (batch 1024, 4 x linear 1024)
+FLOAT16_MATMUL_FLOP_US = 7e-3    # numpy float16 matmul ran at 0.5 GFLOP/s against float32's 20 (bench/training_knobs.py)
+CAST_ENTRIES_PER_ENTRY = 1.0     # autocast's casts: at most about one per recorded op
 ELEMENT_US = 0.02                # measured 16 ns per activation element (batch 4096 x 1024, 6 x tanh)
 PLANNED_RUNS = 2.5               # a planned request's runs, in plain requests (measured 2.2-2.5)
 PLANNER_ENTRY_US = 300.0         # predictions, units and program per entry beyond the runs (measured 226)
@@ -42,12 +50,18 @@ def estimate_work_us(spec, checkpoint=None):
 
 def price(spec, checkpoint=None):
     tally = plan(spec)
-    request_us = (ENTRY_US * tally.entries + MATMUL_FLOP_US * tally.matmul_flops
-                  + ELEMENT_US * tally.activation_elements)
+    entries, elements = tally.entries * spec.get("accumulate", 1), tally.activation_elements
+    precision = spec.get("precision")
+    if precision is not None:
+        entries += CAST_ENTRIES_PER_ENTRY * entries
+        elements += elements
+    low = spec["dtype"] == "float16" or precision is not None
+    request_us = (ENTRY_US * entries + (FLOAT16_MATMUL_FLOP_US if low else MATMUL_FLOP_US) * tally.matmul_flops
+                  + ELEMENT_US * elements)
     if checkpoint is None:
         return Price(int(request_us), SolveLimits())
     solves = 2 if _policy(checkpoint) == "optimal" else 1
-    planned_us = PLANNED_RUNS * request_us + PLANNER_ENTRY_US * tally.entries + solves * MIN_SOLVE_S * 1e6
+    planned_us = PLANNED_RUNS * request_us + PLANNER_ENTRY_US * entries + solves * MIN_SOLVE_S * 1e6
     spare_s = max(0.0, (WORK_BUDGET_US - planned_us) / 1e6) / solves
     limits = SolveLimits(requested_s=min(MAX_SOLVE_S.requested_s, MIN_SOLVE_S + spare_s),
                          sweep_s=min(MAX_SOLVE_S.sweep_s, MIN_SOLVE_S + spare_s))

@@ -45,6 +45,9 @@ class TorchRecorder(TorchDispatchMode):
         self.storages = {}          # storage id -> storage record (each allocation its own, addresses reused)
         self.tape, self.steps, self.sweep = [], [], []
         self.dependencies, self.blocks = {}, []
+        # what the document reads from our engine's recorder that an imported step has none of: no detach or
+        # no_grad layers of a spec, no stopped backward, no loss scaler
+        self.cuts, self.backward_error, self.scaler = [], None, None
         self.step = 0
         self.packed = []            # (tensor id, storage id) of every pack, in order
         self._live = {}             # data_ptr -> storage record, while the allocator has it

@@ -19,6 +19,7 @@ CAPS = {
     "elements_per_tensor": 1 << 23,    # 8 Mi elements
     "total_bytes": 256 * 1024 * 1024,  # 256 MiB
     "tape_entries": 20_000,
+    "accumulate": 16,                  # micro-batches per optimizer step
 }
 
 

@@ -57,18 +57,34 @@ class Model:
         if config["type"] == "sgd":
             return T.SGD(params, lr=config["lr"], momentum=config["momentum"], weight_decay=config["weight_decay"],
                          nesterov=config["nesterov"])
-        if config["type"] in ("adam", "adamw"):
-            make = T.AdamW if config["type"] == "adamw" else T.Adam
+        if config["type"] in ("adam", "adamw", "adam8bit"):
+            make = {"adam": T.Adam, "adamw": T.AdamW, "adam8bit": T.Adam8bit}[config["type"]]
             return make(params, lr=config["lr"], betas=tuple(config["betas"]), weight_decay=config["weight_decay"])
         return None
 
-    def loss(self, out):
+    def micro_batches(self):
+        """(input, target) for each of the spec's `accumulate` micro-batches: row slices of the batch (views, no
+        new bytes), or the whole batch once."""
+        n = self.spec.get("accumulate", 1)
+        if n == 1:
+            return [(self.input, self.target)]
+        rows = self.spec["batch"] // n
+        cut = lambda t, k: None if t is None else t[k * rows:(k + 1) * rows]  # noqa: E731
+        return [(cut(self.input, k), cut(self.target, k)) for k in range(n)]
+
+    @property
+    def loss_is_mean(self):
+        """mse and cross_entropy average over rows, so N micro-batch losses are each divided by N; a sum adds up."""
+        return self.spec["loss"]["type"] != "sum"
+
+    def loss(self, out, target=None):
         kind = self.spec["loss"]["type"]
+        target = self.target if target is None else target
         with layer_scope("loss"):
             if kind == "cross_entropy":
-                return T.cross_entropy(out, self.target)
+                return T.cross_entropy(out, target)
             if kind == "mse":
-                return T.mse_loss(out, self.target)
+                return T.mse_loss(out, target)
             return out.sum()
 
     def penalized(self, loss):

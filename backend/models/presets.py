@@ -47,6 +47,18 @@ PRESETS = {
                  "loss": {"type": "mse", "target": "random", "gradient_penalty": {"weight": 10.0}},
                  "optimizer": {"type": "sgd", "lr": 0.01}},
     },
+    "mixed-precision": {
+        "description": "8 linear+tanh layers (width 64, small init) in float16 under autocast with a dynamic loss "
+                       "scale: float32 master weights, float16 copies saved for backward, and gradients small enough "
+                       "to underflow without the scale.",
+        "spec": {"name": "mixed-precision", "seed": 0, "dtype": "float32", "batch": 64, "init_std": 0.03,
+                 "input": {"kind": "features", "size": 32},
+                 "layers": [{"type": "repeat", "times": 8,
+                             "layers": [{"type": "linear", "out": 64}, {"type": "tanh"}]},
+                            {"type": "linear", "out": 1}],
+                 "loss": {"type": "mse", "target": "random"}, "optimizer": {"type": "adam", "lr": 0.001},
+                 "precision": {"compute": "float16", "loss_scale": "dynamic", "growth_interval": 2000}},
+    },
     "transformer-tiny": {
         "description": "Embedding, 2 pre-LN transformer blocks (d=32, 4 heads, causal), seq 16, batch 2, vocab 50, dropout 0.1.",
         "spec": {"name": "transformer-tiny", "seed": 0, "dtype": "float32", "batch": 2,
@@ -76,6 +88,13 @@ PRESETS = {
                             {"type": "linear", "out": 10}],
                  "loss": {"type": "cross_entropy"}, "optimizer": {"type": "adam", "lr": 0.001}},
     },
+}
+
+
+PRESETS["grad-accumulation"] = {
+    "description": "deep-mlp with its batch of 256 as 4 micro-batches of 64 (accumulate 4): four forward/backward "
+                   "humps, .grad summing across them, one step; deep-mlp's gradients at about half its peak.",
+    "spec": {**PRESETS["deep-mlp"]["spec"], "name": "grad-accumulation", "accumulate": 4},
 }
 
 

@@ -3,6 +3,7 @@ the declarations (backend/models/spec.py, backend/models/kinds/) and the caps at
 from backend.models import kinds
 from backend.models.caps import CAPS
 from backend.models.spec import INPUT, LOSS, OPTIMIZER, TOP_LEVEL_FIELDS
+from backend.models.training import PRECISION
 
 
 def spec_schema():
@@ -12,5 +13,6 @@ def spec_schema():
         "input": INPUT.describe(),
         "loss": LOSS.describe(),
         "optimizer": OPTIMIZER.describe(),
+        "precision": PRECISION.describe(),
         "layers": kinds.schema(),
     }

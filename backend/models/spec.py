@@ -8,6 +8,7 @@ from backend.models import fields as f
 from backend.models.caps import cap
 from backend.models.errors import CapError, SpecError
 from backend.models.layers import Tally, check_layer_list, plan_layers
+from backend.models.training import ACCUMULATE, check_training, read_precision
 from backend.problems import Problems
 from backend.tape import OPS
 
@@ -26,6 +27,7 @@ TOP_LEVEL_FIELDS = (
     f.Field("init_std", "number", "the weights' init standard deviation (default: 1/√fan_in, biases 0)",
             low=1e-6, high=10.0, optional=True),
     f.Field("description", "text", "what the model shows", high=400, optional=True),
+    ACCUMULATE,
 )
 
 INPUT = f.Variants("input", "kind", "what the model reads", {
@@ -72,9 +74,12 @@ OPTIMIZER = f.Variants("optimizer", "type", "the step after backward, and the st
               "weight; weight decay is decoupled: it shrinks the weights directly", (
                   _LR, _BETAS, _weight_decay(0.01, "decoupled: each step multiplies the weights by "
                                                    "1 − lr·weight_decay"))),
+    "adam8bit": ("Adam with m and v stored as int8, one float32 scale (absmax/127) per 2,048-element block: "
+                 "state 2 B per weight instead of 8; weight decay is L2", (
+                     _LR, _BETAS, _weight_decay(0.0, "L2: weight_decay·weight is added to the gradient"))),
 }, default="none", ignored=("lr",))
 
-TOP_LEVEL = {*(field.name for field in TOP_LEVEL_FIELDS), "input", "layers", "loss", "optimizer"}
+TOP_LEVEL = {*(field.name for field in TOP_LEVEL_FIELDS), "input", "layers", "loss", "optimizer", "precision"}
 
 
 def validate_spec(spec):
@@ -92,14 +97,19 @@ def validate_spec(spec):
         "loss": _read_loss(spec.get("loss", {"type": "sum"}), problems),
         "optimizer": _check_optimizer(spec.get("optimizer", {"type": "none"}), problems),
     })
-    if not problems:
-        _check_penalty_fits(normalized, problems)
+    precision = read_precision(spec, problems)
+    if precision is not None:
+        normalized["precision"] = precision
+    if problems:
+        raise SpecError(problems)
+    check_training(normalized, problems)
+    _check_penalty_fits(normalized, problems)
     if problems:
         raise SpecError(problems)
     tally = plan(normalized, problems)
     if problems:
         raise SpecError(problems)
-    _enforce_caps(tally)
+    _enforce_caps(tally, normalized.get("accumulate", 1))
     return normalized
 
 
@@ -165,6 +175,9 @@ def _check_penalty_fits(spec, problems):
     """A gradient penalty needs a differentiable input and a model whose every vjp can be recorded."""
     if "gradient_penalty" not in spec["loss"]:
         return
+    if spec.get("accumulate", 1) > 1 or "precision" in spec:
+        problems.add("loss.gradient_penalty", "cannot be combined with accumulate or precision yet (the recorded "
+                                              "backward runs once, in float32): remove one of them")
     if spec["input"]["kind"] != "features":
         problems.add("loss.gradient_penalty", "needs a features input: the penalty is the norm of the loss's "
                                               "gradient with respect to the input, and tokens have none")
@@ -202,11 +215,12 @@ def _check_loss_fits(spec, shape, problems):
         problems.add("loss.type", "cross_entropy needs at least 2 output classes in the last layer")
 
 
-def _enforce_caps(tally):
+def _enforce_caps(tally, micro_batches=1):
     if tally.max_elements > cap("elements_per_tensor"):
         raise CapError("elements per tensor", cap("elements_per_tensor"), tally.max_elements)
-    if tally.entries > cap("tape_entries"):
-        raise CapError("tape entries", cap("tape_entries"), tally.entries)
+    entries = tally.entries * micro_batches        # each micro-batch records its own tape
+    if entries > cap("tape_entries"):
+        raise CapError("tape entries", cap("tape_entries"), entries)
     # parameters + their grads (+ Adam's two moments, counted always as the upper bound; SGD momentum
     # is one) + activations
     total = tally.param_elements * tally.itemsize * 4 + tally.activation_bytes

@@ -41,6 +41,7 @@ class Planner:
     """
 
     def __init__(self, spec, limits=SolveLimits()):
+        policies.check_plannable(spec)
         self.spec, self.limits = spec, limits
         self.base_document, self.base_grads = record_regions(spec, [])
         deadline.check()

@@ -5,7 +5,7 @@ records and saves nothing.
 """
 import numpy as np
 
-from backend.tape import dual, events, modes, remat, views
+from backend.tape import amp, dual, events, modes, remat, views
 from backend.tape.node import OWN_OUTPUT, Node
 from backend.tape.registry import plan_of
 from backend.tape.storage import Storage, next_uid
@@ -17,6 +17,8 @@ NO_ATTRS = {}
 
 def apply(op, inputs, attrs=NO_ATTRS):
     """Run `op` on `inputs` (Tensors); record it on the tape if any input requires grad and grad mode is on."""
+    if amp.active:
+        inputs = amp.inputs_for(op, inputs)
     arrays = [t.data for t in inputs]
     result = op.forward(attrs, *arrays)
     out, extras = result if op.extras else (result, None)
@@ -180,7 +182,8 @@ def _output(op, attrs, out, inputs, node):
     requires_grad = node is not None
     if op.view and np.may_share_memory(out, inputs[0].data):
         return View.of(out, inputs[0], op, attrs, requires_grad, node)
-    return Tensor.allocate(out, "activation", requires_grad, node)
+    kind = "activation" if op.output_kind is None else op.output_kind(inputs)
+    return Tensor.allocate(out, kind, requires_grad, node)
 
 
 def _save(node, inputs, output, extras, before_write=None):

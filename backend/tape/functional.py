@@ -30,6 +30,13 @@ log = _unary("log")
 neg = _unary("neg")
 
 
+def cast(x, dtype):
+    """x in another floating dtype ("float16", "bfloat16", "float32", ...): torch's x.to(dtype)."""
+    from backend.tape.ops.precision import dtype_named
+    target = dtype_named(dtype) if isinstance(dtype, str) else np.dtype(dtype)
+    return apply(OPS["cast"], (x,), {"dtype": target.name, "source": x.data.dtype.name})
+
+
 def gelu(x, approximate="tanh"):
     if approximate != "tanh":
         raise ValueError("only the tanh form of gelu is implemented: pass approximate='tanh'")

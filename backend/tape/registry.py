@@ -41,6 +41,7 @@ class Op:
     takes_adjoint: bool = False  # vjp takes and returns engine Adjoints (a checkpoint's nested sweep)
     backward: str = ""          # the grad_fn's name when it is not <Name>Backward (CopySlices)
     not_recordable: str = ""    # why its vjp cannot run on the tape (create_graph refuses it, naming this)
+    output_kind: Callable = None  # output_kind(inputs) -> the output storage's memory kind; None: "activation"
 
     @cached_property
     def backward_name(self):

@@ -11,7 +11,7 @@ from backend.trace.peak import assign_scopes, explain_peak
 from backend.trace.recompute import mark as mark_recomputable
 
 EXPANDED_SCHEMA_VERSION = 1        # the expanded form is schema_version 1's layout
-KINDS = ("input", "param", "activation", "grad", "optimizer")
+KINDS = ("input", "param", "weight_copy", "activation", "grad", "optimizer")   # weight_copy: autocast's casts
 
 
 def _intervals(recorder):
@@ -72,6 +72,9 @@ def build_document(recorder, spec, engine_version, loss, cuts=(), backward_error
             "entries": len(recorder.tape),
             "forward_flops": sum(e["flops"] for e in recorder.tape if e["phase"] == "forward"),
             "measured_peak_bytes": None,
+            "micro_batches": spec.get("accumulate", 1),
+            "resident": resident_split(tensors, by_kind, len(steps) - 1),
+            "loss_scale": recorder.scaler,
         },
     }
     recorded = [e for e in recorder.tape if e.get("recorded_in") == "backward"]
@@ -83,6 +86,20 @@ def build_document(recorder, spec, engine_version, loss, cuts=(), backward_error
         }
     document["summary"]["peak"] = explain_peak(document)
     return document
+
+
+def resident_split(tensors, by_kind, last_step):
+    """The training state by part: master weights, their low-precision copies (the most alive at once: they live
+    from the forward to the backward that reads them), gradients and optimizer state (after the step, what the next step
+    starts from), and those that persist per parameter element (the tape chapter's 16 B/param for fp32 Adam)."""
+    params = sum(int(np.prod(t["shape"])) for t in tensors if t["kind"] == "param" and not t.get("view"))
+    persistent = sum(int(by_kind[kind][last_step]) for kind in ("param", "grad", "optimizer"))
+    return {"params": params,
+            "master_weights_bytes": int(by_kind["param"][last_step]),
+            "weight_copies_bytes": int(by_kind["weight_copy"].max(initial=0)),
+            "grads_bytes": int(by_kind["grad"][last_step]),
+            "optimizer_state_bytes": int(by_kind["optimizer"][last_step]),
+            "bytes_per_param": persistent / params if params else None}
 
 
 def peak_of(recorder, spec):

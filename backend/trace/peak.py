@@ -4,8 +4,9 @@ Every storage gets a scope (the layer path that owns it: an activation's op scop
 or an optimizer buffer's parameter), so the page can group any step the same way from the storages' intervals.
 """
 KIND_WORDS = {"input": "the input batch", "param": "the parameters", "activation": "activations",
-              "grad": "gradients", "optimizer": "optimizer state"}
-OPTIMIZER_STATE = {"adam": "Adam's m and v", "adamw": "AdamW's m and v", "sgd": "SGD's momentum buffers"}
+              "grad": "gradients", "optimizer": "optimizer state", "weight_copy": "the weights' low-precision copies"}
+OPTIMIZER_STATE = {"adam": "Adam's m and v", "adamw": "AdamW's m and v", "sgd": "SGD's momentum buffers",
+                   "adam8bit": "8-bit Adam's int8 m and v with their block scales"}
 
 
 def assign_scopes(tensors, storages):

@@ -31,15 +31,20 @@ class Recorder:
         self._holders = {}           # storage address -> live Tensor objects over it
         self._running = []           # sweep items of the nodes running now (a checkpoint's backward nests)
         self._phases = []            # the phase to return to when a recompute ends
+        self.micro_batch = None      # 1..N while an accumulated step runs its micro-batches, else None
+        self.scaler = None           # the loss scaler's step, when the run used mixed precision
 
     # ----- phases and steps ---------------------------------------------------------------------
-    def begin(self, phase):
-        self.phase = phase
+    def begin(self, phase, micro_batch=None):
+        self.phase, self.micro_batch = phase, micro_batch
 
     def _new_step(self, entry, **extra):
         check_deadline()             # a run past its time budget stops here, between two steps
         self.step = len(self.steps)
-        self.steps.append({"index": self.step, "phase": self.phase, "entry": entry, **extra})
+        step = {"index": self.step, "phase": self.phase, "entry": entry, **extra}
+        if self.micro_batch is not None:
+            step["micro_batch"] = self.micro_batch
+        self.steps.append(step)
 
     def __call__(self, kind, payload):
         getattr(self, "on_" + kind)(**payload)
@@ -166,6 +171,8 @@ class Recorder:
             self.tape[index]["recorded_in"] = "backward"
             if self._running:
                 self.tape[index]["recorded_for"] = self._running[-1]["entry"]
+        if self.micro_batch is not None:
+            self.tape[index]["micro_batch"] = self.micro_batch
         self._new_step(index)
 
     def on_save_recipe(self, node, name, uid):
@@ -252,6 +259,16 @@ class Recorder:
     # ----- optimizer ----------------------------------------------------------------------------
     def on_optimizer_step(self, param, index):
         self._new_step(None, param=param.uid)
+
+    # ----- mixed precision ----------------------------------------------------------------------
+    def on_unscale(self, param, underflow):
+        """A master gradient unscaled: its record carries what float16 would zero without the scale and with it."""
+        record = self.tensors.get(param._grad_storage.uid)
+        if record is not None:
+            record["underflow"] = underflow
+
+    def note_scaler(self, summary):
+        self.scaler = summary
 
 
 class _NoValues:

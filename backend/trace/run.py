@@ -1,15 +1,17 @@
 """One traced run of a normalized spec: forward (with optional checkpoint regions), backward (recorded, with a
-gradient penalty, and then a second backward through it) and an optimizer step, recorded; and the same run
-measured with tracemalloc. Requests come in through backend/driver.py."""
+gradient penalty, and then a second backward through it), per micro-batch, and an optimizer step, recorded; and
+the same run measured with tracemalloc. Requests come in through backend/driver.py."""
 import tracemalloc
+from contextlib import nullcontext
 
 import numpy as np
 
 from backend.models import Model
 from backend.models.kinds import chain
-from backend.tape import ENGINE_VERSION, checkpoint
+from backend.tape import ENGINE_VERSION, autocast, checkpoint
 from backend.tape.events import listening
 from backend.tape.remat import recomputing
+from backend.tape.scaler import LossScaler
 from backend.tape.storage import reset_addresses
 from backend.trace.deadline import check as check_deadline
 from backend.trace.document import build_document, peak_of
@@ -18,21 +20,90 @@ from backend.trace.recorder import Recorder
 
 
 def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recompute=None):
-    """Build the model; forward with each region (consecutive block indices) under checkpoint(), or with the
-    outputs of the `recompute` tape entries recomputed in backward instead of saved; backward; the optimizer
-    step. Returns (model, loss, grads): copies of every parameter's .grad before the step (None for a frozen one).
+    """Build the model; for each of the spec's `accumulate` micro-batches, forward with each region (consecutive
+    block indices) under checkpoint(), or with the outputs of the `recompute` tape entries recomputed in backward
+    instead of saved, then backward (.grad sums across them); then the optimizer step. With `precision`, the
+    forward runs under autocast and backward from the scaled loss, and the gradients are unscaled before the
+    step (which the scaler skips on inf/NaN). With a gradient penalty the backward is recorded (create_graph) and
+    a second backward ("backward-2") runs through it and the forward. Returns (model, loss, grads): the step's
+    loss as a float and copies of every parameter's .grad before the step (None for a frozen one).
 
     A backward that raises the version-counter error stops the run there: `model.backward_error` keeps the
-    engine's text, the grads are what had arrived, and there is no optimizer step.
+    engine's text, the grads are what had arrived, and there is no optimizer step (nor a later micro-batch).
     """
     if recompute is not None:
         with recomputing(recompute):
             return run_model(spec, regions, preserve_rng_state, recorder)
-    begin = recorder.begin if recorder is not None else (lambda phase: None)
-    begin("forward")
+    begin = recorder.begin if recorder is not None else (lambda phase, micro_batch=None: None)
+    micro_batches = spec.get("accumulate", 1)
+    numbered = (lambda k: k) if micro_batches > 1 else (lambda k: None)
+    begin("forward", numbered(1))
     model = Model(spec)
+    precision = spec.get("precision")
+    scaler = loss_scaler(precision)
+    total_loss = 0.0
+    model.losses = []                # held with the model, as the run's caller held the loss: freed after the trace
+    for k, (inputs, target) in enumerate(model.micro_batches(), start=1):
+        begin("forward", numbered(k))
+        with _autocasting(precision):
+            h = _forward(model, inputs, regions, preserve_rng_state, recorder if k == 1 else None)
+            loss = model.loss(h, target)
+        del h
+        if micro_batches > 1 and model.loss_is_mean:
+            loss = loss / float(micro_batches)
+        total_loss += float(loss.data)
+        check_deadline()
+        model.losses.append(loss if scaler is None else scaler.scale(loss))     # the scaling is a forward op
+        begin("backward", numbered(k))
+        del loss
+        try:
+            penalized = model.penalized(model.losses[-1])   # with a gradient penalty: a recorded backward first
+            if penalized is not None:
+                total_loss += float(penalized.data) - float(model.losses[-1].data)
+                model.losses[-1] = penalized
+                del penalized
+                begin("backward-2", numbered(k))            # through the recorded backward and the forward
+            model.losses[-1].backward()
+        except RuntimeError as error:
+            if not is_version_error(error):
+                raise
+            model.backward_error = str(error)
+            break
+    stopped = model.backward_error is not None
+    if scaler is not None and not stopped:
+        begin("optimizer")
+        scaler.unscale_(model.params.values())
+    grads = {name: (None if p.grad is None else np.array(p.grad)) for name, p in model.params.items()}
+    if stopped:
+        return model, total_loss, grads
+    if model.optimizer is not None:
+        begin("optimizer")
+        if scaler is None:
+            model.optimizer.step()
+        else:
+            scaler.step(model.optimizer)
+    if scaler is not None:
+        scaler.update()
+        if recorder is not None:
+            recorder.note_scaler(scaler.summary())
+    return model, total_loss, grads
+
+
+def loss_scaler(precision):
+    """The spec's loss scaler, or None without mixed precision."""
+    if precision is None:
+        return None
+    return LossScaler(precision["loss_scale"], growth_interval=precision["growth_interval"])
+
+
+def _autocasting(precision):
+    return autocast(precision["compute"]) if precision is not None else nullcontext()
+
+
+def _forward(model, h, regions, preserve_rng_state, recorder):
+    """The blocks on one (micro-)batch; `recorder` hears each block's input (the first micro-batch only)."""
     first_of = {region[0]: region for region in regions}
-    h, index = model.input, 0
+    index = 0
     while index < len(model.blocks):
         check_deadline()             # the recorder checks every step; an unrecorded run checks every block
         path, fn = model.blocks[index]
@@ -46,26 +117,7 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
         inner = [model.blocks[region[0]][1]] + [_noted(recorder, *model.blocks[i]) for i in region[1:]]
         h = checkpoint(chain(inner), h, preserve_rng_state=preserve_rng_state)
         index = region[-1] + 1
-    loss = model.loss(h)
-    del h
-    check_deadline()
-    begin("backward")
-    try:
-        penalized = model.penalized(loss)         # with a gradient penalty, this backward is recorded (create_graph)
-        if penalized is not None:
-            loss = penalized
-            del penalized
-            begin("backward-2")                   # through the recorded backward and the forward, freeing both
-        loss.backward()
-    except RuntimeError as error:
-        if not is_version_error(error):
-            raise
-        model.backward_error = str(error)
-    grads = {name: (None if p.grad is None else np.array(p.grad)) for name, p in model.params.items()}
-    if model.optimizer is not None and model.backward_error is None:
-        begin("optimizer")
-        model.optimizer.step()
-    return model, loss, grads
+    return h
 
 
 def _noted(recorder, path, fn):
@@ -84,7 +136,7 @@ def record(spec, regions=(), preserve_rng_state=True, recompute=None, values=Tru
     """(trace document, parameter gradients) of one run of a normalized spec; `values=False` leaves out tensor
     values and statistics (a run traced only for its memory and summary, as a lever is)."""
     recorder, loss, grads, outcome = _recorded(spec, regions, preserve_rng_state, recompute, Recorder(values=values))
-    return build_document(recorder, spec, ENGINE_VERSION, float(loss.data), **outcome), grads
+    return build_document(recorder, spec, ENGINE_VERSION, loss, **outcome), grads
 
 
 def record_peak(spec, regions=(), preserve_rng_state=True, recompute=None):

@@ -75,6 +75,25 @@ function optimizerFields(spec, ctx) {
   return box;
 }
 
+/** The training step's knobs: micro-batches (accumulate) and mixed precision ("off" leaves precision out of the
+ * spec; an option writes its declared defaults, then its loss scale and growth interval are controls). */
+function trainingFields(spec, ctx) {
+  const schema = ctx.schema;
+  const box = el("fieldset", { class: "training-fields", "data-field": "precision" }, el("legend", { text: "Training step" }));
+  box.append(...fieldControl(fieldOf(schema.fields, "accumulate"), "accumulate", spec.accumulate, ctx.value, { slider: false }));
+  const variants = schema.precision;
+  const compute = spec.precision?.[variants.key] ?? "off";
+  const select = selectControl("precision", `precision.${variants.key}`, compute, ["off", ...Object.keys(variants.options)],
+    (path, option) => ctx.structural((s) => {
+      if (option === "off") delete s.precision;
+      else s.precision = variantValue(variants, option);
+    }));
+  select.title = variants.help;
+  box.append(select);
+  if (spec.precision) box.append(...optionControls(variants, spec.precision, "precision", ctx));
+  return box;
+}
+
 /** A dial: a slider over a declared field's whole range (its max is the cap), at `path`. */
 function dial(label, field, path, value, ctx, mode) {
   const control = rangeControl(label, path, value, ctx.value, { min: field.min, max: field.max, step: 1, field: false, mode });
@@ -170,5 +189,5 @@ export function renderForm(root, spec, ctx) {
   const layers = el("fieldset", { class: "layers" }, el("legend", { text: "Layers" }), wrapBar(ctx), layerList(spec?.layers, "layers", ctx));
   // The checkpoint policy sits right under the dials: on a 1280×800 screen it is in view without scrolling the panel.
   root.replaceChildren(dials(spec ?? {}, ctx), ctx.checkpointFields?.() ?? "", layers, modelFields(spec ?? {}, ctx),
-    optimizerFields(spec ?? {}, ctx));
+    optimizerFields(spec ?? {}, ctx), trainingFields(spec ?? {}, ctx));
 }

@@ -14,6 +14,7 @@ import { createLifetimeChart } from "./lifetimes.js";
 import { createMatrixChain } from "./matrix-chain.js";
 import { createMemoryChart } from "./memory.js";
 import { createModesView } from "./modes-view.js";
+import { residentText } from "./resident.js";
 import { createParetoPanel } from "./pareto.js";
 import { createPeakExplainer } from "./peak-explainer.js";
 import { describePeakDelta } from "./peak-delta.js";
@@ -169,6 +170,7 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   performance.mark("tapescope:graph-drawn");
   await Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index, graph.groupsView()), pareto.load(trace)]);
   if (ws.trace !== trace) return;                  // a newer trace arrived while this one was drawing
+  byTestId("resident-split").textContent = residentText(trace);
   explainer.load(trace);
   showRunSource(root, trace, { opened: ws.openedDocument === trace });
   schedules.show(trace, ws.spec);

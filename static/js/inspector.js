@@ -7,6 +7,7 @@ import { formatBytes, formatNumber, formatShape } from "./format.js";
 import { asRows, decodeHalfs } from "./half.js";
 import { recomputeChoice } from "./recompute-pick.js";
 import { blocksText } from "./trace-index.js";
+import { underflowBlock } from "./underflow.js";
 
 /** Who made a tensor: its tape entry, an op inside a checkpoint (no entry), a checkpoint's detached input, or a leaf. */
 function producerOf(tensor, index) {
@@ -160,6 +161,8 @@ export function createInspector(element, { manual = () => null, onToggle = () =>
       }
     }
     if (tensor) body.append(tensorFacts(tensor, index, step));
+    const underflow = underflowBlock(tensor, index.trace);
+    if (underflow) body.append(underflow);
     drawValues(tensor);
   }
 

@@ -43,22 +43,35 @@ export function createMemoryChart(element, { onPick }) {
   const band = (x0, x1, color, opacity) => ({ type: "rect", xref: "x", yref: "paper", x0: x0 - 0.5, x1: x1 + 0.5,
     y0: 0, y1: 1, fillcolor: color, opacity, line: { width: 0 }, layer: "below" });
 
-  /** The forward pass, backward-2 (a double backward's second sweep), and each run of consecutive recompute steps
-   * (a checkpoint re-running its region). */
-  function phaseBands(doc) {
-    const bands = [band(0, doc.summary.forward_end_step, "#0072B2", 0.05)];
-    const second = doc.steps.filter((s) => s.phase === "backward-2").map((s) => s.index);
-    if (second.length) bands.push(band(second[0], second.at(-1), "#7c3aed", 0.06));
-    let start = null;
+  /** Runs of consecutive steps whose phase passes `test` (and, with micro-batches, of one micro-batch): [first, last, step]. */
+  function runsOf(doc, test) {
+    const runs = [];
     doc.steps.forEach((step, i) => {
-      const recompute = step.phase === "recompute";
-      if (recompute && start === null) start = i;
-      if (start !== null && (!recompute || i === doc.steps.length - 1)) {
-        bands.push(band(start, recompute ? i : i - 1, "#CC79A7", 0.22));
-        start = null;
-      }
+      const last = runs[runs.length - 1];
+      if (!test(step)) return;
+      if (last && last[1] === i - 1 && last[2].micro_batch === step.micro_batch) last[1] = i;
+      else runs.push([i, i, step]);
     });
+    return runs;
+  }
+
+  /** Each forward pass (one per micro-batch under accumulate), backward-2 (a double backward's second sweep), and
+   * each run of recompute steps (a checkpoint re-running its region). */
+  function phaseBands(doc) {
+    const forwards = runsOf(doc, (step) => step.phase === "forward");
+    const bands = forwards.map(([first, last]) => band(first, last, "#0072B2", 0.05));
+    for (const [first, last] of runsOf(doc, (step) => step.phase === "backward-2")) bands.push(band(first, last, "#7c3aed", 0.06));
+    for (const [first, last] of runsOf(doc, (step) => step.phase === "recompute")) bands.push(band(first, last, "#CC79A7", 0.22));
     return bands;
+  }
+
+  /** "forward 1" … "forward N" over the micro-batches' forward passes: the humps of an accumulated step. */
+  function microBatchLabels(doc) {
+    if (!(doc.summary.micro_batches > 1)) return [];
+    return runsOf(doc, (step) => step.phase === "forward").map(([first, last, step]) => ({
+      x: (first + last) / 2, y: 1, xref: "x", yref: "paper", yanchor: "bottom", showarrow: false,
+      text: `forward ${step.micro_batch}`, font: { size: 10, color: "#0072B2" }, name: "micro-batch",
+    }));
   }
 
   /** previous: the run to ghost (the pinned baseline when ghostName is "baseline", else the run before). */
@@ -76,7 +89,7 @@ export function createMemoryChart(element, { onPick }) {
         { title: { text: "live bytes" } }),
       shapes: phaseBands(doc),
       annotations: [{ x: peakStep, y: peak, text: `peak ${formatBytes(peak)}`, showarrow: true, arrowhead: 2,
-        ax: -56, ay: -14, font: { size: 11 }, bgcolor: "#fff" }],
+        ax: -56, ay: -14, font: { size: 11 }, bgcolor: "#fff" }, ...microBatchLabels(doc)],
     };
     await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
     if (!element.dataset.bound) {

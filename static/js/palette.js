@@ -13,9 +13,9 @@ export const FAMILY_COLORS = {
 
 export const familyColor = (family) => FAMILY_COLORS[family] || OKABE_ITO.grey;
 
-export const KINDS = ["input", "param", "activation", "grad", "optimizer"];
+export const KINDS = ["input", "param", "weight_copy", "activation", "grad", "optimizer"];
 
 export const KIND_COLORS = {
   input: OKABE_ITO.grey, param: OKABE_ITO.blue, activation: OKABE_ITO.orange,
-  grad: OKABE_ITO.vermillion, optimizer: OKABE_ITO.purple,
+  grad: OKABE_ITO.vermillion, optimizer: OKABE_ITO.purple, weight_copy: OKABE_ITO.sky,
 };

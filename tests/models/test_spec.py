@@ -120,11 +120,11 @@ def test_optimizer_built_from_the_spec_carries_its_hyperparameters():
     ({"type": "adam", "betas": [0.9, 0.999, 0.5]}, {"optimizer.betas": "must be a pair of two numbers"}),
     ({"type": "adamw", "betas": [0.9, 1.0]}, {"optimizer.betas[1]": "must be a number from 0, below 1 (the moments' decay rates"}),
     ({"type": "adam", "betas": [-0.1, True]}, {"optimizer.betas[0]": "below 1", "optimizer.betas[1]": "below 1"}),
-    ({"type": "sgd", "betas": [0.9, 0.99]}, {"optimizer.betas": 'is a field of adam and adamw, not sgd: remove it, or set optimizer.type to "adam"'}),
+    ({"type": "sgd", "betas": [0.9, 0.99]}, {"optimizer.betas": 'is a field of adam, adamw and adam8bit, not sgd: remove it, or set optimizer.type to "adam"'}),
     ({"type": "adamw", "momentum": 0.9}, {"optimizer.momentum": 'is a field of sgd, not adamw: remove it, or set optimizer.type to "sgd"'}),
-    ({"type": "none", "weight_decay": 0.1}, {"optimizer.weight_decay": "is a field of sgd, adam and adamw, not none"}),
+    ({"type": "none", "weight_decay": 0.1}, {"optimizer.weight_decay": "is a field of sgd, adam, adamw and adam8bit, not none"}),
     ({"type": "adamw", "eps": 1e-8}, {"optimizer.eps": "is not a field here; allowed: betas, lr, type, weight_decay"}),
-    ({"type": "lion"}, {"optimizer.type": 'must be one of "none", "sgd", "adam", "adamw"'}),
+    ({"type": "lion"}, {"optimizer.type": 'must be one of "none", "sgd", "adam", "adamw", "adam8bit"'}),
 ])
 def test_bad_optimizer_fields_are_problems_at_their_paths(config, expected):
     found = problems_of({"input": {"kind": "features", "size": 2}, "layers": [{"type": "linear", "out": 1}],

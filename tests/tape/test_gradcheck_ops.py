@@ -98,6 +98,8 @@ CASES = {
     "expand": [(lambda a: arrays.expand(a, (2, 3, 4)), (p(3, 1),)), (lambda a: arrays.expand(a, (3, 2)), (p(),))],
     "scatter_add": [(lambda a: arrays.scatter_add(a, np.array([0, 2, 0]), (4, 3)), (p(3, 3),)),
                     (lambda a: arrays.scatter_add(a, (slice(1, 3), 0), (4, 2)), (p(2),))],
+    # float64 to float64 (finite differences need float64); tests/tape/test_precision.py covers float16/bfloat16
+    "cast": [(lambda a: T.cast(a, "float64") * a, (p(3, 4),))],
 }
 
 

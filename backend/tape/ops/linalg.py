@@ -6,9 +6,17 @@ from backend.tape.arrays import unbroadcast
 from backend.tape.registry import Op, register, size_of, tangent_sum
 
 
+def _product(a, b):
+    """a @ b in the operands' dtype: numpy computes a bfloat16 product in float32 and returns float32."""
+    out = a @ b
+    if out.dtype != a.dtype and a.dtype == b.dtype:
+        out = out.astype(a.dtype)
+    return out
+
+
 def _matmul_forward(attrs, a, b):
     try:
-        return np.asarray(a @ b)            # vec @ vec is 0-d: an array, not a numpy scalar
+        return np.asarray(_product(a, b))   # vec @ vec is 0-d: an array, not a numpy scalar
     except ValueError:
         if a.ndim == 0 or b.ndim == 0:
             raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
@@ -26,13 +34,13 @@ def _matmul_vjp(g, s, node):
 def _matrix_vjp(g, a, b, a_shape, b_shape, needs):
     a_grad = b_grad = None
     if needs[0]:
-        a_grad = unbroadcast(g @ A.swapaxes(b), a_shape)
+        a_grad = unbroadcast(_product(g, A.swapaxes(b)), a_shape)
     if needs[1]:
         if len(b_shape) == 2:
             # a weight shared across the batch: fold the batch into rows instead of a [batch, K, N] temporary
-            b_grad = A.swapaxes(A.reshape(a, (-1, a.shape[-1]))) @ A.reshape(g, (-1, g.shape[-1]))
+            b_grad = _product(A.swapaxes(A.reshape(a, (-1, a.shape[-1]))), A.reshape(g, (-1, g.shape[-1])))
         else:
-            b_grad = unbroadcast(A.swapaxes(a) @ g, b_shape)
+            b_grad = unbroadcast(_product(A.swapaxes(a), g), b_shape)
     return a_grad, b_grad
 
 

@@ -1,0 +1,68 @@
+"""The training-step knobs in a real browser: accumulate 4 draws four forward humps in the memory chart (from the
+editor and from the grad-accumulation preset); float16 with a dynamic loss scale shows each gradient's underflow
+fractions in the inspector, the trace's figures."""
+import re
+
+from playwright.sync_api import expect
+
+from tests.e2e.explorer_helpers import open_explorer, trace_for, unfold_all
+
+FORWARD_LABELS = "[data-testid=memory-chart] .annotation-text"
+
+
+def forward_labels(page):
+    return [text for text in page.locator(FORWARD_LABELS).all_text_contents() if text.startswith("forward")]
+
+
+def test_accumulate_4_in_the_editor_draws_four_forward_phases_and_lowers_the_peak(page, live_server):
+    open_explorer(page, live_server, "deep-mlp")
+    before = page.evaluate("window.tapescope.getTrace().summary.peak_bytes")
+    assert forward_labels(page) == []
+    box = page.locator('#editor-panel input[type=number][data-path="accumulate"]')
+    box.fill("4")
+    page.wait_for_function("() => window.tapescope.getTrace().summary.micro_batches === 4"
+                           " && document.querySelector('.explorer').dataset.ready === 'true'")
+    expect(page.locator(FORWARD_LABELS).filter(has_text="forward 4")).to_have_count(1)
+    assert forward_labels(page) == ["forward 1", "forward 2", "forward 3", "forward 4"]
+    trace = page.evaluate("window.tapescope.getTrace()")
+    assert trace["summary"]["peak_bytes"] < before
+    micro = sorted({s["micro_batch"] for s in trace["steps"] if s["phase"] == "forward"})
+    assert micro == [1, 2, 3, 4]
+    expect(page.get_by_test_id("resident-split")).to_contain_text("4 micro-batches of 64 rows, one step.")
+
+
+def test_the_grad_accumulation_preset_is_one_click_away(page, live_server):
+    open_explorer(page, live_server, "grad-accumulation")
+    expect(page.locator(FORWARD_LABELS).filter(has_text="forward 4")).to_have_count(1)
+    assert forward_labels(page) == ["forward 1", "forward 2", "forward 3", "forward 4"]
+
+
+def test_float16_with_dynamic_scaling_shows_the_underflow_fractions(page, live_server):
+    trace = trace_for(page, live_server, "mixed-precision")
+    assert trace["spec"]["precision"] == {"compute": "float16", "loss_scale": "dynamic", "growth_interval": 2000}
+    grads = [t for t in trace["tensors"] if t.get("underflow")]
+    worst = max(grads, key=lambda t: t["underflow"]["unscaled"])
+    assert worst["underflow"]["unscaled"] > worst["underflow"]["scaled"]
+    param = next(t for t in trace["tensors"] if t["id"] == worst["grad_of"])
+    open_explorer(page, live_server, "mixed-precision")
+    unfold_all(page)
+    search = page.get_by_test_id("graph-search")             # find the weight, Enter zooms to it, as a person would
+    search.fill(param["name"])
+    search.press("Enter")
+    leaf = page.locator(f"[data-testid=graph] [data-tensor-id='{param['id']}']").first
+    leaf.scroll_into_view_if_needed()
+    page.wait_for_timeout(600)                               # the zoom's transition
+    leaf.click()
+    block = page.get_by_test_id("underflow")
+    expect(block).to_be_visible()
+    unscaled = f"{100 * worst['underflow']['unscaled']:.1f}%"
+    scaled = f"{100 * worst['underflow']['scaled']:.1f}%"
+    expect(page.get_by_test_id("underflow-selected")).to_contain_text(
+        f"{worst['name']}: {unscaled} of its elements become 0 in float16 without the loss scale, {scaled} with it (×65,536)")
+    expect(block.locator("tbody tr")).to_have_count(len(grads))
+    resident = trace["summary"]["resident"]
+    assert resident["bytes_per_param"] == 16.0
+    assert resident["weight_copies_bytes"] > 0
+    expect(page.get_by_test_id("resident-split")).to_contain_text(re.compile(r"float16 copies up to [\d.]+ KiB"))
+    expect(page.get_by_test_id("resident-split")).to_contain_text("16 B per parameter")
+    expect(page.get_by_test_id("resident-split")).to_contain_text("Loss scale 65,536.")

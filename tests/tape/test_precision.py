@@ -1,0 +1,148 @@
+"""Mixed precision in the engine: the cast op, autocast's casts and saved copies, and the loss scaler's policy
+(against torch.autocast and torch.amp.GradScaler when torch is installed)."""
+import numpy as np
+import pytest
+
+import backend.tape as T
+from backend.tape import autocast, events, parameter, tensor
+from backend.tape.ops.precision import dtype_named
+from backend.tape.scaler import LossScaler, underflow_fractions
+
+
+def _mlp(seed=0):
+    rng = np.random.default_rng(seed)
+    values = {"x": rng.uniform(-1, 1, (8, 6)), "w1": rng.normal(0, 0.4, (6, 16)), "b1": rng.normal(0, 0.1, 16),
+              "w2": rng.normal(0, 0.4, (16, 3)), "y": rng.normal(0, 1, (8, 3))}
+    return {k: v.astype(np.float32) for k, v in values.items()}
+
+
+def _ours(values, compute):
+    params = {k: parameter(values[k], name=k) for k in ("w1", "b1", "w2")}
+    x, y = tensor(values["x"]), tensor(values["y"])
+    with autocast(compute):
+        out = (x @ params["w1"] + params["b1"]).tanh() @ params["w2"]
+        loss = T.mse_loss(out, y)
+    loss.backward()
+    return out, loss, {k: p.grad for k, p in params.items()}
+
+
+def test_cast_is_a_recorded_copy_whose_vjp_returns_the_source_dtype():
+    w = parameter(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), name="w")
+    copy = T.cast(w, "float16")
+    assert copy.dtype == np.float16 and copy.grad_fn.name() == "ToCopyBackward0"
+    assert copy.storage.kind == "weight_copy"           # a parameter's compute copy is its own memory kind
+    (copy * 3.0).sum().backward()
+    assert w.grad.dtype == np.float32
+    np.testing.assert_array_equal(w.grad, np.full((2, 3), 3.0, np.float32))
+    activation = T.cast(w * 1.0, "bfloat16")
+    assert activation.dtype == dtype_named("bfloat16") and activation.storage.kind == "activation"
+
+
+@pytest.mark.parametrize("compute", ["float16", "bfloat16"])
+def test_autocast_computes_low_keeps_master_grads_float32_and_saves_the_copies(compute):
+    values = _mlp()
+    saved_kinds = []
+    listener = lambda kind, payload: saved_kinds.append(payload["storage"].kind) if kind == "save" else None  # noqa: E731
+    with events.listening(listener):
+        out, loss, grads = _ours(values, compute)
+    assert out.dtype == dtype_named(compute) and loss.dtype == np.float32     # mse_loss runs in float32
+    assert all(g.dtype == np.float32 for g in grads.values())
+    # the second matmul pins w2's low-precision copy for dx; the first needs no dx (x needs no grad), so it pins
+    # only x's float16 copy, as torch's would
+    assert saved_kinds.count("weight_copy") == 1
+    reference = _fp32_grads(values)
+    tolerance = 2e-2 if compute == "bfloat16" else 3e-3
+    for name, grad in grads.items():
+        np.testing.assert_allclose(grad, reference[name], rtol=tolerance * 5, atol=tolerance)
+        assert not np.array_equal(grad, reference[name])  # it really ran in low precision
+
+
+def _fp32_grads(values):
+    params = {k: parameter(values[k].astype(np.float64)) for k in ("w1", "b1", "w2")}
+    out = (tensor(values["x"].astype(np.float64)) @ params["w1"] + params["b1"]).tanh() @ params["w2"]
+    T.mse_loss(out, tensor(values["y"].astype(np.float64))).backward()
+    return {k: p.grad for k, p in params.items()}
+
+
+@pytest.mark.parametrize("compute", ["float16", "bfloat16"])
+def test_autocast_matches_torch_autocast(compute):
+    torch = pytest.importorskip("torch")
+    values = _mlp(3)
+    out, loss, grads = _ours(values, compute)
+    tp = {k: torch.tensor(values[k], requires_grad=True) for k in ("w1", "b1", "w2")}
+    with torch.autocast("cpu", dtype=getattr(torch, compute)):
+        t_out = torch.nn.functional.linear(torch.tensor(values["x"]), tp["w1"].T, tp["b1"]).tanh() @ tp["w2"]
+        t_loss = torch.nn.functional.mse_loss(t_out, torch.tensor(values["y"]))
+    t_loss.backward()
+    assert str(t_out.dtype) == f"torch.{compute}" and t_loss.dtype == torch.float32
+    tolerance = 2e-2 if compute == "bfloat16" else 2e-3
+    np.testing.assert_allclose(out.data.astype(np.float32), t_out.detach().float().numpy(), atol=tolerance * 4)
+    for name, grad in grads.items():
+        assert tp[name].grad.dtype == torch.float32
+        np.testing.assert_allclose(grad, tp[name].grad.numpy(), rtol=tolerance * 5, atol=tolerance)
+
+
+def _run_scaler(flags, growth_interval):
+    """Our scaler over steps whose gradient is finite (False) or holds an inf (True): (scale, stepped) per step."""
+    w = parameter(np.array([1.0, 2.0], dtype=np.float32))
+    opt = T.SGD([w], lr=0.0)
+    scaler = LossScaler("dynamic", growth_interval=growth_interval)
+    history = []
+    for overflow in flags:
+        x = tensor(np.array([np.inf if overflow else 1e-3, 1.0], dtype=np.float32))
+        scaler.scale((w * x).sum()).backward()
+        stepped = scaler.step(opt)
+        scaler.update()
+        history.append((float(scaler.scale_value), stepped))
+        opt.zero_grad()
+    return history
+
+
+FLAGS = [False] * 5 + [True] + [False] * 3 + [True, True] + [False] * 7
+
+
+def test_dynamic_scaler_grows_after_clean_steps_and_backs_off_on_inf():
+    history = _run_scaler(FLAGS, growth_interval=3)
+    scales = [s for s, _ in history]
+    assert scales[:6] == [65536.0, 65536.0, 131072.0, 131072.0, 131072.0, 65536.0]    # ×2 after 3 clean, ÷2 on inf
+    assert scales[8] == 131072.0 and scales[9] == 65536.0 and scales[10] == 32768.0   # the counter was reset
+    assert [stepped for _, stepped in history] == [not f for f in FLAGS]              # inf steps are skipped
+
+
+def test_scaler_matches_torch_grad_scaler():
+    torch = pytest.importorskip("torch")
+    history = _run_scaler(FLAGS, growth_interval=3)
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    opt = torch.optim.SGD([w], lr=1.0)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16, growth_interval=3)
+    for (scale, stepped), overflow in zip(history, FLAGS):
+        before = w.detach().clone()
+        x = torch.tensor([float("inf") if overflow else 1e-3, 1.0])
+        scaler.scale((w * x).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+        assert scaler.get_scale() == scale
+        assert (not torch.equal(before, w.detach())) == stepped
+        opt.zero_grad()
+
+
+def test_fixed_scale_never_moves_and_none_is_one():
+    fixed, none = LossScaler(1024.0), LossScaler("none")
+    fixed.found_inf = True
+    fixed.update()
+    assert float(fixed.scale_value) == 1024.0 and float(none.scale_value) == 1.0
+    loss = tensor(np.float32(2.0))
+    assert none.scale(loss) is loss
+
+
+def test_unscale_divides_exactly_and_measures_underflow():
+    w = parameter(np.ones(4, dtype=np.float32))
+    scaler = LossScaler("dynamic")
+    g = np.array([1e-9, 2e-8, 1e-3, 0.0], dtype=np.float32)      # below fp16's smallest subnormal (6e-8) twice
+    scaler.scale((w * tensor(g)).sum()).backward()
+    seen = []
+    with events.listening(lambda kind, payload: seen.append(payload["underflow"]) if kind == "unscale" else None):
+        scaler.unscale_([w])
+    np.testing.assert_array_equal(w.grad, g)                      # ×2⁻¹⁶ undoes ×2¹⁶ exactly
+    assert seen == [{"unscaled": 0.5, "scaled": 0.0}]
+    assert underflow_fractions(g, 1.0) == {"unscaled": 0.5, "scaled": 0.5}
