@@ -80,6 +80,16 @@ def expand(x, shape):
     return np.broadcast_to(x, shape)
 
 
+def astype(x, dtype):
+    """`x` as `dtype` (a numpy dtype): the cast op on a Tensor (recorded: its vjp casts back), numpy's astype
+    (no copy when it already is) on an array."""
+    if isinstance(x, Tensor):
+        if x.dtype == dtype:
+            return x
+        return _apply("cast", (x,), {"dtype": np.dtype(dtype).name, "source": x.data.dtype.name})
+    return np.asarray(x).astype(dtype, copy=False)
+
+
 def unbroadcast(grad, shape):
     """Sum a broadcast gradient back down to `shape` (a tuple): every binary op's vjp ends here."""
     if grad.shape == shape:

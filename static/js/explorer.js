@@ -21,7 +21,7 @@ import { describePeakDelta } from "./peak-delta.js";
 import { createPlayer } from "./player.js";
 import { recomputeChoice } from "./recompute-pick.js";
 import { bindRunFile } from "./run-file.js";
-import { recordedElsewhere, showRunSource } from "./run-source.js";
+import { showRunSource } from "./run-source.js";
 import { normalizeRequest, requestFor, wireRequest } from "./schedule.js";
 import { createScheduleView } from "./schedule-view.js";
 import { bindMakeCopy, bindShare, bindShareRun } from "./share.js";
@@ -36,7 +36,7 @@ const snapshotId = root.dataset.snapshotId || null;
 const ws = workspace.state;
 const readOnly = () => ws.readOnly || root.dataset.readOnly === "true";     // a snapshot, or a run opened from a file
 /** A run whose spec is not ours to send to the server: opened from a file here, or recorded with torch. */
-const offline = (trace = ws.trace) => Boolean(trace) && (ws.openedDocument === trace || recordedElsewhere(trace));
+const offline = (trace = ws.trace) => workspace.isOffline(trace);
 const view = { index: null, manual: null, firstTrace: true };   // derived from the workspace's trace and checkpoint, never a copy
 const statusLine = document.getElementById("status");
 

@@ -66,7 +66,19 @@ export function createModesView(section) {
   const stepper = createJvpStepper(section.querySelector(".jvp-stepper"));
   let visible = false;
 
-  const want = () => { if (visible && workspace.state.traced && !workspace.modesCurrent()) workspace.requestModes(); };
+  const want = () => {
+    if (workspace.isOffline()) { showOffline(); return; }      // no spec of ours: nothing to run, nothing sent
+    if (visible && workspace.state.traced && !workspace.modesCurrent()) workspace.requestModes();
+  };
+
+  function showOffline() {
+    section.dataset.state = "offline";
+    runButton.hidden = true;
+    status.textContent = "A recorded run: forward vs reverse mode is executed on our engine's own models, and this run "
+      + "brings no spec to execute. Open a preset to compare the two modes.";
+    body.replaceChildren();
+    stepper.clear();
+  }
 
   function show({ report, running, failure }) {
     section.dataset.state = running ? "running" : failure ? "failed" : report ? "ready" : "idle";

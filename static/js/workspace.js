@@ -440,6 +440,9 @@ export function runTitle(trace) {
 
 /** A trace document opened from a file (dropped or picked): read-only from here on, nothing saved; any trace
  * request still in flight is dropped, so it cannot replace the document when it lands. */
+/** A run whose spec is not ours to send: opened from a file here, or recorded elsewhere (torch; `source`). */
+export const isOffline = (trace = state.trace) => Boolean(trace) && (state.openedDocument === trace || Boolean(trace.source));
+
 /** A run.json opened here, as parsed (schema_version 1 or 2): shown decoded, posted as it came if shared. */
 export function loadDocument(file, fileName = "") {
   const trace = readTrace(file);

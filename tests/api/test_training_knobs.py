@@ -6,6 +6,7 @@ from backend.driver.work import ENTRY_US, FLOAT16_MATMUL_FLOP_US, MATMUL_FLOP_US
 from backend.models import presets, validate_spec
 from backend.models.caps import CAPS
 from backend.models.spec import plan
+from backend.trace.document_versions import unpack
 
 
 def problems(response):
@@ -67,7 +68,7 @@ def test_the_knob_presets_trace_over_http(client):
     for preset_id in ("grad-accumulation", "mixed-precision"):
         response = client.post("/api/trace", json={"spec": listed[preset_id]["spec"]})
         assert response.status_code == 200, response.get_json()
-    document = response.get_json()
+    document = unpack(response.get_json())
     assert document["summary"]["loss_scale"]["scale"] == 65536.0
     assert any(t.get("underflow") for t in document["tensors"])
 

@@ -8,6 +8,7 @@ memory timeline tells master weights from their compute copies. bfloat16 is ml_d
 import ml_dtypes
 import numpy as np
 
+from backend.tape import arrays as A
 from backend.tape.registry import Op, register
 
 LOW_PRECISION = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
@@ -23,11 +24,11 @@ def _forward(attrs, x):
 
 
 def _vjp(g, saved, node):
-    return (np.asarray(g).astype(dtype_named(node.attrs["source"]), copy=False),)
+    return (A.astype(g, dtype_named(node.attrs["source"])),)
 
 
 def _jvp(tangents, values, attrs):
-    return tangents[0].astype(dtype_named(attrs["dtype"]))
+    return A.astype(tangents[0], dtype_named(attrs["dtype"]))
 
 
 def _output_kind(inputs):
