@@ -128,9 +128,14 @@ def test_manual_recompute_of_the_first_softmax(page, live_server, errors, bodies
     page.evaluate("id => window.tapescope.select(id)", f"e{softmax['index']}")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "manual-recompute.png"), full_page=True)
-    box = node.bounding_box()
-    page.screenshot(path=str(ARTIFACTS / "manual-recompute-node.png"),
-                    clip={"x": box["x"] - 150, "y": box["y"] - 40, "width": box["width"] + 300, "height": box["height"] + 80})
+    node.scroll_into_view_if_needed()
+    page.wait_for_timeout(400)                  # the graph's follow pan settles on the selected node
+    box, view = node.bounding_box(), page.viewport_size
+    x, y = max(0, box["x"] - 150), max(0, box["y"] - 40)
+    if x < view["width"] and y < view["height"]:     # the node's neighbourhood, cut to what is on screen
+        page.screenshot(path=str(ARTIFACTS / "manual-recompute-node.png"), clip={
+            "x": x, "y": y, "width": min(box["width"] + 300, view["width"] - x),
+            "height": min(box["height"] + 80, view["height"] - y)})
 
     # the inspector's button toggles it back out
     toggle.click()
