@@ -46,6 +46,17 @@ export function createScheduleView({ root, pareto, current }) {
     }
   }
 
+  /** Why the planner refuses this run's schedules (the server's 400s, named), or null when it plans them. */
+  function unplannable(trace) {
+    if (trace.error) return "a run whose backward stopped at an error: fix the error first";
+    if (trace.summary.recorded_backward) {
+      return "a gradient penalty: a checkpointed region's backward cannot be recorded for the second backward (create_graph)";
+    }
+    if (trace.summary.micro_batches > 1) return "an accumulated step: the planner does not model micro-batches yet";
+    if (trace.spec?.precision) return "mixed precision: the planner does not model autocast's casts yet";
+    return null;
+  }
+
   /** A trace without schedules gets them a moment later (or on a click, for big traces); an `offline` one (a run
    * recorded elsewhere, or opened from a file) never: its spec is not sent; it shows only schedules it carries. */
   function fetchLater(trace, spec, { offline = false } = {}) {
@@ -57,10 +68,10 @@ export function createScheduleView({ root, pareto, current }) {
         + "(checkpoint schedules are run on our engine's own models).");
       return;
     }
-    if (trace.summary.recorded_backward) {     // the server refuses checkpoint plans under a gradient penalty
+    const refused = unplannable(trace);
+    if (refused) {                              // the server would answer the plan with a 400: do not ask
       root.dataset.schedules = "unavailable";
-      pareto.waiting("No checkpoint schedules for a gradient penalty: a checkpointed region's backward cannot be "
-        + "recorded for the second backward (create_graph).");
+      pareto.waiting(`No checkpoint schedules for ${refused}.`);
       return;
     }
     if (trace.tape.length > AUTO_SCHEDULES_MAX_ENTRIES) {
