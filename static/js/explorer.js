@@ -36,7 +36,7 @@ const snapshotId = root.dataset.snapshotId || null;
 const ws = workspace.state;
 const readOnly = () => ws.readOnly || root.dataset.readOnly === "true";     // a snapshot, or a run opened from a file
 /** A run whose spec is not ours to send to the server: opened from a file here, or recorded with torch. */
-const offline = (trace = ws.trace) => workspace.isOffline(trace);
+const { isOffline: offline } = workspace;
 const view = { index: null, manual: null, firstTrace: true };   // derived from the workspace's trace and checkpoint, never a copy
 const statusLine = document.getElementById("status");
 

@@ -2,7 +2,7 @@
 // `source`), and the controls such a run does without. An imported run has no spec our engine can re-trace, so the
 // spec editor, Share (which re-traces a spec), Make a copy and the levers stand aside; a run opened from a file is
 // shared by posting the document itself ("Share this run").
-import { runTitle } from "./workspace.js";
+import { recordedElsewhere, runTitle } from "./workspace.js";
 
 /** "GPT · torch 2.13.0 · recorded with PyTorch's hooks", or "" for a run of our own engine. */
 export function describeSource(trace) {
@@ -11,8 +11,6 @@ export function describeSource(trace) {
   return `${source.model} · torch ${source.torch_version} · recorded with PyTorch's hooks${source.values ? "" : " (statistics only)"}`;
 }
 
-/** True when the run on screen has no spec our engine can trace (an import). */
-export const recordedElsewhere = (trace) => Boolean(trace?.source);
 
 /** Set the header and the controls for `trace`; `opened`: it came from a file in this browser (not a link). */
 export function showRunSource(root, trace, { opened }) {

@@ -440,8 +440,11 @@ export function runTitle(trace) {
 
 /** A trace document opened from a file (dropped or picked): read-only from here on, nothing saved; any trace
  * request still in flight is dropped, so it cannot replace the document when it lands. */
-/** A run whose spec is not ours to send: opened from a file here, or recorded elsewhere (torch; `source`). */
-export const isOffline = (trace = state.trace) => Boolean(trace) && (state.openedDocument === trace || Boolean(trace.source));
+/** True when a run has no spec our engine can trace (an import: it names its `source`). */
+export const recordedElsewhere = (trace) => Boolean(trace?.source);
+
+/** A run whose spec is not ours to send: opened from a file here, or recorded elsewhere. */
+export const isOffline = (trace = state.trace) => Boolean(trace) && (state.openedDocument === trace || recordedElsewhere(trace));
 
 /** A run.json opened here, as parsed (schema_version 1 or 2): shown decoded, posted as it came if shared. */
 export function loadDocument(file, fileName = "") {
