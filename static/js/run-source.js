@@ -20,6 +20,7 @@ export function showRunSource(root, trace, { opened }) {
   label.textContent = words;
   label.title = words ? `${words}. Read-only: reload the page to return to your workspace.` : "";
   label.hidden = !words;
+  byTestId("model-origin").hidden = Boolean(words);     // the source says what the Model control would
   const elsewhere = recordedElsewhere(trace);
   root.classList.toggle("recorded-elsewhere", elsewhere);
   byTestId("share").hidden = opened || elsewhere;

@@ -56,6 +56,8 @@ def test_the_small_gpt_dropped_on_the_page_opens_read_only_and_explains_its_peak
     source = document["source"]
     expect(page.get_by_test_id("run-source")).to_contain_text(f"{source['model']} · torch {source['torch_version']}")
     expect(page.locator("#editor-panel")).to_be_hidden()               # no spec editor
+    expect(page.get_by_test_id("preset")).to_be_hidden()                # no preset names it: the source does
+    expect(page.get_by_test_id("model-origin")).to_be_hidden()
     expect(page.get_by_test_id("share")).to_be_hidden()
     expect(page.get_by_test_id("share-run")).to_be_visible()
     assert page.evaluate("window.tapescope.getTrace().summary.peak_bytes") == document["summary"]["peak_bytes"]
