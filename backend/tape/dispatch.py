@@ -37,7 +37,7 @@ def apply(op, inputs, attrs=NO_ATTRS):
             modes.note_grad(inputs)
     if not recording:
         if events.active:
-            events.emit("op", op=op)       # an unrecorded op: a step only inside a checkpoint's forward
+            events.emit("op", op=op, attrs=attrs)      # an unrecorded op: a step of its own in a trace
         return _output(op, attrs, out, inputs, None)
     node = Node(op, attrs, inputs, needs)
     if events.active:
@@ -104,7 +104,7 @@ def _write(op, attrs, target, inputs):
 def _dual_output(op, attrs, inputs, arrays, out, extras):
     """Forward mode: the output, carrying the tangent its op's jvp computes; nothing recorded, nothing saved."""
     if events.active:
-        events.emit("op", op=op)
+        events.emit("op", op=op, attrs=attrs)
     output = _output(op, attrs, out, inputs, None)
     _carry_tangent(op, attrs, inputs, arrays, out, extras, output)
     if events.active:

@@ -5,7 +5,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import open_explorer, trace_for, unfold_all
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, trace_for, unfold_all
 
 FORWARD_LABELS = "[data-testid=memory-chart] .annotation-text"
 
@@ -101,3 +101,20 @@ def test_a_fixed_loss_scale_is_set_in_the_form_within_the_schemas_range(page, li
     expect(box).to_be_hidden()
     page.wait_for_function("() => window.tapescope.getTrace().summary.loss_scale.mode === 'none'"
                            " && document.querySelector('.explorer').dataset.ready === 'true'")
+
+
+def test_mixed_precision_opens_on_autocasts_cast_of_x_and_the_sweep_panel_says_so(page, live_server):
+    open_explorer(page, live_server, "mixed-precision")
+    trace = page.evaluate("window.tapescope.getTrace()")
+    assert trace["steps"][0]["autocast"] == "float16" and trace["steps"][0]["entry"] is None
+    go_to_step(page, 1)
+    go_to_step(page, 0)                                      # the step the preset opens on
+    sweep = page.get_by_test_id("sweep")
+    expect(sweep.get_by_test_id("autocast-cast")).to_contain_text(
+        "Autocast casting an input to float16 without the tape")
+    expect(sweep.get_by_test_id("autocast-cast")).to_contain_text("this one needs no gradient (the input x")
+    expect(sweep).not_to_contain_text("before the first parameter")       # not the frozen prefix's sentence
+    expect(sweep.get_by_test_id("unrecorded")).to_have_count(0)
+    go_to_step(page, 1)                                      # the weight's cast is a tape entry, recorded
+    expect(sweep).to_contain_text("Recording cast")
+    expect(sweep.get_by_test_id("autocast-cast")).to_have_count(0)
