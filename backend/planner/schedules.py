@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass, field
 
 from backend.planner import ilp, policies
-from backend.planner.plannable import refuse_unplannable
 from backend.planner.execute import grad_mismatch, record_regions
+from backend.planner.plannable import refuse_unplannable
 from backend.planner.selective import SelectiveBase
 from backend.planner.selective import predict_live_bytes as predict_selective
 from backend.planner.timeline import BaseRun
