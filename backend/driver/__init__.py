@@ -7,7 +7,8 @@ from contextlib import contextmanager
 from backend.driver.engine_slot import ENGINE_WAIT_S, EngineBusy, holding_engine
 from backend.driver.work import check_work
 from backend.models import validate_spec
-from backend.planner import PolicyError, plan_document
+from backend.planner import plan_document
+from backend.planner.plannable import plan_refusal, refuse_unplannable
 from backend.trace import deadline
 from backend.trace.deadline import TimeBudgetExceeded
 from backend.trace.run import measure_peak, record
@@ -23,8 +24,10 @@ def trace_spec(spec, checkpoint=None, measure=True, deadline_s=None, wait_s=None
     """Validate `spec`, run it under the recorder and return the trace document.
 
     With `checkpoint` ({"policy", ...}), the planner picks the regions, the document is the checkpointed run
-    (recompute steps included) and gains `schedule`, `schedules` and `pareto`. Raises SpecError / CapError
-    (from backend.models) for a bad or oversized spec before allocating, CapError("work") for one that would
+    (recompute steps included) and gains `schedule`, `schedules` and `pareto`. Either way `summary.plan_refusal`
+    is the sentence the planner refuses a checkpoint of this spec with, or None when it plans one.
+
+    Raises SpecError / CapError (from backend.models) for a bad or oversized spec before allocating, CapError("work") for one that would
     run too long, PolicyError for a bad checkpoint, EngineBusy when the engine stays taken for `wait_s`, and
     TimeBudgetExceeded when the run passes `deadline_s`.
     """
@@ -37,6 +40,7 @@ def trace_spec(spec, checkpoint=None, measure=True, deadline_s=None, wait_s=None
             schedule = document["schedule"]
             regions, preserve = schedule["block_regions"], schedule["preserve_rng_state"]
             recompute = schedule["recompute_entries"] or None
+        document["summary"]["plan_refusal"] = plan_refusal(normalized, document["error"])
         if measure:
             document["summary"]["measured_peak_bytes"] = measure_peak(normalized, regions, preserve, recompute)
         return document
@@ -51,7 +55,8 @@ def run_on_engine(spec, checkpoint, job, deadline_s=None, wait_s=None, runs=1):
     integer program's time limits left by the price.
     """
     normalized = validate_spec(spec)
-    _refuse_checkpointed_penalty(normalized, checkpoint)
+    if checkpoint is not None:
+        refuse_unplannable(normalized)        # a 400 before the request is priced, as the planner would refuse it
     priced = check_work(normalized, checkpoint, runs)
     deadline_s = DEADLINE_S if deadline_s is None else deadline_s
     with holding_engine(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s), \
@@ -65,17 +70,6 @@ def run_bounded(job, deadline_s=None, wait_s=None):
     deadline_s = DEADLINE_S if deadline_s is None else deadline_s
     with holding_engine(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s):
         return job()
-
-
-def _refuse_checkpointed_penalty(spec, checkpoint):
-    """A checkpoint region's backward re-runs its forward and backs through it with a nested sweep of plain
-    arrays, so a create_graph backward cannot be recorded through it: refuse the pair rather than run it wrong."""
-    if "gradient_penalty" not in spec["loss"] or checkpoint is None:
-        return
-    raise PolicyError([{"path": "checkpoint", "message": (
-        "cannot be planned for a spec with loss.gradient_penalty: a checkpointed region's backward is a nested "
-        "sweep of plain arrays, which create_graph cannot record; send the request without a checkpoint, or "
-        "remove loss.gradient_penalty")}])
 
 
 @contextmanager

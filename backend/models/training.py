@@ -6,6 +6,7 @@ The 8-bit optimizer is one more option of spec.OPTIMIZER; what the knobs do to a
 import numbers
 
 from backend.models import fields as f
+from backend.tape.scaler import INIT_SCALE
 from backend.problems import join
 
 ACCUMULATE = f.Field("accumulate", "integer", "micro-batches per optimizer step: that many forward/backward pairs "
@@ -16,8 +17,9 @@ MAX_LOSS_SCALE = 2.0 ** 24
 
 
 class LossScaleField(f.Field):
-    """loss_scale: "dynamic", "none", or a number (a fixed scale); the schema shows the two words as options
-    and the number's range as `number_min` / `number_max`."""
+    """loss_scale: "dynamic", "none", or a number (a fixed scale); the schema shows the two words as options,
+    the number's range as `number_min` / `number_max` and `number_default` (the dynamic policy's start), which
+    the editor writes when "number" is chosen."""
 
     def __init__(self, default):
         super().__init__("loss_scale", "choice", 'the loss scaler: "dynamic" (start at 2¹⁶, ×2 after '
@@ -35,7 +37,7 @@ class LossScaleField(f.Field):
         return self.default
 
     def describe(self):
-        return {**super().describe(), "number_min": 1, "number_max": MAX_LOSS_SCALE}
+        return {**super().describe(), "number_min": 1, "number_max": MAX_LOSS_SCALE, "number_default": INIT_SCALE}
 
 
 _GROWTH_INTERVAL = f.Field("growth_interval", "integer", "clean steps before the dynamic scale doubles (2,000 is "

@@ -17,20 +17,6 @@ class PolicyError(SpecError):
     so every caller that refuses a bad spec with a 400 refuses a bad checkpoint the same way."""
 
 
-def check_plannable(spec):
-    """The planner predicts one forward and one backward in the spec's dtype: refuse the training knobs it does not
-    model (micro-batches, autocast), naming the field to change."""
-    problems = Problems()
-    if spec.get("accumulate", 1) > 1:
-        problems.add("checkpoint", f"cannot be planned with accumulate {spec['accumulate']} yet (the planner "
-                                   "models one forward and backward): set accumulate to 1 to checkpoint")
-    if spec.get("precision") is not None:
-        problems.add("checkpoint", "cannot be planned under mixed precision yet (a recomputed region would "
-                                   "run outside autocast): remove precision to checkpoint")
-    if problems:
-        raise PolicyError(problems)
-
-
 def every_k(n_blocks, k):
     """Checkpoint the model in segments of k blocks (checkpoint_sequential)."""
     return [list(range(start, min(start + k, n_blocks))) for start in range(0, n_blocks, k)]

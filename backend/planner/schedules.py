@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from backend.planner import ilp, policies
 from backend.planner.execute import grad_mismatch, record_regions
+from backend.planner.plannable import refuse_unplannable
 from backend.planner.selective import SelectiveBase
 from backend.planner.selective import predict_live_bytes as predict_selective
 from backend.planner.timeline import BaseRun
@@ -41,16 +42,11 @@ class Planner:
     """
 
     def __init__(self, spec, limits=SolveLimits()):
-        policies.check_plannable(spec)
+        refuse_unplannable(spec)                   # before the base run: the spec's own reasons
         self.spec, self.limits = spec, limits
         self.base_document, self.base_grads = record_regions(spec, [])
         deadline.check()
-        error = self.base_document["error"]
-        if error is not None:
-            raise policies.PolicyError([{"path": "checkpoint", "message": (
-                f"has nothing to plan: this model's backward stops at step {error['step']} ({error['backward']}: an "
-                "in-place op overwrote a saved tensor); trace it without a checkpoint to see where, and fix the "
-                "in-place op first")}])
+        refuse_unplannable(spec, self.base_document["error"])
         self.base = BaseRun.from_document(self.base_document)
         self.selective_base = SelectiveBase(self.base_document)
         self.program = ilp.Program(self.selective_base)

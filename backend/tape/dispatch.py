@@ -7,7 +7,7 @@ import numpy as np
 
 from backend.tape import amp, dual, events, modes, remat, views
 from backend.tape.node import OWN_OUTPUT, Node
-from backend.tape.registry import plan_of
+from backend.tape.registry import plan_of, run_forward
 from backend.tape.storage import Storage, next_uid
 from backend.tape.tensor import Tensor
 from backend.tape.views import View
@@ -20,10 +20,7 @@ def apply(op, inputs, attrs=NO_ATTRS):
     if amp.active:
         inputs = amp.inputs_for(op, inputs)
     arrays = [t.data for t in inputs]
-    result = op.forward(attrs, *arrays)
-    out, extras = result if op.extras else (result, None)
-    if type(out) is not np.ndarray:
-        out = np.asarray(out)               # numpy hands back scalars for 0-d results; a Tensor always holds an array
+    out, extras = run_forward(op, attrs, arrays)
     if modes.enabled:
         needs = tuple([t.requires_grad for t in inputs])
         recording = True in needs
@@ -37,7 +34,7 @@ def apply(op, inputs, attrs=NO_ATTRS):
             modes.note_grad(inputs)
     if not recording:
         if events.active:
-            events.emit("op", op=op)       # an unrecorded op: a step only inside a checkpoint's forward
+            events.emit("op", op=op, attrs=attrs)      # an unrecorded op: a step of its own in a trace
         return _output(op, attrs, out, inputs, None)
     node = Node(op, attrs, inputs, needs)
     if events.active:
@@ -94,8 +91,7 @@ def apply_inplace(op, target, others, attrs=NO_ATTRS):
 
 
 def _write(op, attrs, target, inputs):
-    result = op.forward(attrs, *[t.data for t in inputs])
-    target.data[...] = result[0] if op.extras else result
+    target.data[...] = run_forward(op, attrs, [t.data for t in inputs])[0]
     target.storage.version += 1
     if events.active:
         events.emit("inplace", tensor=target, version=target.storage.version)
@@ -104,7 +100,7 @@ def _write(op, attrs, target, inputs):
 def _dual_output(op, attrs, inputs, arrays, out, extras):
     """Forward mode: the output, carrying the tangent its op's jvp computes; nothing recorded, nothing saved."""
     if events.active:
-        events.emit("op", op=op)
+        events.emit("op", op=op, attrs=attrs)
     output = _output(op, attrs, out, inputs, None)
     _carry_tangent(op, attrs, inputs, arrays, out, extras, output)
     if events.active:
@@ -127,9 +123,7 @@ def _dual_inplace(op, target, others, attrs):
     inputs = [target, *others]
     arrays = [t.data for t in inputs]
     tangents = tuple([dual.tangent_of(t) for t in inputs])
-    result = op.forward(attrs, *arrays)
-    out, extras = result if op.extras else (result, None)
-    out = np.asarray(out)
+    out, extras = run_forward(op, attrs, arrays)
     tangent = None
     if _carries(tangents):
         tangent = _fitted(op.jvp(tangents, _jvp_values(op, arrays, out, extras), attrs), out)   # reads values before the write

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
 
+import numpy as np
 
 OPS = {}
 
@@ -75,6 +76,16 @@ def register(op):
 
 def plan_of(op):
     return _plans[op.name]
+
+
+def run_forward(op, attrs, arrays):
+    """(out, extras) of `op`'s forward on `arrays`, extras None unless the op declares some. `out` is always an
+    ndarray: numpy hands back a scalar, not a 0-d array, from a ufunc on 0-d inputs, so no forward wraps its own."""
+    result = op.forward(attrs, *arrays)
+    out, extras = result if op.extras else (result, None)
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)
+    return out, extras
 
 
 def tangent_sum(*terms):

@@ -8,6 +8,7 @@ unpacks, and the recomputed values live only for that vjp. A random op replays f
 from contextlib import contextmanager
 
 from backend.tape import events
+from backend.tape.registry import run_forward
 from backend.tape.storage import Storage, next_uid
 
 _entries = None          # tape indices whose outputs are recomputed, while a policy is active
@@ -61,8 +62,7 @@ class Recipe:
             mask = check(*self.replay.saved["mask"][:3])
             out = (arrays[0] * mask * (1.0 / (1.0 - self.attrs["p"]))).astype(arrays[0].dtype, copy=False)
         else:
-            result = self.op.forward(self.attrs, *arrays)
-            out = result[0] if self.op.extras else result
+            out, _extras = run_forward(self.op, self.attrs, arrays)
         storage = Storage(out.nbytes, out.dtype, "activation", next_uid())
         if events.active:
             events.emit("alloc_recompute", storage=storage, array=out, entry=self.entry)

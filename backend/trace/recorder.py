@@ -4,7 +4,7 @@ It only collects; document.py derives live bytes, intervals and the summary from
 """
 import math
 
-from backend.tape import modes
+from backend.tape import amp, modes
 from backend.trace.deadline import check as check_deadline
 from backend.trace.values import MAX_VALUE_ELEMENTS, ValueTable
 
@@ -95,13 +95,15 @@ class Recorder:
         """The model's driver tells which storage enters each block (what a checkpoint of it must keep)."""
         self.blocks.append({"path": path, "input_storage": self._storage(tensor.storage)["id"]})
 
-    def on_op(self, op):
+    def on_op(self, op, attrs):
         if self._in_checkpoint:       # the region's forward, unrecorded: a step per op keeps its transients apart
             self._new_step(self._checkpoints[-1], op=op.name, recorded=False)
         elif self.phase == "forward" and self.blocks:
             # An op of the model that is not on the tape (under no_grad, or before the first parameter that needs
-            # grad, as torch prunes a frozen prefix): a step of its own too, with no entry.
-            self._new_step(None, op=op.name, recorded=False)
+            # grad, as torch prunes a frozen prefix; or autocast's cast of an input that needs no grad, such as x):
+            # a step of its own too, with no entry. An autocast cast names the dtype it casts to.
+            cast = {"autocast": attrs["dtype"]} if amp.active and op.name == "cast" else {}
+            self._new_step(None, op=op.name, recorded=False, **cast)
 
     def on_tangent(self, op, attrs, inputs, output):
         """A forward-mode op (a JVP sweep under a recorder): its step was its "op" event; tangents are not traced."""

@@ -1,4 +1,5 @@
-// Small form controls bound to a spec path: number, range (with its value shown), checkbox, select and text.
+// Small form controls bound to a spec path: number, range (with its value shown), checkbox, select, a choice of
+// words or a number, and text.
 // Each is a <label class="field" data-field=path> holding an input with data-path=path; `onValue(path, value)`
 // receives the parsed value. syncControls writes a spec's values back into every bound control.
 import { el } from "./dom.js";
@@ -52,6 +53,26 @@ export function selectControl(label, path, value, options, onChange, { disabled 
   input.value = value ?? options[0];
   input.addEventListener("change", () => onChange(path, input.value));
   return wrap(label, path, input);
+}
+
+/** A choice of words or a number (precision.loss_scale: "dynamic", "none" or a fixed 1024): a select of the words
+ * and "number" and, while "number" is chosen, a number box over [min, max] bound to `path`. Choosing "number" reports
+ * `start`; any word reports itself; typing reports the number. */
+export function choiceOrNumberControl(label, path, value, words, onValue, { min, max, start }) {
+  const numeric = typeof value === "number";
+  const select = el("select", { "aria-label": `${label}: ${words.join(", ")} or a number`, "data-choice-of": path });
+  for (const option of [...words, "number"]) select.append(el("option", { value: option, text: option }));
+  select.value = numeric ? "number" : value ?? words[0];
+  const box = el("input", { type: "number", min, max, step: "any", "data-path": path, "aria-label": `${label} (a number)` });
+  box.value = numeric ? value : "";
+  box.hidden = !numeric;
+  select.addEventListener("change", () => {
+    box.hidden = select.value !== "number";
+    if (!box.hidden) box.value = start;
+    onValue(path, box.hidden ? select.value : start);
+  });
+  box.addEventListener("input", () => onValue(path, parseNumber(box.value)));
+  return wrap(label, path, select, box, "field choice-number");
 }
 
 export function textControl(label, path, value, onValue, { maxlength = 80, placeholder } = {}) {

@@ -4,7 +4,7 @@
 // ctx.checkpointFields() renders the checkpoint fieldset, which lives beside the spec, not in it. Every control, range,
 // option list and help line comes from ctx.schema (GET /api/schema): a field declared in Python shows up here.
 import { el } from "./dom.js";
-import { checkControl, numberControl, pairControls, rangeControl, selectControl, textControl } from "./editor-controls.js";
+import { checkControl, choiceOrNumberControl, numberControl, pairControls, rangeControl, selectControl, textControl } from "./editor-controls.js";
 import { fieldOf, kindOf, layerTypes, optionFields, sliderMax, variantValue, wrapperTypes } from "./editor-schema.js";
 import { addLayer, changeOptimizer, changeType, getAt, moveLayer, removeLayer, widthPath, wrapLayers } from "./editor-spec.js";
 
@@ -16,13 +16,19 @@ function button(text, label, onClick, { disabled, class: className } = {}) {
 
 // ------------------------------ one declared field ------------------------------
 
-/** The control for one declared field at `path`: a checkbox, a select, a text box, a slider (fields with a step,
- * unless `slider` is false) or a number box; the field's help is its title. */
+/** The control for one declared field at `path`: a checkbox, a select (with a number box for a choice that also
+ * takes a number in [number_min, number_max]), a text box, a slider (fields with a step, unless `slider` is false)
+ * or a number box; the field's help is its title. */
 function fieldControl(field, path, value, onValue, { label = field.name.replace(/_/g, " "), slider = field.step !== undefined } = {}) {
   const shown = value ?? (field.required ? undefined : field.default);
   let control;
   if (field.type === "boolean") control = checkControl(label, path, shown, onValue);
-  else if (field.type === "choice") control = selectControl(label, path, shown, field.options, onValue);
+  else if (field.type === "choice" && field.number_max !== undefined) {       // words or a number (loss_scale)
+    control = choiceOrNumberControl(label, path, shown, field.options, onValue,
+      { min: field.number_min, max: field.number_max, start: field.number_default });
+    control.title = `${field.help}; a number from ${field.number_min} to ${field.number_max.toLocaleString("en")}`;
+    return [control];
+  } else if (field.type === "choice") control = selectControl(label, path, shown, field.options, onValue);
   else if (field.type === "text") control = textControl(label, path, value, onValue, { maxlength: field.max_length, placeholder: field.name });
   else if (field.type === "pair") {
     return pairControls([0, 1].map((i) => `${label} ${i + 1}`), path, shown, onValue, { min: field.min, max: field.max, step: "any" })

@@ -17,6 +17,9 @@ function producerOf(tensor, index) {
     return `${entry.op} (entry ${tensor.produced_by}${entry.phase === "recompute" ? ", recomputed" : ""})`;
   }
   const born = index.trace.steps[tensor.born];
+  if (born && born.recorded === false && born.entry === null && born.autocast) {
+    return `autocast's cast to ${born.autocast} of an input that needs no gradient, not on the tape`;
+  }
   if (born && born.recorded === false && born.entry === null) return `${born.op ?? "an op"} that nothing needs a gradient through (no_grad, or before the first parameter that needs grad), not on the tape`;
   if (born && born.recorded === false) return `${born.op ?? "an op"} inside checkpoint entry ${born.entry}, not on the tape`;
   if ((tensor.kind === "activation" || tensor.kind === "input") && born && born.phase !== "forward") {

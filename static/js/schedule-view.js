@@ -41,20 +41,17 @@ export function createScheduleView({ root, pareto, current }) {
       root.dataset.schedules = "ready";
     } catch (error) {
       if (error.name === "AbortError") return;
+      const refused = error.status === 400 && error.problems.find((p) => p.path === "checkpoint");
+      if (refused) { unavailable(refused.message); return; }     // a document from before summary.plan_refusal
       root.dataset.schedules = "failed";
       pareto.waiting(`Could not run the schedules: ${error.message}`, () => fetchNow(trace, spec));
     }
   }
 
-  /** Why the planner refuses this run's schedules (the server's 400s, named), or null when it plans them. */
-  function unplannable(trace) {
-    if (trace.error) return "a run whose backward stopped at an error: fix the error first";
-    if (trace.summary.recorded_backward) {
-      return "a gradient penalty: a checkpointed region's backward cannot be recorded for the second backward (create_graph)";
-    }
-    if (trace.summary.micro_batches > 1) return "an accumulated step: the planner does not model micro-batches yet";
-    if (trace.spec?.precision) return "mixed precision: the planner does not model autocast's casts yet";
-    return null;
+  /** reason: the planner's refusal, a predicate read after "checkpoint" (backend/planner/plannable.py). */
+  function unavailable(reason) {
+    root.dataset.schedules = "unavailable";
+    pareto.waiting(`No checkpoint schedules: a checkpoint ${reason}.`);
   }
 
   /** A trace without schedules gets them a moment later (or on a click, for big traces); an `offline` one (a run
@@ -68,10 +65,10 @@ export function createScheduleView({ root, pareto, current }) {
         + "(checkpoint schedules are run on our engine's own models).");
       return;
     }
-    const refused = unplannable(trace);
-    if (refused) {                              // the server would answer the plan with a 400: do not ask
-      root.dataset.schedules = "unavailable";
-      pareto.waiting(`No checkpoint schedules for ${refused}.`);
+    // The server's own reason (summary.plan_refusal, the sentence its 400 would carry): do not ask for a plan it
+    // refuses. A document without the field (an older snapshot) asks, and shows the 400's problem if refused.
+    if (trace.summary.plan_refusal) {
+      unavailable(trace.summary.plan_refusal);
       return;
     }
     if (trace.tape.length > AUTO_SCHEDULES_MAX_ENTRIES) {

@@ -30,7 +30,19 @@ function accumulation(index, item) {
 
 const stepRange = (steps) => (steps.length === 1 ? `step ${steps[0]}` : `steps ${steps[0]}–${steps[steps.length - 1]}`);
 
+/** An unrecorded cast autocast inserted (step.autocast: the dtype it casts to): not a frozen prefix, a cast of an
+ * input nothing needs a gradient through. */
+function autocastCast(step) {
+  return el("div", { class: "checkpoint-note", "data-testid": "autocast-cast" },
+    el("p", {}, `Autocast casting an input to ${step.autocast} without the tape: torch.autocast casts an op's inputs `
+      + "before it runs, and this one needs no gradient (the input x, or a frozen parameter), so the cast is not "
+      + "recorded and saves nothing."),
+    el("p", { class: "hint", text: `The next op reads the ${step.autocast} copy (matmul and attention run in the compute `
+      + "dtype; reductions, norms and losses in float32). A trainable parameter's cast is a tape entry (ToCopyBackward0)." }));
+}
+
 function forwardSummary(index, step) {
+  if (step.recorded === false && step.entry === null && step.autocast) return autocastCast(step);
   if (step.recorded === false && step.entry === null) {
     return el("div", { class: "checkpoint-note", "data-testid": "unrecorded" },
       el("p", {}, `Running ${step.op ?? "an op"} without the tape: no input needs a gradient here (under no_grad, after a detach, or before the first parameter that still needs grad), so nothing is recorded and nothing is saved.`),

@@ -32,6 +32,7 @@ def test_schema_declares_the_knobs_validation_reads(client, monkeypatch):
     assert precision["key"] == "compute" and set(precision["options"]) == {"float16", "bfloat16"}
     scale = field(precision["options"]["float16"]["fields"], "loss_scale")
     assert scale["options"] == ["dynamic", "none"] and scale["default"] == "dynamic" and scale["number_max"] == 2 ** 24
+    assert scale["number_min"] == 1 and scale["number_default"] == 2 ** 16       # the dynamic policy's start
     assert field(precision["options"]["bfloat16"]["fields"], "loss_scale")["default"] == "none"
     assert "adam8bit" in schema["optimizer"]["options"]
     monkeypatch.setitem(CAPS, "accumulate", 8)

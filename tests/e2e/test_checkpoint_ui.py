@@ -345,3 +345,19 @@ def test_the_per_layer_table_shows_what_this_schedule_holds_at_its_peak(page, li
                            arg=trace["summary"]["peak"]["by_kind"]["activation"], timeout=60000)
     assert held('tr[data-layer="layers[0]"]') < unscheduled              # checkpointing shows in the table
     assert int(table.locator('tr[data-layer="layers[0]"] td.now').get_attribute("data-bytes")) == saved
+
+
+@pytest.mark.parametrize("preset_id", ["gradient-penalty", "version-error"])
+def test_the_schedules_panel_names_the_planners_refusal_without_asking_for_a_plan(page, live_server, preset_id):
+    planned = []
+    page.on("request", lambda r: planned.append(r.post_data_json) if r.url.endswith("/api/trace")
+            and r.method == "POST" and (r.post_data_json or {}).get("checkpoint") else None)
+    open_explorer(page, live_server, preset_id)
+    expect(page.locator(".explorer")).to_have_attribute("data-schedules", "unavailable")
+    stated = shown_trace(page)["summary"]["plan_refusal"]
+    refused = page.request.post(f"{live_server}/api/trace",
+                                data={"spec": shown_trace(page)["spec"], "checkpoint": {"policy": "none"}})
+    assert refused.status == 400 and refused.json()["problems"][0]["message"] == stated
+    expect(page.locator(".schedules-empty")).to_have_text(f"No checkpoint schedules: a checkpoint {stated}.")
+    page.wait_for_timeout(800)                     # past the schedules' quiet time: still no plan was asked for
+    assert planned == []

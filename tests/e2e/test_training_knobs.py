@@ -5,7 +5,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import open_explorer, trace_for, unfold_all
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, trace_for, unfold_all
 
 FORWARD_LABELS = "[data-testid=memory-chart] .annotation-text"
 
@@ -66,3 +66,55 @@ def test_float16_with_dynamic_scaling_shows_the_underflow_fractions(page, live_s
     expect(page.get_by_test_id("resident-split")).to_contain_text(re.compile(r"float16 copies up to [\d.]+ KiB"))
     expect(page.get_by_test_id("resident-split")).to_contain_text("16 B per parameter")
     expect(page.get_by_test_id("resident-split")).to_contain_text("Loss scale 65,536.")
+
+
+def test_a_fixed_loss_scale_is_set_in_the_form_within_the_schemas_range(page, live_server):
+    scale = next(f for f in page.request.get(f"{live_server}/api/schema").json()["precision"]["options"]["float16"]["fields"]
+                 if f["name"] == "loss_scale")
+    open_explorer(page, live_server, "mixed-precision")
+    field = page.locator('#editor-panel .training-fields [data-field="precision.loss_scale"]')
+    choice = field.locator('select[data-choice-of="precision.loss_scale"]')
+    box = field.locator('input[type=number][data-path="precision.loss_scale"]')
+    expect(choice).to_have_value("dynamic")
+    expect(box).to_be_hidden()
+    assert field.get_attribute("title").startswith(scale["help"])
+    assert f"{scale['number_max']:,.0f}" in field.get_attribute("title")
+
+    choice.select_option("number")                            # the schema's start: the dynamic policy's 2¹⁶, fixed
+    expect(box).to_be_visible()
+    expect(box).to_have_value(f"{scale['number_default']:.0f}")
+    assert (box.get_attribute("min"), box.get_attribute("max")) == ("1", f"{scale['number_max']:.0f}")
+    box.fill("1024")
+    page.wait_for_function("() => window.tapescope.getTrace().summary.loss_scale.scale === 1024"
+                           " && document.querySelector('.explorer').dataset.ready === 'true'")
+    trace = page.evaluate("window.tapescope.getTrace()")
+    assert trace["spec"]["precision"]["loss_scale"] == 1024
+    assert trace["summary"]["loss_scale"]["mode"] == "fixed" and trace["summary"]["loss_scale"]["next_scale"] == 1024
+    expect(page.get_by_test_id("resident-split")).to_contain_text("Loss scale 1,024.")
+
+    box.fill(str(int(scale["number_max"]) * 2))               # over the range: the server's problem at the field
+    expect(field.locator("xpath=following-sibling::*[@data-testid='field-error'][1]")).to_contain_text(
+        f"a number from 1 to {scale['number_max']:,.0f}")
+    assert page.evaluate("window.tapescope.getTrace().summary.loss_scale.scale") == 1024     # the last good trace
+
+    choice.select_option("none")
+    expect(box).to_be_hidden()
+    page.wait_for_function("() => window.tapescope.getTrace().summary.loss_scale.mode === 'none'"
+                           " && document.querySelector('.explorer').dataset.ready === 'true'")
+
+
+def test_mixed_precision_opens_on_autocasts_cast_of_x_and_the_sweep_panel_says_so(page, live_server):
+    open_explorer(page, live_server, "mixed-precision")
+    trace = page.evaluate("window.tapescope.getTrace()")
+    assert trace["steps"][0]["autocast"] == "float16" and trace["steps"][0]["entry"] is None
+    go_to_step(page, 1)
+    go_to_step(page, 0)                                      # the step the preset opens on
+    sweep = page.get_by_test_id("sweep")
+    expect(sweep.get_by_test_id("autocast-cast")).to_contain_text(
+        "Autocast casting an input to float16 without the tape")
+    expect(sweep.get_by_test_id("autocast-cast")).to_contain_text("this one needs no gradient (the input x")
+    expect(sweep).not_to_contain_text("before the first parameter")       # not the frozen prefix's sentence
+    expect(sweep.get_by_test_id("unrecorded")).to_have_count(0)
+    go_to_step(page, 1)                                      # the weight's cast is a tape entry, recorded
+    expect(sweep).to_contain_text("Recording cast")
+    expect(sweep.get_by_test_id("autocast-cast")).to_have_count(0)

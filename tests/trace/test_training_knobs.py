@@ -152,3 +152,24 @@ def test_a_growth_interval_of_one_shows_the_scale_doubling_after_a_clean_step():
     scaler = trace_spec(spec, measure=False)["summary"]["loss_scale"]
     assert (scaler["scale"], scaler["next_scale"], scaler["growth_tracker"], scaler["skipped_step"]) == \
         (65536.0, 131072.0, 0, False)
+
+
+def test_autocasts_unrecorded_casts_name_their_dtype_and_the_frozen_prefix_does_not():
+    document, _ = record(validate_spec(presets.get("mixed-precision")))
+    first = document["steps"][0]
+    x = next(t for t in document["tensors"] if t["name"] == "x")
+    cast_of_x = next(t for t in document["tensors"] if t["born"] == 0 and t["kind"] == "activation")
+    assert (first["op"], first["entry"], first["recorded"], first["autocast"]) == ("cast", None, False, "float16")
+    assert cast_of_x["dtype"] == "float16" and cast_of_x["shape"] == x["shape"] and cast_of_x["produced_by"] is None
+    assert [s["index"] for s in document["steps"] if "autocast" in s] == [0]     # a parameter's cast is an entry
+    assert document["tape"][0]["op"] == "cast" and document["tape"][0]["backward"] == "ToCopyBackward0"
+
+    frozen = {**presets.get("frozen-backbone")}
+    plain, _ = record(validate_spec(frozen))
+    assert not any("autocast" in s for s in plain["steps"])        # no_grad / frozen prefix: the other sentence
+    mixed, _ = record(validate_spec({**frozen, "precision": {"compute": "bfloat16"}}))
+    unrecorded = [s for s in mixed["steps"] if s.get("recorded") is False]
+    assert {s["op"] for s in unrecorded if "autocast" in s} == {"cast"}
+    assert {s["autocast"] for s in unrecorded if "autocast" in s} == {"bfloat16"}
+    assert [s["op"] for s in unrecorded if "autocast" not in s] == [s["op"] for s in plain["steps"]
+                                                                    if s.get("recorded") is False]

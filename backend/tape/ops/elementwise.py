@@ -1,11 +1,10 @@
 """Elementwise ops: unary activations and broadcasting binary arithmetic, each beside its vjp and jvp.
 
-Forwards wrap their result in `asarray`: numpy returns a scalar, not a 0-d array, from a ufunc on 0-d inputs.
+A forward may return a numpy scalar (a ufunc on 0-d inputs does): registry.run_forward makes every output an array.
 """
 import math
 
 import numpy as np
-from numpy import asarray
 
 from backend.tape import arrays as A
 from backend.tape.arrays import unbroadcast
@@ -20,7 +19,7 @@ def _n(shapes, out_shape, attrs):
 
 register(Op(
     "add", "binary", ("a", "b"),
-    forward=lambda attrs, a, b: asarray(a + b),
+    forward=lambda attrs, a, b: a + b,
     vjp=lambda g, s, node: (unbroadcast(g, node.shapes[0]) if node.needs[0] else None,
                             unbroadcast(g, node.shapes[1]) if node.needs[1] else None),
     jvp=lambda t, v, attrs: tangent_sum(t[0], t[1]),
@@ -29,7 +28,7 @@ register(Op(
 
 register(Op(
     "sub", "binary", ("a", "b"),
-    forward=lambda attrs, a, b: asarray(a - b),
+    forward=lambda attrs, a, b: a - b,
     vjp=lambda g, s, node: (unbroadcast(g, node.shapes[0]) if node.needs[0] else None,
                             -unbroadcast(g, node.shapes[1]) if node.needs[1] else None),
     jvp=lambda t, v, attrs: tangent_sum(t[0], None if t[1] is None else -t[1]),
@@ -38,7 +37,7 @@ register(Op(
 
 register(Op(
     "mul", "binary", ("a", "b"), saves={"a": ("b",), "b": ("a",)},
-    forward=lambda attrs, a, b: asarray(a * b),
+    forward=lambda attrs, a, b: a * b,
     vjp=lambda g, s, node: (unbroadcast(g * s["b"], node.shapes[0]) if node.needs[0] else None,
                             unbroadcast(g * s["a"], node.shapes[1]) if node.needs[1] else None),
     jvp=lambda t, v, attrs: tangent_sum(None if t[0] is None else t[0] * v["b"],
@@ -61,13 +60,13 @@ def _div_jvp(t, v, attrs):
 
 register(Op(
     "div", "binary", ("a", "b"), saves={"a": ("b",), "b": ("a", "b")},
-    forward=lambda attrs, a, b: asarray(a / b), vjp=_div_vjp, jvp=_div_jvp, flops=_n,
+    forward=lambda attrs, a, b: a / b, vjp=_div_vjp, jvp=_div_jvp, flops=_n,
     why="div saves b for both gradients (da = dy/b) and a for db = −dy·a/b².",
 ))
 
 register(Op(
     "neg", "elementwise", ("x",),
-    forward=lambda attrs, x: asarray(-x),
+    forward=lambda attrs, x: -x,
     vjp=lambda g, s, node: (-g,),
     jvp=lambda t, v, attrs: -t[0],
     flops=_n, why="neg needs nothing.",
@@ -76,10 +75,10 @@ register(Op(
 
 def _power(x, exponent):
     """x ** exponent as PyTorch computes it: like numpy (x ** 0.5 is sqrt), except x ** −0.5 is rsqrt, so that
-    (−0.0) ** −0.5 = −inf where C's pow gives +inf."""
+    (−0.0) ** −0.5 = −inf where C's pow gives +inf. An array even on 0-d inputs: pow's vjp and jvp multiply by it."""
     if exponent == -0.5:
-        return asarray(1 / np.sqrt(x))
-    return asarray(x ** exponent)
+        return np.asarray(1 / np.sqrt(x))
+    return np.asarray(x ** exponent)
 
 
 def _pow_vjp(g, s, node):
@@ -111,7 +110,7 @@ register(Op(
 
 register(Op(
     "exp", "elementwise", ("x",), saves={"out": ("x",)},
-    forward=lambda attrs, x: asarray(np.exp(x)),
+    forward=lambda attrs, x: np.exp(x),
     vjp=lambda g, s, node: (g * s["out"],),
     jvp=lambda t, v, attrs: t[0] * v["out"],
     flops=_n, why="exp saves its output: d(eˣ) = eˣ is the output itself.",
@@ -119,7 +118,7 @@ register(Op(
 
 register(Op(
     "log", "elementwise", ("x",), saves={"x": ("x",)},
-    forward=lambda attrs, x: asarray(np.log(x)),
+    forward=lambda attrs, x: np.log(x),
     vjp=lambda g, s, node: (g / s["x"],),
     jvp=lambda t, v, attrs: t[0] / v["x"],
     flops=_n, why="log saves its input: d(log x) = 1/x.",
@@ -127,7 +126,7 @@ register(Op(
 
 register(Op(
     "tanh", "elementwise", ("x",), saves={"out": ("x",)},
-    forward=lambda attrs, x: asarray(np.tanh(x)),
+    forward=lambda attrs, x: np.tanh(x),
     vjp=lambda g, s, node: (g * (1 - s["out"] * s["out"]),),
     jvp=lambda t, v, attrs: t[0] * (1 - v["out"] * v["out"]),
     flops=_n, why="tanh saves its output: d(tanh) = 1 − y².",
@@ -135,7 +134,7 @@ register(Op(
 
 
 def _sigmoid(attrs, x):
-    return asarray((1 / (1 + np.exp(-x))).astype(x.dtype, copy=False))
+    return (1 / (1 + np.exp(-x))).astype(x.dtype, copy=False)
 
 
 register(Op(
@@ -164,7 +163,7 @@ _GELU_C = math.sqrt(2.0 / math.pi)
 
 def _gelu(attrs, x):
     inner = _GELU_C * (x + 0.044715 * x ** 3)
-    return asarray(0.5 * x * (1 + np.tanh(inner)))
+    return 0.5 * x * (1 + np.tanh(inner))
 
 
 def _gelu_slope(x):

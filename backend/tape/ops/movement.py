@@ -1,6 +1,6 @@
 """Movement ops: reshape, transpose/permute, indexing and concat. Views share their input's storage.
 
-Each is linear, so its jvp is its own forward applied to the tangent.
+Each is linear, so its jvp is its own forward applied to the tangent (`_linear` registers the one-input ones so).
 """
 import numpy as np
 
@@ -12,21 +12,19 @@ def _free(shapes, out_shape, attrs):
     return 0
 
 
-register(Op(
-    "reshape", "movement", ("x",), view=True,
-    forward=lambda attrs, x: np.reshape(x, attrs["shape"]),
-    vjp=lambda g, s, node: (A.reshape(g, node.shapes[0]),),
-    jvp=lambda t, v, attrs: np.reshape(t[0], attrs["shape"]),
-    flops=_free, why="reshape saves only the shape: a view, no bytes.",
-))
+def _linear(name, forward, vjp, why, view=True, flops=_free):
+    """Register a one-input movement op: linear, so its jvp is `forward` applied to the tangent."""
+    return register(Op(name, "movement", ("x",), view=view, forward=forward, vjp=vjp,
+                       jvp=lambda t, v, attrs: forward(attrs, t[0]), flops=flops, why=why))
 
-register(Op(
-    "permute", "movement", ("x",), view=True,
-    forward=lambda attrs, x: np.transpose(x, attrs["axes"]),
-    vjp=lambda g, s, node: (A.permute(g, np.argsort(node.attrs["axes"])),),
-    jvp=lambda t, v, attrs: np.transpose(t[0], attrs["axes"]),
-    flops=_free, why="permute saves only the axis order: a view, no bytes.",
-))
+
+_linear("reshape", lambda attrs, x: np.reshape(x, attrs["shape"]),
+        vjp=lambda g, s, node: (A.reshape(g, node.shapes[0]),),
+        why="reshape saves only the shape: a view, no bytes.")
+
+_linear("permute", lambda attrs, x: np.transpose(x, attrs["axes"]),
+        vjp=lambda g, s, node: (A.permute(g, np.argsort(node.attrs["axes"])),),
+        why="permute saves only the axis order: a view, no bytes.")
 
 
 def _getitem_vjp(g, s, node):
@@ -43,12 +41,8 @@ def _getitem(attrs, x):
     return out
 
 
-register(Op(
-    "getitem", "movement", ("x",), view=True,
-    forward=_getitem,
-    vjp=_getitem_vjp, jvp=lambda t, v, attrs: _getitem(attrs, t[0]), flops=_free,
-    why="indexing saves only the index and shape: its vjp scatters the adjoint back.",
-))
+_linear("getitem", _getitem, vjp=_getitem_vjp,
+        why="indexing saves only the index and shape: its vjp scatters the adjoint back.")
 
 
 def _concat_vjp(g, s, node):
@@ -72,13 +66,9 @@ register(Op(
 
 # ============================== the adjoints' own movement (double backward) ==============================
 
-register(Op(
-    "expand", "movement", ("x",), view=True,
-    forward=lambda attrs, x: np.broadcast_to(x, attrs["shape"]),
-    vjp=lambda g, s, node: (A.unbroadcast(g, node.shapes[0]),),
-    jvp=lambda t, v, attrs: np.broadcast_to(t[0], attrs["shape"]),
-    flops=_free, why="expand saves only the shape: a broadcast view, no bytes; its vjp sums back.",
-))
+_linear("expand", lambda attrs, x: np.broadcast_to(x, attrs["shape"]),
+        vjp=lambda g, s, node: (A.unbroadcast(g, node.shapes[0]),),
+        why="expand saves only the shape: a broadcast view, no bytes; its vjp sums back.")
 
 
 def _scatter_add(attrs, x):
@@ -87,11 +77,6 @@ def _scatter_add(attrs, x):
     return out
 
 
-register(Op(
-    "scatter_add", "movement", ("x",),
-    forward=_scatter_add,
-    vjp=lambda g, s, node: (A.take(g, node.attrs["key"]),),
-    jvp=lambda t, v, attrs: _scatter_add(attrs, t[0]),
-    flops=lambda shapes, out_shape, attrs: size_of(shapes[0]),
-    why="scatter_add (an indexing op's adjoint) saves only the index: its vjp gathers.",
-))
+_linear("scatter_add", _scatter_add, vjp=lambda g, s, node: (A.take(g, node.attrs["key"]),), view=False,
+        flops=lambda shapes, out_shape, attrs: size_of(shapes[0]),
+        why="scatter_add (an indexing op's adjoint) saves only the index: its vjp gathers.")

@@ -1,6 +1,7 @@
 """Reductions and softmaxes: sum, mean, max along an axis, softmax, log_softmax.
 
-A full reduction is a 0-d array, never a numpy scalar (numpy's sum and mean return scalars).
+A full reduction is a 0-d array, never a numpy scalar: numpy's sum and mean return scalars, and the dispatcher
+makes every output (registry.run_forward) and tangent an array.
 """
 import numpy as np
 
@@ -34,17 +35,17 @@ def _input_size(shapes, out_shape, attrs):
 
 register(Op(
     "sum", "reduce", ("x",),
-    forward=lambda attrs, x: np.asarray(np.sum(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False))),
+    forward=lambda attrs, x: np.sum(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False)),
     vjp=lambda g, s, node: (_spread(g, node),),
-    jvp=lambda t, v, attrs: np.asarray(np.sum(t[0], axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False))),
+    jvp=lambda t, v, attrs: np.sum(t[0], axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False)),
     flops=_input_size, why="sum saves only the input's shape: its vjp broadcasts the adjoint back.",
 ))
 
 register(Op(
     "mean", "reduce", ("x",),
-    forward=lambda attrs, x: np.asarray(np.mean(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False))),
+    forward=lambda attrs, x: np.mean(x, axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False)),
     vjp=lambda g, s, node: (_spread(g / _reduced_count(node), node),),
-    jvp=lambda t, v, attrs: np.asarray(np.mean(t[0], axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False))),
+    jvp=lambda t, v, attrs: np.mean(t[0], axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False)),
     flops=_input_size, why="mean saves only shapes: its vjp spreads the adjoint evenly.",
 ))
 

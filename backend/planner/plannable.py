@@ -1,0 +1,32 @@
+"""Why the planner refuses a run: one rule, one sentence per reason. The sentence is both the 400's `checkpoint`
+problem (a predicate read after that path) and the trace document's `summary.plan_refusal`, so the page names the
+reason without asking for a plan it would be refused."""
+from backend.planner.policies import PolicyError
+
+
+def plan_refusal(spec, error=None):
+    """Why the planner cannot checkpoint a run of the normalized `spec`, or None when it can. `error` is the run's
+    document error (a backward stopped by an in-place op); the spec's own reasons come first, as a request is
+    refused for them before its base run is recorded."""
+    if "gradient_penalty" in spec["loss"]:
+        return ("cannot be planned for a spec with loss.gradient_penalty: a checkpointed region's backward is a "
+                "nested sweep of plain arrays, which create_graph cannot record; trace it without a checkpoint, or "
+                "remove loss.gradient_penalty")
+    if spec.get("accumulate", 1) > 1:
+        return (f"cannot be planned with accumulate {spec['accumulate']} yet (the planner models one forward and "
+                "backward): set accumulate to 1 to checkpoint")
+    if spec.get("precision") is not None:
+        return ("cannot be planned under mixed precision yet (a recomputed region would run outside autocast): "
+                "remove precision to checkpoint")
+    if error is not None:
+        return (f"has nothing to plan: this model's backward stops at step {error['step']} ({error['backward']}: "
+                "an in-place op overwrote a saved tensor); trace it without a checkpoint to see where, and fix the "
+                "in-place op first")
+    return None
+
+
+def refuse_unplannable(spec, error=None):
+    """Raise PolicyError (a 400 on `checkpoint`) with plan_refusal's sentence when there is one."""
+    reason = plan_refusal(spec, error)
+    if reason is not None:
+        raise PolicyError([{"path": "checkpoint", "message": reason}])

@@ -1,0 +1,63 @@
+"""The planner's refusal is one sentence per reason: the 400 a checkpoint request gets and the plain trace's
+summary.plan_refusal say the same thing (the page reads the field instead of asking for the 400)."""
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from backend.models import presets
+from backend.trace.document_versions import unpack
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = {version: json.loads((ROOT / "docs" / name).read_text())
+           for version, name in ((1, "trace.v1.schema.json"), (2, "trace.schema.json"))}
+
+# One preset per reason, and the words that say which reason it is.
+REASONS = {
+    "gradient-penalty": "loss.gradient_penalty",
+    "grad-accumulation": "set accumulate to 1",
+    "mixed-precision": "remove precision",
+    "version-error": "backward stops at step",
+}
+
+
+@pytest.mark.parametrize("preset,words", REASONS.items())
+def test_the_400_and_the_document_give_the_same_sentence(client, preset, words):
+    spec = presets.get(preset)
+    traced = client.post("/api/trace", json={"spec": spec})
+    assert traced.status_code == 200, traced.get_json()
+    jsonschema.validate(traced.get_json(), SCHEMAS[2])
+    document = unpack(traced.get_json())
+    jsonschema.validate({**document, "schema_version": 1}, SCHEMAS[1])
+    stated = document["summary"]["plan_refusal"]
+    assert words in stated
+
+    refused = client.post("/api/trace", json={"spec": spec, "checkpoint": {"policy": "none"}})
+    assert refused.status_code == 400, refused.get_json()
+    assert refused.get_json()["problems"] == [{"path": "checkpoint", "message": stated}]
+
+
+def test_a_plannable_run_states_null_and_its_plan_runs(client):
+    spec = presets.get("lab1-mlp")
+    plain = unpack(client.post("/api/trace", json={"spec": spec}).get_json())
+    assert plain["summary"]["plan_refusal"] is None
+    planned = client.post("/api/trace", json={"spec": spec, "checkpoint": {"policy": "none"}})
+    assert planned.status_code == 200
+    assert unpack(planned.get_json())["summary"]["plan_refusal"] is None
+
+
+def test_a_spec_with_two_reasons_is_refused_with_the_first_both_ways(client):
+    spec = {**presets.get("deep-mlp"), "accumulate": 2, "precision": {"compute": "bfloat16"}}
+    stated = unpack(client.post("/api/trace", json={"spec": spec}).get_json())["summary"]["plan_refusal"]
+    assert "accumulate 2" in stated
+    refused = client.post("/api/trace", json={"spec": spec, "checkpoint": {"policy": "sqrt"}})
+    assert refused.get_json()["problems"] == [{"path": "checkpoint", "message": stated}]
+
+
+def test_a_document_without_the_field_still_validates(client):
+    packed = client.post("/api/trace", json={"spec": presets.get("lab1-mlp")}).get_json()
+    del packed["summary"]["plan_refusal"]
+    jsonschema.validate(packed, SCHEMAS[2])
+    posted = client.post("/api/traces", json=packed)
+    assert posted.status_code == 201, posted.get_json()
