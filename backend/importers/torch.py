@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from backend.importers.share import ShareFailed, share
+from backend.importers.torch_blocks import find_blocks
 from backend.importers.torch_recorder import TorchRecorder, _tensors
 from backend.trace.document import build_document
 from backend.trace.document_versions import pack
@@ -92,10 +93,18 @@ def _as_loss(output):
 
 
 # ----- the document ------------------------------------------------------------------------------
-def record_step(model, batch, loss_fn=None, optimizer=None, values=False):
-    """One training step of `model` on `batch` under PyTorch's hooks, as a trace document (a dict)."""
-    recorder = TorchRecorder(with_values=values)
+def record_step(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None):
+    """One training step of `model` on `batch` under PyTorch's hooks, as a trace document (a dict).
+
+    `blocks` are the module paths a checkpoint what-if counts as blocks (default: the children of the model's
+    largest ModuleList); the document reports which storage enters each, as our engine's driver does."""
+    return record_with(TorchRecorder(with_values=values), model, batch, loss_fn, optimizer, blocks)
+
+
+def record_with(recorder, model, batch, loss_fn=None, optimizer=None, blocks=None):
+    """The document of one step recorded by `recorder` (a TorchRecorder, or one that knows checkpoint regions)."""
     recorder.add_model(model, _tensors(batch))
+    recorder.note_blocks(model, find_blocks(model) if blocks is None else blocks)
     try:
         with recorder, torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack):
             loss = run_step(model, batch, loss_fn, optimizer, recorder)
@@ -108,7 +117,7 @@ def record_step(model, batch, loss_fn=None, optimizer=None, values=False):
     document["source"] = {"kind": "torch", "torch_version": torch.__version__, "model": type(model).__name__,
                           "loss": spec["loss"]["type"],
                           "optimizer": type(optimizer).__name__ if optimizer is not None else None,
-                          "values": bool(values)}
+                          "values": bool(recorder.with_values)}
     document["summary"]["packed"] = len(recorder.packed)
     return document
 
