@@ -119,6 +119,9 @@ def record_with(recorder, model, batch, loss_fn=None, optimizer=None, blocks=Non
                           "optimizer": type(optimizer).__name__ if optimizer is not None else None,
                           "values": bool(recorder.with_values)}
     document["summary"]["packed"] = len(recorder.packed)
+    # torch.utils.checkpoint(use_reentrant=False) recomputes a region inside the first of its backward nodes that
+    # unpacks a saved tensor, and stops at its last save: the planner predicts this run's schedules in that order
+    document["checkpointing"] = {"recompute": "on_first_unpack", "early_stop": True}
     return document
 
 
@@ -191,17 +194,32 @@ def main(argv=None):
     parser.add_argument("--out", help="write the document here (default: standard output)")
     parser.add_argument("--share", metavar="URL", help="post the document to a Tapescope server (e.g. "
                                                        "http://127.0.0.1:5000) and print its /s/<id> link")
-    parser.add_argument("--checkpoint", help="also run checkpointed what-ifs: every_k=1, every_k=N or selective")
+    parser.add_argument("--checkpoint", help="also run checkpointed what-ifs, attached as schedules: every_k=1, "
+                                             "every_k=N or selective (several: comma-separated)")
     parser.add_argument("--blocks", help="comma-separated module paths to checkpoint (default: the children "
                                          "of the largest ModuleList)")
     parser.add_argument("--values", action="store_true",
                         help="include small tensors' values (default: statistics only; no raw weights leave)")
     args = parser.parse_args(argv)
-    if args.checkpoint or args.blocks:          # refused before the user's file runs, not after a recording
-        raise SystemExit("--checkpoint and --blocks are not built yet (torch.utils.checkpoint what-ifs, issue 16); "
-                         "record without them for now")
+    if args.blocks and not args.checkpoint:     # refused before the user's file runs, not after a recording
+        raise SystemExit("--blocks names the modules a checkpoint what-if wraps: give --checkpoint too, "
+                         "e.g. --checkpoint every_k=1 --blocks transformer.h.0,transformer.h.1")
+    if args.checkpoint:
+        from backend.importers import torch_checkpoint
+        try:
+            torch_checkpoint.parse_policies(args.checkpoint)
+        except torch_checkpoint.CheckpointRequestError as error:
+            raise SystemExit(str(error)) from None
     build = load_build(args.model_file)
-    document = record_step(*unpack_build(build()), values=args.values)
+    if args.checkpoint:
+        try:
+            document = torch_checkpoint.checkpoint_what_ifs(build, args.checkpoint, args.blocks, values=args.values)
+        except torch_checkpoint.BlocksError as error:
+            raise SystemExit(str(error)) from None
+        for schedule in document["schedules"]:
+            print(what_if_line(schedule), file=sys.stderr)
+    else:
+        document = record_step(*unpack_build(build()), values=args.values)
     text = json.dumps(pack(document), separators=(",", ":"))     # schema_version 2, as the server sends and stores
     if args.out:
         Path(args.out).write_text(text)
@@ -218,6 +236,15 @@ def main(argv=None):
             print(f"--share {args.share}: {error}", file=sys.stderr)
             return 1
     return 0
+
+
+def what_if_line(schedule):
+    """One schedule's measured and predicted peaks, for the terminal."""
+    label = schedule["policy"] + (f" k={schedule['params']['k']}" if "k" in schedule["params"] else "")
+    return (f"  {label:14} peak {schedule['executed_peak_bytes']:,} B measured by torch, "
+            f"{schedule['predicted_peak_bytes']:,} B predicted ({schedule['predicted_error']:+.2%}); "
+            f"before the update {schedule['executed_backward_peak_bytes']:,} B vs "
+            f"{schedule['predicted_backward_peak_bytes']:,} B; grads {'equal' if schedule['grads_match'] else 'differ'}")
 
 
 if __name__ == "__main__":

@@ -14,12 +14,17 @@ from contextlib import contextmanager
 import torch
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
-from backend.importers.torch import record_with
+from backend.importers.torch import record_step, record_with, unpack_build
+from backend.importers.torch_blocks import BlocksError, find_blocks, named_blocks
 from backend.importers.torch_recorder import TorchRecorder
+from backend.planner.execute import grad_mismatch
+from backend.planner.torch_timeline import TorchBase, predict_live_bytes, recompute_flops
 
 aten = torch.ops.aten
 MUST_SAVE_OPS = (aten.mm, aten.bmm, aten.addmm, aten.baddbmm, aten.matmul, aten.linear)
+MUST_SAVE_NAMES = tuple(op.__name__ for op in MUST_SAVE_OPS)      # as the tape names ops ("addmm")
 MAX_EVERY_K = 1024
+MAX_POLICIES = 8            # each is a full training step of the user's model
 
 
 class CheckpointRequestError(ValueError):
@@ -27,6 +32,16 @@ class CheckpointRequestError(ValueError):
 
 
 # ----- the request -------------------------------------------------------------------------------
+def parse_policies(text):
+    """`--checkpoint every_k=1,selective`: one request per comma-separated policy, in order, each once."""
+    requests = [parse_policy(part) for part in (text or "").split(",")]
+    unique = list({(r["policy"], r["params"].get("k")): r for r in requests}.values())
+    if len(unique) > MAX_POLICIES:
+        raise CheckpointRequestError(f"--checkpoint names {len(unique)} policies; at most {MAX_POLICIES} "
+                                     "(each is a full training step of your model)")
+    return unique
+
+
 def parse_policy(text):
     """`every_k=N` or `selective` as {"policy", "params"}; CheckpointRequestError names --checkpoint otherwise."""
     text = (text or "").strip()
@@ -143,3 +158,62 @@ def record_checkpointed(step, paths, request, values=False):
 def grads_of(model):
     """Each parameter's gradient as a numpy copy (what backend.planner.execute.grad_mismatch compares)."""
     return {name: None if p.grad is None else p.grad.detach().numpy().copy() for name, p in model.named_parameters()}
+
+
+# ----- the what-ifs, attached to the plain run's document ----------------------------------------
+def checkpoint_what_ifs(build, policy_text, blocks_text=None, values=False):
+    """The plain step's document with `schedules`: no checkpointing, then each --checkpoint policy, each run by
+    torch (a fresh build()) and recorded, beside our planner's prediction from the plain document alone."""
+    return what_ifs(build, parse_policies(policy_text), blocks_text, values).document
+
+
+class WhatIfs:
+    """The plain step (its document, block paths and gradients) and each checkpointed run, as recorded."""
+
+    def __init__(self, document, paths, grads):
+        self.document, self.paths, self.grads = document, paths, grads
+        self.runs = []                      # (request, executed document, gradients)
+
+
+def what_ifs(build, requests, blocks_text=None, values=False):
+    """Record the plain step and every request's checkpointed step; attach their schedules to the plain document."""
+    step = unpack_build(build())
+    model = step[0]
+    paths = named_blocks(model, blocks_text) if blocks_text else find_blocks(model)
+    if not paths:
+        raise BlocksError(f"--checkpoint: {type(model).__name__} has no nn.ModuleList to take its blocks from; "
+                          "name the modules to checkpoint with --blocks, e.g. --blocks encoder.0,encoder.1")
+    found = WhatIfs(record_step(*step, values=values, blocks=paths), paths, grads_of(model))
+    base = TorchBase.from_document(found.document)
+    schedules = [schedule_of({"policy": "none", "params": {}}, base, paths, found.document, found.grads, found.grads)]
+    for request in requests:
+        executed, grads = record_checkpointed(unpack_build(build()), paths, request)
+        found.runs.append((request, executed, grads))
+        schedules.append(schedule_of(request, base, paths, executed, grads, found.grads))
+    found.document.update(schedule=schedules[0], schedules=schedules, pareto=[])
+    return found
+
+
+def schedule_of(request, base, paths, executed, grads, base_grads):
+    """One schedule in the fields our engine's schedules have, plus torch's measured figures beside ours."""
+    regions = regions_of(request, len(paths)) if request["policy"] != "none" else []
+    saved_ops = MUST_SAVE_NAMES if request["policy"] == "selective" else ()
+    live, phases = predict_live_bytes(base, regions, saved_ops)
+    predicted = int(live.max())
+    before_update = [bytes_ for bytes_, phase in zip(live, phases) if phase in ("forward", "backward")]
+    flops = recompute_flops(base, regions, saved_ops)
+    mismatch = grad_mismatch(grads, base_grads)
+    executed_peak = executed["summary"]["peak_bytes"]
+    return {
+        "policy": request["policy"], "params": request["params"], "preserve_rng_state": True,
+        "regions": [[paths[b] for b in region] for region in regions],
+        "block_regions": regions, "recompute_entries": [],
+        "predicted_peak_bytes": predicted, "executed_peak_bytes": executed_peak,
+        "predicted_error": (predicted - executed_peak) / executed_peak,
+        "predicted_backward_peak_bytes": int(max(before_update)),
+        "executed_backward_peak_bytes": max(s["live_bytes"] for s in executed["steps"]
+                                            if s["phase"] in ("forward", "backward")),
+        "recompute_flops": flops, "overhead": flops / (sum(base.flops.values()) or 1),
+        "grads_match": all(v == 0.0 for v in mismatch.values()), "grad_mismatch": mismatch,
+        "verdict": executed["summary"]["peak"]["verdict"], "executed_by": f"torch {torch.__version__}",
+    }

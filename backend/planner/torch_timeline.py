@@ -49,6 +49,9 @@ class TorchBase:
 
     @classmethod
     def from_document(cls, document):
+        if not recomputes_on_first_unpack(document):
+            raise ValueError("this document does not say its checkpoints recompute on first unpack (torch's order); "
+                             "predict our engine's runs with backend.planner.timeline")
         paths = [block["path"] for block in document["blocks"]]
         blocks = BlockIndex(paths)
         forward = [e for e in document["tape"] if e["phase"] == "forward"]
@@ -205,3 +208,11 @@ def _recompute_copy_freed(base, where, t, st, region, rerun):
     if dropped is not None and dropped in rerun:
         return t.recompute[(region, dropped)]
     return t.recompute_end[region]
+
+
+def recompute_flops(base, regions, saved_ops=()):
+    """FLOPs the recompute re-runs: the region ops before its early stop, less the outputs a policy keeps."""
+    where = Regions(base, regions)
+    step_entry = {s: entry for entry, s in base.forward_step.items()}
+    return int(sum(base.flops[step_entry[f]] for rerun in where.rerun.values() for f in rerun
+                   if base.entry_op[step_entry[f]] not in saved_ops))
