@@ -65,7 +65,7 @@ export function createScheduleView({ root, pareto, current }) {
     if (trace.schedules) return;
     if (offline) {
       pareto.waiting("A recorded run: it shows the schedules recorded with it, and this one has none "
-        + "(checkpoint schedules are run on our engine's own models).");
+        + "(a torch run carries them when recorded with --checkpoint every_k=1, every_k=N or selective).");
       return;
     }
     const refused = unplannable(trace);
