@@ -47,12 +47,18 @@ def drop(page, path, target="[data-testid=drop-zone]"):
     }""", [Path(path).read_text(), Path(path).name, target])
 
 
-def test_the_small_gpt_dropped_on_the_page_opens_read_only_and_explains_its_peak(page, live_server, gpt_run):
-    path, document = gpt_run
+def open_dropped(page, live_server, path):
+    """The explorer with `path` dropped on it and opened; returns the list of writes the page makes from then."""
     open_explorer(page, live_server, "seed-tape")
     sent = writes(page)
     drop(page, path)
     page.wait_for_function(OPENED)
+    return sent
+
+
+def test_the_small_gpt_dropped_on_the_page_opens_read_only_and_explains_its_peak(page, live_server, gpt_run):
+    path, document = gpt_run
+    sent = open_dropped(page, live_server, path)
     source = document["source"]
     expect(page.get_by_test_id("run-source")).to_contain_text(f"{source['model']} · torch {source['torch_version']}")
     expect(page.locator("#editor-panel")).to_be_hidden()               # no spec editor
@@ -164,10 +170,7 @@ def gpt_what_if(tmp_path_factory):
 
 def test_a_dropped_checkpoint_what_if_shows_torchs_measured_and_our_predicted_peaks(page, live_server, gpt_what_if):
     path, document = gpt_what_if
-    open_explorer(page, live_server, "seed-tape")
-    sent = writes(page)
-    drop(page, path)
-    page.wait_for_function(OPENED)
+    sent = open_dropped(page, live_server, path)
     expect(page.locator(".explorer")).to_have_attribute("data-schedules", "ready")
     panel = page.locator("#schedules")
     panel.scroll_into_view_if_needed()
