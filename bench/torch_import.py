@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from backend.importers.torch import load_build, record_step, run_step, unpack_build  # noqa: E402
-from backend.importers.torch_checkpoint import parse_policies, what_ifs  # noqa: E402
+from backend.importers.torch_checkpoint import parse_policies, schedule_label, what_ifs  # noqa: E402
 from backend.trace.intake import load_posted_document  # noqa: E402
 
 EXAMPLES = ["mlp", "residual", "gpt", "transformer_tiny"]
@@ -55,9 +55,8 @@ def what_if_table():
     for example in WHAT_IF_EXAMPLES:
         found = what_ifs(load_build(ROOT / "examples" / "torch" / f"{example}.py"), parse_policies(WHAT_IF_POLICIES))
         for s in found.document["schedules"]:
-            label = s["policy"] + (f" k={s['params']['k']}" if "k" in s["params"] else "")
             measured, predicted = s["executed_backward_peak_bytes"], s["predicted_backward_peak_bytes"]
-            print(f"{example:18} {label:12} {s['executed_peak_bytes']:11,} {s['predicted_peak_bytes']:12,} "
+            print(f"{example:18} {schedule_label(s):12} {s['executed_peak_bytes']:11,} {s['predicted_peak_bytes']:12,} "
                   f"{s['predicted_error']:+8.3%} {measured:24,} {predicted:10,} {(predicted - measured) / measured:+8.3%}"
                   f"  {'equal' if s['grads_match'] else 'differ'}")
     print("measured = the checkpointed step run by torch.utils.checkpoint(use_reentrant=False) and recorded; "

@@ -205,6 +205,7 @@ def main(argv=None):
         raise SystemExit("--blocks names the modules a checkpoint what-if wraps: give --checkpoint too, "
                          "e.g. --checkpoint every_k=1 --blocks transformer.h.0,transformer.h.1")
     if args.checkpoint:
+        # imported here: the what-ifs record their runs with this module's record_with (imports go one way, to it)
         from backend.importers import torch_checkpoint
         try:
             torch_checkpoint.parse_policies(args.checkpoint)
@@ -240,8 +241,8 @@ def main(argv=None):
 
 def what_if_line(schedule):
     """One schedule's measured and predicted peaks, for the terminal."""
-    label = schedule["policy"] + (f" k={schedule['params']['k']}" if "k" in schedule["params"] else "")
-    return (f"  {label:14} peak {schedule['executed_peak_bytes']:,} B measured by torch, "
+    from backend.importers.torch_checkpoint import schedule_label
+    return (f"  {schedule_label(schedule):14} peak {schedule['executed_peak_bytes']:,} B measured by torch, "
             f"{schedule['predicted_peak_bytes']:,} B predicted ({schedule['predicted_error']:+.2%}); "
             f"before the update {schedule['executed_backward_peak_bytes']:,} B vs "
             f"{schedule['predicted_backward_peak_bytes']:,} B; grads {'equal' if schedule['grads_match'] else 'differ'}")

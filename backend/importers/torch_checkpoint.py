@@ -194,6 +194,11 @@ def what_ifs(build, requests, blocks_text=None, values=False):
     return found
 
 
+def schedule_label(schedule):
+    """"every_k k=2", "selective": how the terminal and the bench name a schedule (as the page's scheduleLabel)."""
+    return schedule["policy"] + (f" k={schedule['params']['k']}" if "k" in schedule["params"] else "")
+
+
 def schedule_of(request, base, paths, executed, grads, base_grads):
     """One schedule in the fields our engine's schedules have, plus torch's measured figures beside ours."""
     regions = regions_of(request, len(paths)) if request["policy"] != "none" else []

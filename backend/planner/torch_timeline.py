@@ -86,8 +86,14 @@ class Regions:
     def __init__(self, base, regions):
         self.of_block = {block: r for r, region in enumerate(regions) for block in region}
         self.of_entry = {e: self.of_block.get(b) for e, b in base.entry_block.items() if b is not None}
-        self.entries = [sorted(e for e, r in self.of_entry.items() if r == i) for i in range(len(regions))]
-        self.trigger, self.frame_end, self.rerun = {}, {}, {}
+        self.entries = [[] for _ in regions]
+        for entry, r in sorted(self.of_entry.items()):
+            if r is not None:
+                self.entries[r].append(entry)
+        self.input_of = {}                  # storage id -> regions whose checkpoint holds it as their input
+        for r, region in enumerate(regions):
+            self.input_of.setdefault(base.block_inputs[region[0]], []).append(r)
+        self.trigger, self.frame_end, self.rerun, self.rerun_steps = {}, {}, {}, {}
         for r, entries in enumerate(self.entries):
             saving = [e for e in entries if e in base.saving_entries and e in base.first_backward_step]
             if not saving:
@@ -97,6 +103,7 @@ class Regions:
             last = max(saving)              # early stop: the recompute ends at the last save
             stop = last if last in base.saves_own_output else last - 1
             self.rerun[r] = [base.forward_step[e] for e in entries if e <= stop and e in base.forward_step]
+            self.rerun_steps[r] = set(self.rerun[r])
 
     def region_of_step(self, base, step):
         phase, entry = base.steps[step]
@@ -147,10 +154,6 @@ def predict_live_bytes(base, regions, saved_ops=()):
 
 
 def _intervals(base, where, t, saved_ops):
-    input_of = {}
-    for r in range(len(where.entries)):
-        first_block = min(b for b, region in where.of_block.items() if region == r)
-        input_of.setdefault(base.block_inputs[first_block], []).append(r)
     for st in base.storages:
         born, freed, nbytes = st["born"], st["freed"], st["nbytes"]
         if st.get("setup"):
@@ -159,38 +162,39 @@ def _intervals(base, where, t, saved_ops):
         phase = base.steps[born][0]
         region = where.region_of_step(base, born)
         if phase == "forward" and region is not None:
-            yield from _region_made(base, where, t, st, region, input_of, saved_ops)
-        elif phase == "forward" and (st["id"] in input_of or _saved_in_regions(base, where, st["id"])):
-            yield t.at(born), _first_copy_freed(base, where, t, st, input_of), nbytes
+            yield from _region_made(base, where, t, st, region, saved_ops)
+        elif phase == "forward" and (st["id"] in where.input_of or _saved_in_regions(base, where, st["id"])):
+            yield t.at(born), _first_copy_freed(base, where, t, st), nbytes
         else:
             yield t.at(born), t.at(freed), nbytes
 
 
 def _saved_in_regions(base, where, storage):
-    return any(e in where.of_entry and where.of_entry[e] is not None for e in base.savers.get(storage, ()))
+    return any(where.of_entry.get(e) is not None for e in base.savers.get(storage, ()))
 
 
-def _first_copy_freed(base, where, t, st, input_of):
-    """A forward storage no region saves: its last Tensor, a saver outside every region, a frame holding it."""
+def _first_copy_freed(base, where, t, st):
+    """When a forward storage's first copy goes, with the regions saving nothing: its last Tensor, a saver outside
+    every region, or the frame of a region it enters."""
     steps = [t.at(st["dropped"])]
     for entry in base.savers.get(st["id"], ()):
         if where.of_entry.get(entry) is None:
             steps.append(t.at(base.last_backward_step.get(entry)))
-    for r in input_of.get(st["id"], ()):
+    for r in where.input_of.get(st["id"], ()):
         steps.append(t.at(where.frame_end[r]) if r in where.frame_end else t.at(st["dropped"]))
     return _latest(steps)
 
 
-def _region_made(base, where, t, st, region, input_of, saved_ops):
+def _region_made(base, where, t, st, region, saved_ops):
     born, nbytes = st["born"], st["nbytes"]
-    first_freed = _first_copy_freed(base, where, t, st, input_of)
-    rerun = where.rerun.get(region, [])
+    first_freed = _first_copy_freed(base, where, t, st)
+    rerun = where.rerun_steps.get(region, set())
     producer = base.steps[born][1]
     kept = base.entry_op.get(producer) in saved_ops
     if born not in rerun:
         # not re-run: made once; a kept output waits in the frame for a recompute that never reaches it
-        end = t.at(where.frame_end.get(region)) if kept and region in where.frame_end else None
-        yield t.at(born), _latest([first_freed, end]) if kept and end is not None else first_freed, nbytes
+        held_by_frame = kept and region in where.frame_end
+        yield t.at(born), _latest([first_freed, t.at(where.frame_end[region])]) if held_by_frame else first_freed, nbytes
         return
     recompute_freed = _recompute_copy_freed(base, where, t, st, region, rerun)
     if kept:

@@ -79,6 +79,9 @@ def test_predicted_peaks_meet_torchs_measured_peaks(runs, model):
             assert abs(predicted - measured) <= PEAK_TOLERANCE * measured, (schedule["policy"], predicted, measured)
         assert schedule["predicted_error"] == pytest.approx(
             (schedule["predicted_peak_bytes"] - schedule["executed_peak_bytes"]) / schedule["executed_peak_bytes"])
+    paths = found.paths
+    assert schedules[2]["regions"] == [paths[i:i + 2] for i in range(0, len(paths), 2)]     # every_k=2: runs of 2
+    assert schedules[3]["overhead"] < schedules[1]["overhead"]        # selective keeps the matmuls: less recompute
     # checkpointing every block really lowers what forward and backward hold (the figures are not all one number)
     assert schedules[1]["executed_backward_peak_bytes"] < 0.9 * schedules[0]["executed_backward_peak_bytes"]
 
