@@ -19,12 +19,14 @@ import argparse
 import importlib.util
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import torch
 
 from backend.importers.share import ShareFailed, share
 from backend.importers.torch_blocks import find_blocks
+from backend.planner.blocks import BlockIndex
 from backend.importers.torch_recorder import TorchRecorder, _tensors
 from backend.trace.document import build_document
 from backend.trace.document_versions import pack
@@ -119,10 +121,19 @@ def record_with(recorder, model, batch, loss_fn=None, optimizer=None, blocks=Non
                           "optimizer": type(optimizer).__name__ if optimizer is not None else None,
                           "values": bool(recorder.with_values)}
     document["summary"]["packed"] = len(recorder.packed)
+    count_block_entries(document)
     # torch.utils.checkpoint(use_reentrant=False) recomputes a region inside the first of its backward nodes that
     # unpacks a saved tensor, and stops at its last save: the planner predicts this run's schedules in that order
     document["checkpointing"] = {"recompute": "on_first_unpack", "early_stop": True}
     return document
+
+
+def count_block_entries(document):
+    """Each reported block's `entries`: the forward tape entries inside it (what a checkpoint of it re-runs)."""
+    index = BlockIndex([block["path"] for block in document["blocks"]])
+    counts = Counter(index.block_of(e["scope"]) for e in document["tape"] if e["phase"] == "forward")
+    for i, block in enumerate(document["blocks"]):
+        block["entries"] = counts.get(i, 0)
 
 
 def describe(model, batch, loss_fn, optimizer):

@@ -99,6 +99,11 @@ def test_the_plain_document_says_what_the_predictor_reads(runs):
     storages = {s["id"]: s for s in document["storages"]}
     for block in document["blocks"]:          # the storage entering a block is the one its first LayerNorm reads
         assert storages[block["input_storage"]]["kind"] == "activation"
+        first = next(e for e in document["tape"] if e["scope"].startswith(block["path"] + "."))
+        assert first["op"] == "native_layer_norm" and first["inputs"][0] in {
+            t["id"] for t in document["tensors"] if t["storage"] == block["input_storage"]}
+        inside = [e for e in document["tape"] if e["scope"] == block["path"] or e["scope"].startswith(block["path"] + ".")]
+        assert block["entries"] == len(inside) and {e["op"] for e in inside if e["scope"] == block["path"]} == {"add"}
     # a block's intermediate that attention saves is dropped by the program in forward, freed only in backward
     dropped_early = [s for s in document["storages"] if s["dropped"] is not None and s["freed"] is not None
                      and document["steps"][s["dropped"]]["phase"] == "forward"
