@@ -26,8 +26,8 @@ import torch
 
 from backend.importers.share import ShareFailed, share
 from backend.importers.torch_blocks import find_blocks
-from backend.planner.blocks import BlockIndex
 from backend.importers.torch_recorder import TorchRecorder, _tensors
+from backend.planner.blocks import BlockIndex
 from backend.trace.document import build_document
 from backend.trace.document_versions import pack
 
