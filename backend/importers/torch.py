@@ -19,12 +19,15 @@ import argparse
 import importlib.util
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import torch
 
 from backend.importers.share import ShareFailed, share
+from backend.importers.torch_blocks import find_blocks
 from backend.importers.torch_recorder import TorchRecorder, _tensors
+from backend.planner.blocks import BlockIndex
 from backend.trace.document import build_document
 from backend.trace.document_versions import pack
 
@@ -92,10 +95,18 @@ def _as_loss(output):
 
 
 # ----- the document ------------------------------------------------------------------------------
-def record_step(model, batch, loss_fn=None, optimizer=None, values=False):
-    """One training step of `model` on `batch` under PyTorch's hooks, as a trace document (a dict)."""
-    recorder = TorchRecorder(with_values=values)
+def record_step(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None):
+    """One training step of `model` on `batch` under PyTorch's hooks, as a trace document (a dict).
+
+    `blocks` are the module paths a checkpoint what-if counts as blocks (default: the children of the model's
+    largest ModuleList); the document reports which storage enters each, as our engine's driver does."""
+    return record_with(TorchRecorder(with_values=values), model, batch, loss_fn, optimizer, blocks)
+
+
+def record_with(recorder, model, batch, loss_fn=None, optimizer=None, blocks=None):
+    """The document of one step recorded by `recorder` (a TorchRecorder, or one that knows checkpoint regions)."""
     recorder.add_model(model, _tensors(batch))
+    recorder.note_blocks(model, find_blocks(model) if blocks is None else blocks)
     try:
         with recorder, torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack):
             loss = run_step(model, batch, loss_fn, optimizer, recorder)
@@ -108,9 +119,21 @@ def record_step(model, batch, loss_fn=None, optimizer=None, values=False):
     document["source"] = {"kind": "torch", "torch_version": torch.__version__, "model": type(model).__name__,
                           "loss": spec["loss"]["type"],
                           "optimizer": type(optimizer).__name__ if optimizer is not None else None,
-                          "values": bool(values)}
+                          "values": bool(recorder.with_values)}
     document["summary"]["packed"] = len(recorder.packed)
+    count_block_entries(document)
+    # torch.utils.checkpoint(use_reentrant=False) recomputes a region inside the first of its backward nodes that
+    # unpacks a saved tensor, and stops at its last save: the planner predicts this run's schedules in that order
+    document["checkpointing"] = {"recompute": "on_first_unpack", "early_stop": True}
     return document
+
+
+def count_block_entries(document):
+    """Each reported block's `entries`: the forward tape entries inside it (what a checkpoint of it re-runs)."""
+    index = BlockIndex([block["path"] for block in document["blocks"]])
+    counts = Counter(index.block_of(e["scope"]) for e in document["tape"] if e["phase"] == "forward")
+    for i, block in enumerate(document["blocks"]):
+        block["entries"] = counts.get(i, 0)
 
 
 def describe(model, batch, loss_fn, optimizer):
@@ -182,17 +205,33 @@ def main(argv=None):
     parser.add_argument("--out", help="write the document here (default: standard output)")
     parser.add_argument("--share", metavar="URL", help="post the document to a Tapescope server (e.g. "
                                                        "http://127.0.0.1:5000) and print its /s/<id> link")
-    parser.add_argument("--checkpoint", help="also run checkpointed what-ifs: every_k=1, every_k=N or selective")
+    parser.add_argument("--checkpoint", help="also run checkpointed what-ifs, attached as schedules: every_k=1, "
+                                             "every_k=N or selective (several: comma-separated)")
     parser.add_argument("--blocks", help="comma-separated module paths to checkpoint (default: the children "
                                          "of the largest ModuleList)")
     parser.add_argument("--values", action="store_true",
                         help="include small tensors' values (default: statistics only; no raw weights leave)")
     args = parser.parse_args(argv)
-    if args.checkpoint or args.blocks:          # refused before the user's file runs, not after a recording
-        raise SystemExit("--checkpoint and --blocks are not built yet (torch.utils.checkpoint what-ifs, issue 16); "
-                         "record without them for now")
+    if args.blocks and not args.checkpoint:     # refused before the user's file runs, not after a recording
+        raise SystemExit("--blocks names the modules a checkpoint what-if wraps: give --checkpoint too, "
+                         "e.g. --checkpoint every_k=1 --blocks transformer.h.0,transformer.h.1")
+    if args.checkpoint:
+        # imported here: the what-ifs record their runs with this module's record_with (imports go one way, to it)
+        from backend.importers import torch_checkpoint
+        try:
+            torch_checkpoint.parse_policies(args.checkpoint)
+        except torch_checkpoint.CheckpointRequestError as error:
+            raise SystemExit(str(error)) from None
     build = load_build(args.model_file)
-    document = record_step(*unpack_build(build()), values=args.values)
+    if args.checkpoint:
+        try:
+            document = torch_checkpoint.checkpoint_what_ifs(build, args.checkpoint, args.blocks, values=args.values)
+        except torch_checkpoint.BlocksError as error:
+            raise SystemExit(str(error)) from None
+        for schedule in document["schedules"]:
+            print(what_if_line(schedule), file=sys.stderr)
+    else:
+        document = record_step(*unpack_build(build()), values=args.values)
     text = json.dumps(pack(document), separators=(",", ":"))     # schema_version 2, as the server sends and stores
     if args.out:
         Path(args.out).write_text(text)
@@ -209,6 +248,15 @@ def main(argv=None):
             print(f"--share {args.share}: {error}", file=sys.stderr)
             return 1
     return 0
+
+
+def what_if_line(schedule):
+    """One schedule's measured and predicted peaks, for the terminal."""
+    from backend.importers.torch_checkpoint import schedule_label
+    return (f"  {schedule_label(schedule):14} peak {schedule['executed_peak_bytes']:,} B measured by torch, "
+            f"{schedule['predicted_peak_bytes']:,} B predicted ({schedule['predicted_error']:+.2%}); "
+            f"before the update {schedule['executed_backward_peak_bytes']:,} B vs "
+            f"{schedule['predicted_backward_peak_bytes']:,} B; grads {'equal' if schedule['grads_match'] else 'differ'}")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ class TorchRecorder(TorchDispatchMode):
         self._probe = None          # the tape index whose node's _saved_* attributes are being read
         self._node_entry = {}       # grad_fn node -> tape index (None for AccumulateGrad)
         self._handles = []
+        self._holding = {}          # storage id -> Tensors over it still alive (forward storages only)
         self._busy = 0
         self._freed_in_step = False
 
@@ -124,6 +125,7 @@ class TorchRecorder(TorchDispatchMode):
         self.tensors[uid] = record
         self._views[self._key(tensor)] = uid
         self._describe(record, tensor)
+        self._watch_drop(tensor, storage)
         return uid
 
     def _describe(self, target, tensor, with_values=None):
@@ -231,7 +233,7 @@ class TorchRecorder(TorchDispatchMode):
             return Packed(tensor, None, None)          # a recompute's packs: not the forward's tape
         uid = self.known(tensor, "activation", None, scope=self.scope)
         self.packed.append((uid, self.tensors[uid]["storage"]))
-        return Packed(tensor, uid, self)
+        return Packed(self._alias(tensor), uid, self)
 
     def unpack(self, packed):
         if self._probe is not None and packed.uid is not None:
@@ -247,6 +249,45 @@ class TorchRecorder(TorchDispatchMode):
             freed = self.sweep[-1]["freed"]
             if uid not in freed:
                 freed.append(uid)
+
+    # ----- when the last Tensor over a storage goes (`dropped`, apart from autograd's hold: `freed`) ----
+    def _alias(self, tensor):
+        """What a Packed holds: a second Tensor over the same storage, so the user's own Tensor dies when the
+        program drops it (its finalizer gives `dropped`) while the saved storage lives on until released."""
+        self._busy += 1
+        try:
+            return tensor.detach()
+        finally:
+            self._busy -= 1
+
+    def _watch_drop(self, tensor, storage):
+        """Count the Tensors over a forward storage; when the last goes, that step is the storage's `dropped`."""
+        storage.setdefault("dropped", None)
+        if self.phase != "forward" or storage["setup"]:
+            return
+        self._holding[storage["id"]] = self._holding.get(storage["id"], 0) + 1
+        weakref.finalize(tensor, self._on_tensor_dropped, storage["id"])
+
+    def _on_tensor_dropped(self, storage_id):
+        count = self._holding[storage_id] - 1
+        self._holding[storage_id] = count
+        if count == 0 and self.phase != "done":
+            self.storages[storage_id]["dropped"] = self.step
+
+    # ----- which storage enters each block (what a checkpoint of it keeps) ------------------------
+    def note_blocks(self, model, paths):
+        """Report {path, input_storage} per block in call order, as our engine's driver does."""
+        for path in paths:
+            self._handles.append(model.get_submodule(path).register_forward_pre_hook(self._block_entered(path)))
+
+    def _block_entered(self, path):
+        def entered(module, args):
+            inputs = _tensors(args)
+            if self.phase != "forward" or not inputs or any(b["path"] == path for b in self.blocks):
+                return
+            uid = self.known(inputs[0], "activation", None, scope=self.scope)
+            self.blocks.append({"path": path, "input_storage": self.tensors[uid]["storage"]})
+        return entered
 
     # ----- the graph, after forward -------------------------------------------------------------
     def attach(self, loss):
@@ -348,6 +389,8 @@ class TorchRecorder(TorchDispatchMode):
 
     def finish(self):
         self.phase = "done"
+        for record in self.storages.values():
+            record.setdefault("dropped", None)
         for handle in self._handles:
             handle.remove()
         self._handles = []

@@ -68,6 +68,14 @@ function hoverText(s) {
     + `<br>${overheadText(s.overhead)} · ${grads}<br>click to run this schedule`;
 }
 
+/** Our prediction of a schedule measured elsewhere, and how far it is from the measurement: "3.4 MiB (+0.01%)". */
+function predictedCell(s) {
+  const error = (s.predicted_peak_bytes - s.executed_peak_bytes) / s.executed_peak_bytes;
+  const sign = error > 0 ? "+" : error < 0 ? "−" : "±";
+  return el("span", { "data-testid": "schedule-predicted", "data-bytes": s.predicted_peak_bytes,
+    "data-error": String(error), text: `${formatBytes(s.predicted_peak_bytes)} (${sign}${percentText(Math.abs(error))})` });
+}
+
 export function createParetoPanel(section, { onPick }) {
   const chart = section.querySelector("[data-testid=pareto-chart]");
   const table = section.querySelector(".schedule-table");
@@ -77,8 +85,12 @@ export function createParetoPanel(section, { onPick }) {
   function renderTable(current) {
     table.replaceChildren();
     const none = schedules.find((s) => s.policy === "none");
+    // A run recorded elsewhere (torch) carries its measured peaks: our prediction and the difference stand beside them.
+    const measuredBy = schedules.find((s) => s.executed_by)?.executed_by;
+    const titles = measuredBy ? ["Schedule", `Peak (${measuredBy})`, "Predicted", "Recompute", "Grads"]
+      : ["Schedule", "Peak", "Recompute", "Grads"];
     const head = table.createTHead().insertRow();
-    for (const title of ["Schedule", "Peak", "Recompute", "Grads"]) head.append(el("th", { scope: "col", text: title }));
+    for (const title of titles) head.append(el("th", { scope: "col", text: title }));
     const body = table.createTBody();
     schedules.forEach((listed, i) => {
       const row = body.insertRow();
@@ -91,6 +103,7 @@ export function createParetoPanel(section, { onPick }) {
       pick.addEventListener("click", () => onPick(schedules[i]));
       row.insertCell().append(pick);
       row.insertCell().append(el("span", { "data-bytes": s.executed_peak_bytes, text: formatBytes(s.executed_peak_bytes) }));
+      if (measuredBy) row.insertCell().append(predictedCell(s));
       row.insertCell().textContent = overheadText(s.overhead);
       row.insertCell().textContent = s.grads_match === false ? (s.preserve_rng_state === false ? "differ (RNG not replayed)" : "differ") : "equal";
       for (const cell of [...row.cells].slice(1)) cell.className = "num";
@@ -99,7 +112,7 @@ export function createParetoPanel(section, { onPick }) {
         const why = body.insertRow();
         why.className = "schedule-why";
         const cell = why.insertCell();
-        cell.colSpan = 4;
+        cell.colSpan = titles.length;
         cell.dataset.testid = "schedule-why";
         cell.textContent = `↑ ${formatBytes(s.executed_peak_bytes - none.executed_peak_bytes)} above no checkpointing. `
           + (s.verdict ?? "");

@@ -62,7 +62,7 @@ export function createScheduleView({ root, pareto, current }) {
     if (trace.schedules) return;
     if (offline) {
       pareto.waiting("A recorded run: it shows the schedules recorded with it, and this one has none "
-        + "(checkpoint schedules are run on our engine's own models).");
+        + "(a torch run carries them when recorded with --checkpoint every_k=1, every_k=N or selective).");
       return;
     }
     // The server's own reason (summary.plan_refusal, the sentence its 400 would carry): do not ask for a plan it

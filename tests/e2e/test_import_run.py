@@ -47,12 +47,18 @@ def drop(page, path, target="[data-testid=drop-zone]"):
     }""", [Path(path).read_text(), Path(path).name, target])
 
 
-def test_the_small_gpt_dropped_on_the_page_opens_read_only_and_explains_its_peak(page, live_server, gpt_run):
-    path, document = gpt_run
+def open_dropped(page, live_server, path):
+    """The explorer with `path` dropped on it and opened; returns the list of writes the page makes from then."""
     open_explorer(page, live_server, "seed-tape")
     sent = writes(page)
     drop(page, path)
     page.wait_for_function(OPENED)
+    return sent
+
+
+def test_the_small_gpt_dropped_on_the_page_opens_read_only_and_explains_its_peak(page, live_server, gpt_run):
+    path, document = gpt_run
+    sent = open_dropped(page, live_server, path)
     source = document["source"]
     expect(page.get_by_test_id("run-source")).to_contain_text(f"{source['model']} · torch {source['torch_version']}")
     expect(page.locator("#editor-panel")).to_be_hidden()               # no spec editor
@@ -149,4 +155,41 @@ def test_our_own_runs_json_opens_read_only_from_a_file(page, live_server, tmp_pa
     expect(page.get_by_test_id("run-source")).to_contain_text("opened from a file")
     expect(page.get_by_test_id("share-run")).to_be_visible()
     page.wait_for_timeout(800)                      # past when the schedules would have been asked for
+    assert sent == []
+
+
+@pytest.fixture(scope="module")
+def gpt_what_if(tmp_path_factory):
+    """The small GPT with `--checkpoint every_k=1`, as the command line writes it (schema_version 2)."""
+    from backend.importers.torch import load_build
+    from backend.importers.torch_checkpoint import checkpoint_what_ifs
+    from backend.trace.document_versions import pack
+    document = checkpoint_what_ifs(load_build(ROOT / "examples" / "torch" / "gpt.py"), "every_k=1")
+    path = tmp_path_factory.mktemp("gpt-checkpoint") / "run.json"
+    path.write_text(json.dumps(pack(document), separators=(",", ":")))
+    return path, document
+
+
+def test_a_dropped_checkpoint_what_if_shows_torchs_measured_and_our_predicted_peaks(page, live_server, gpt_what_if):
+    path, document = gpt_what_if
+    sent = open_dropped(page, live_server, path)
+    expect(page.locator(".explorer")).to_have_attribute("data-schedules", "ready")
+    panel = page.locator("#schedules")
+    panel.scroll_into_view_if_needed()
+    torch_version = document["source"]["torch_version"]
+    expect(panel.locator(".schedule-table thead")).to_contain_text(f"Peak (torch {torch_version})")
+    expect(panel.locator(".schedule-table thead")).to_contain_text("Predicted")
+    rows = panel.locator(".schedule-table tbody tr:not(.schedule-why)")
+    expect(rows).to_have_count(2)
+    for row, schedule in zip((rows.nth(0), rows.nth(1)), document["schedules"]):
+        expect(row.get_by_test_id("schedule-option")).to_have_attribute("data-policy", schedule["policy"])
+        measured = row.locator("td").nth(1).locator("[data-bytes]")
+        expect(measured).to_have_attribute("data-bytes", str(schedule["executed_peak_bytes"]))
+        predicted = row.get_by_test_id("schedule-predicted")
+        expect(predicted).to_have_attribute("data-bytes", str(schedule["predicted_peak_bytes"]))
+        assert abs(float(predicted.get_attribute("data-error"))) <= 0.02
+        expect(predicted).to_contain_text("%")
+    expect(panel.get_by_test_id("pareto-chart")).to_have_attribute("data-points", "2")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "import-checkpoint-1280.png"))
     assert sent == []

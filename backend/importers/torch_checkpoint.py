@@ -1,0 +1,224 @@
+"""Checkpoint what-ifs on a real torch model: re-run the step under torch.utils.checkpoint, record it, and set
+torch's measured peak beside our planner's prediction made from the un-checkpointed document alone.
+
+    python -m backend.importers.torch MODEL_FILE --checkpoint every_k=1|every_k=N|selective [--blocks a.b,c.d]
+
+Each what-if is a fresh `build()` (the examples seed it), run with each region's first block's forward replaced
+for the step (restored afterwards; the user's code is not edited) by checkpoint(..., use_reentrant=False) over
+the region's blocks in turn. `every_k=N` makes runs of N consecutive blocks one region; `selective` checkpoints
+every block with torch's selective-checkpoint policy (matmul outputs saved, the rest recomputed).
+"""
+import functools
+from contextlib import contextmanager
+
+import torch
+from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
+
+from backend.importers.torch import record_step, record_with, unpack_build
+from backend.importers.torch_blocks import BlocksError, find_blocks, named_blocks
+from backend.importers.torch_recorder import TorchRecorder
+from backend.planner.execute import grad_mismatch
+from backend.planner.torch_timeline import TorchBase, predict_live_bytes, recompute_flops
+
+aten = torch.ops.aten
+MUST_SAVE_OPS = (aten.mm, aten.bmm, aten.addmm, aten.baddbmm, aten.matmul, aten.linear)
+MUST_SAVE_NAMES = tuple(op.__name__ for op in MUST_SAVE_OPS)      # as the tape names ops ("addmm")
+MAX_EVERY_K = 1024
+MAX_POLICIES = 8            # each is a full training step of the user's model
+
+
+class CheckpointRequestError(ValueError):
+    """A --checkpoint value we do not run; the message names the flag and what it accepts."""
+
+
+# ----- the request -------------------------------------------------------------------------------
+def parse_policies(text):
+    """`--checkpoint every_k=1,selective`: one request per comma-separated policy, in order, each once."""
+    requests = [parse_policy(part) for part in (text or "").split(",")]
+    unique = list({(r["policy"], r["params"].get("k")): r for r in requests}.values())
+    if len(unique) > MAX_POLICIES:
+        raise CheckpointRequestError(f"--checkpoint names {len(unique)} policies; at most {MAX_POLICIES} "
+                                     "(each is a full training step of your model)")
+    return unique
+
+
+def parse_policy(text):
+    """`every_k=N` or `selective` as {"policy", "params"}; CheckpointRequestError names --checkpoint otherwise."""
+    text = (text or "").strip()
+    if text == "selective":
+        return {"policy": "selective", "params": {}}
+    name, _, value = text.partition("=")
+    if name == "every_k" and value.isdigit() and 1 <= int(value) <= MAX_EVERY_K:
+        return {"policy": "every_k", "params": {"k": int(value)}}
+    raise CheckpointRequestError(f"--checkpoint {text!r}: give every_k=N (N a whole number from 1 to "
+                                 f"{MAX_EVERY_K}) or selective, e.g. --checkpoint every_k=1")
+
+
+def regions_of(request, n_blocks):
+    """Block indices per checkpoint region: runs of k for every_k (the last may be shorter), one per block for
+    selective."""
+    k = request["params"].get("k", 1)
+    return [list(range(start, min(start + k, n_blocks))) for start in range(0, n_blocks, k)]
+
+
+def save_matmuls(ctx, func, *args, **kwargs):
+    """The selective policy: matrix products' outputs are kept; attention, softmax, dropout, elementwise and
+    everything else is recomputed."""
+    if getattr(func, "overloadpacket", func) in MUST_SAVE_OPS:
+        return CheckpointPolicy.MUST_SAVE
+    return CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def context_fn(request):
+    if request["policy"] == "selective":
+        return functools.partial(create_selective_checkpoint_contexts, save_matmuls)
+    return None
+
+
+# ----- the checkpointed step ---------------------------------------------------------------------
+class RegionRecorder(TorchRecorder):
+    """The torch recorder for a checkpointed step: a region's nodes hold checkpoint's placeholders, and reading
+    their saved tensors would start the recompute early, so their `saved` is left as the region saves: nothing."""
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.region_entries = set()
+
+    def note_region(self, start, end):
+        self.region_entries.update(range(start, end))
+
+    def _read_saved(self, node, index):
+        if index in self.region_entries:
+            entry = self.tape[index]
+            entry["backward"] = node.name()
+            entry["why"] = f"{node.name()} keeps only checkpoint placeholders: its region is recomputed in backward"
+            return
+        super()._read_saved(node, index)
+
+
+@contextmanager
+def checkpointed(model, paths, regions, recorder, context=None):
+    """Within the block, each region runs under checkpoint(): its first block's forward runs the region's blocks
+    in turn (each through its own __call__, so module hooks and scopes still fire), the others pass their input
+    through (the region already made it). Every forward is restored on the way out."""
+    blocks = [model.get_submodule(path) for path in paths]
+    originals = [block.forward for block in blocks]
+    running = set()                     # blocks whose region's function is running now (forward or recompute)
+
+    def region_forward(region):
+        first, rest = region[0], region[1:]
+
+        def run(*args, **kwargs):
+            running.update(region)
+            try:
+                out = originals[first](*args, **kwargs)
+                for b in rest:
+                    out = blocks[b](out)
+                return out
+            finally:
+                running.difference_update(region)
+
+        def forward(*args, **kwargs):
+            start = len(recorder.tape)
+            try:
+                return checkpoint(run, *args, use_reentrant=False, **({"context_fn": context} if context else {}),
+                                  **kwargs)
+            finally:
+                if recorder.phase == "forward":
+                    recorder.note_region(start, len(recorder.tape))
+        return forward
+
+    def passed_through(b):
+        def forward(*args, **kwargs):
+            if b in running:
+                return originals[b](*args, **kwargs)
+            return args[0]
+        return forward
+
+    for region in regions:
+        blocks[region[0]].forward = region_forward(region)
+        for b in region[1:]:
+            blocks[b].forward = passed_through(b)
+    try:
+        yield
+    finally:
+        for block in blocks:
+            block.__dict__.pop("forward", None)
+
+
+def record_checkpointed(step, paths, request, values=False):
+    """(document, grads) of one step with `request`'s regions under checkpoint()."""
+    model = step[0]
+    recorder = RegionRecorder(with_values=values)
+    with checkpointed(model, paths, regions_of(request, len(paths)), recorder, context_fn(request)):
+        document = record_with(recorder, *step, blocks=paths)
+    return document, grads_of(model)
+
+
+def grads_of(model):
+    """Each parameter's gradient as a numpy copy (what backend.planner.execute.grad_mismatch compares)."""
+    return {name: None if p.grad is None else p.grad.detach().numpy().copy() for name, p in model.named_parameters()}
+
+
+# ----- the what-ifs, attached to the plain run's document ----------------------------------------
+def checkpoint_what_ifs(build, policy_text, blocks_text=None, values=False):
+    """The plain step's document with `schedules`: no checkpointing, then each --checkpoint policy, each run by
+    torch (a fresh build()) and recorded, beside our planner's prediction from the plain document alone."""
+    return what_ifs(build, parse_policies(policy_text), blocks_text, values).document
+
+
+class WhatIfs:
+    """The plain step (its document, block paths and gradients) and each checkpointed run, as recorded."""
+
+    def __init__(self, document, paths, grads):
+        self.document, self.paths, self.grads = document, paths, grads
+        self.runs = []                      # (request, executed document, gradients)
+
+
+def what_ifs(build, requests, blocks_text=None, values=False):
+    """Record the plain step and every request's checkpointed step; attach their schedules to the plain document."""
+    step = unpack_build(build())
+    model = step[0]
+    paths = named_blocks(model, blocks_text) if blocks_text else find_blocks(model)
+    if not paths:
+        raise BlocksError(f"--checkpoint: {type(model).__name__} has no nn.ModuleList to take its blocks from; "
+                          "name the modules to checkpoint with --blocks, e.g. --blocks encoder.0,encoder.1")
+    found = WhatIfs(record_step(*step, values=values, blocks=paths), paths, grads_of(model))
+    base = TorchBase.from_document(found.document)
+    schedules = [schedule_of({"policy": "none", "params": {}}, base, paths, found.document, found.grads, found.grads)]
+    for request in requests:
+        executed, grads = record_checkpointed(unpack_build(build()), paths, request)
+        found.runs.append((request, executed, grads))
+        schedules.append(schedule_of(request, base, paths, executed, grads, found.grads))
+    found.document.update(schedule=schedules[0], schedules=schedules, pareto=[])
+    return found
+
+
+def schedule_label(schedule):
+    """"every_k k=2", "selective": how the terminal and the bench name a schedule (as the page's scheduleLabel)."""
+    return schedule["policy"] + (f" k={schedule['params']['k']}" if "k" in schedule["params"] else "")
+
+
+def schedule_of(request, base, paths, executed, grads, base_grads):
+    """One schedule in the fields our engine's schedules have, plus torch's measured figures beside ours."""
+    regions = regions_of(request, len(paths)) if request["policy"] != "none" else []
+    saved_ops = MUST_SAVE_NAMES if request["policy"] == "selective" else ()
+    live, phases = predict_live_bytes(base, regions, saved_ops)
+    predicted = int(live.max())
+    before_update = [bytes_ for bytes_, phase in zip(live, phases) if phase in ("forward", "backward")]
+    flops = recompute_flops(base, regions, saved_ops)
+    mismatch = grad_mismatch(grads, base_grads)
+    executed_peak = executed["summary"]["peak_bytes"]
+    return {
+        "policy": request["policy"], "params": request["params"], "preserve_rng_state": True,
+        "regions": [[paths[b] for b in region] for region in regions],
+        "block_regions": regions, "recompute_entries": [],
+        "predicted_peak_bytes": predicted, "executed_peak_bytes": executed_peak,
+        "predicted_error": (predicted - executed_peak) / executed_peak,
+        "predicted_backward_peak_bytes": int(max(before_update)),
+        "executed_backward_peak_bytes": max(s["live_bytes"] for s in executed["steps"]
+                                            if s["phase"] in ("forward", "backward")),
+        "recompute_flops": flops, "overhead": flops / (sum(base.flops.values()) or 1),
+        "grads_match": all(v == 0.0 for v in mismatch.values()), "grad_mismatch": mismatch,
+        "verdict": executed["summary"]["peak"]["verdict"], "executed_by": f"torch {torch.__version__}",
+    }
