@@ -9,6 +9,7 @@ Storages are keyed by untyped_storage().data_ptr() while alive (views share them
 the storage object says when the allocator gets it back, so `freed` is the step during which it went.
 The attributes (tensors, storages, tape, steps, sweep, values, ...) are what backend.trace.document reads.
 """
+import functools
 import weakref
 
 import torch
@@ -58,6 +59,7 @@ class TorchRecorder(TorchDispatchMode):
         self._probe = None          # the tape index whose node's _saved_* attributes are being read
         self._node_entry = {}       # grad_fn node -> tape index (None for AccumulateGrad)
         self._handles = []
+        self._watching = []         # a weakref per storage: its callback is the storage's death
         self._busy = 0
         self._freed_in_step = False
 
@@ -87,8 +89,11 @@ class TorchRecorder(TorchDispatchMode):
             self.storages[record["id"]] = record
             if ptr:
                 self._live[ptr] = record
-                weakref.finalize(storage, self._on_storage_freed, ptr, record["id"])
+                self._watching.append(weakref.ref(storage, self._freed_callback(ptr, record["id"])))
         return record
+
+    def _freed_callback(self, ptr, storage_id):
+        return lambda _ref: self._on_storage_freed(ptr, storage_id)
 
     def _on_storage_freed(self, ptr, storage_id):
         record = self.storages[storage_id]
@@ -103,16 +108,17 @@ class TorchRecorder(TorchDispatchMode):
         return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape),
                 tuple(tensor.stride()), tensor.dtype)
 
-    def lookup(self, tensor):
+    def lookup(self, tensor, key=None):
         """The id of the tensor record `tensor` is (or a view with its exact layout is); None if unseen."""
-        uid = self._views.get(self._key(tensor))
+        uid = self._views.get(key or self._key(tensor))
         if uid is not None and self.storages[self.tensors[uid]["storage"]]["freed"] is None:
             return uid
         return None
 
-    def tensor(self, tensor, kind, name=None, produced_by=None, scope=None, **extra):
+    def tensor(self, tensor, kind, name=None, produced_by=None, scope=None, key=None, **extra):
         """A new tensor record over `tensor`'s storage (created when the storage is new)."""
-        known = tensor.untyped_storage().data_ptr() in self._live
+        key = key or self._key(tensor)
+        known = key[0] in self._live
         storage = self._storage(tensor, kind, scope if kind in ("param", "input") else None)
         uid = len(self.tensors)
         record = {"id": uid, "name": name or f"t{uid}", "kind": storage["kind"], "shape": list(tensor.shape),
@@ -122,7 +128,7 @@ class TorchRecorder(TorchDispatchMode):
         if known and kind not in ("param", "input"):
             record["view"] = True
         self.tensors[uid] = record
-        self._views[self._key(tensor)] = uid
+        self._views[key] = uid
         self._describe(record, tensor)
         return uid
 
@@ -136,22 +142,23 @@ class TorchRecorder(TorchDispatchMode):
         elif tensor.dtype.is_complex or tensor.device.type == "meta":
             target.update(min=None, max=None, mean=None, norm=None)
             return
-        self._busy += 1
-        try:
-            data = tensor.detach()
-            if data.dtype in (torch.bfloat16, torch.float16) or not data.is_cpu:
+        data = tensor.data                      # not an op: no trip through __torch_dispatch__
+        if data.dtype in (torch.bfloat16, torch.float16) or not data.is_cpu:
+            self._busy += 1
+            try:
                 data = data.float().cpu()
-            array = data.numpy()
-        finally:
-            self._busy -= 1
+            finally:
+                self._busy -= 1
+        array = data.numpy()
         if with_values and array.size <= SMALL_TENSOR_ELEMENTS:
             self.values.add(target, array, True)
         else:
             self.values.add_statistics(target, array)
 
     def known(self, tensor, kind, name, scope=None):
-        uid = self.lookup(tensor)
-        return uid if uid is not None else self.tensor(tensor, kind, name, scope=scope)
+        key = self._key(tensor)
+        uid = self.lookup(tensor, key)
+        return uid if uid is not None else self.tensor(tensor, kind, name, scope=scope, key=key)
 
     # ----- setup: what exists before the step --------------------------------------------------
     def add_model(self, model, batch_tensors):
@@ -196,23 +203,24 @@ class TorchRecorder(TorchDispatchMode):
             self._new_step(self.steps[-1]["entry"], op=op_name(func), continues=True)
         out = func(*args, **kwargs)
         kind = "grad" if self.phase == "backward" else "optimizer"
-        for t in _tensors(out):
-            if self.lookup(t) is None:
-                self.tensor(t, kind, name=None, scope=None)
+        for t in _op_tensors(out):
+            key = self._key(t)
+            if self.lookup(t, key) is None:
+                self.tensor(t, kind, name=None, scope=None, key=key)
         return out
 
     def _forward_op(self, func, args, kwargs):
         name = op_name(func)
-        inputs = _tensors((args, kwargs))
+        inputs = _op_tensors(args) + _op_tensors(tuple(kwargs.values()))
         input_ids = [self.known(t, "input", None, scope="input") for t in inputs]
         index = len(self.tape)
         entry = {"index": index, "op": name, "family": family(name), "backward": "", "inputs": input_ids,
                  "output": None, "saved": [], "flops": 0, "scope": self.scope, "why": "", "phase": "forward",
-                 "attrs": {"aten": str(func)}}
+                 "attrs": {"aten": _aten_name(func)}}
         self.tape.append(entry)
         self._new_step(index)
         out = func(*args, **kwargs)
-        outputs = _tensors(out)
+        outputs = _op_tensors(out)
         ids = [self.tensor(t, "activation", name=f"{name}{index}" + (f".{i}" if i else ""), produced_by=index,
                            scope=entry["scope"]) for i, t in enumerate(outputs)]
         entry["output"] = ids[0] if ids else None
@@ -276,15 +284,14 @@ class TorchRecorder(TorchDispatchMode):
         entry = self.tape[index]
         entry["backward"] = node.name()
         names = []
-        for attr in dir(node):
-            if attr.startswith("_saved_"):
-                self._probe = (index, names, attr[len("_saved_"):])
-                try:
-                    getattr(node, attr)
-                except RuntimeError:        # freed already, or not a tensor
-                    pass
-                finally:
-                    self._probe = None
+        for attr in _saved_attributes(type(node)):
+            self._probe = (index, names, attr[len("_saved_"):])
+            try:
+                getattr(node, attr)
+            except RuntimeError:        # freed already, or not a tensor
+                pass
+            finally:
+                self._probe = None
         if names:
             entry["why"] = f"{node.name()} keeps {', '.join(dict.fromkeys(names))} for backward"
         else:
@@ -359,6 +366,33 @@ _MARKERS = (torch.ops.profiler._record_function_enter_new.default, torch.ops.pro
 
 def _tensors(tree):
     return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+
+
+def _op_tensors(value):
+    """The tensors in an aten op's arguments or result: a tensor, or tuples and lists of them among scalars
+    (what _tensors' pytree walk finds, without its cost on every op)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        found = []
+        for item in value:
+            if isinstance(item, torch.Tensor):
+                found.append(item)
+            elif isinstance(item, (tuple, list)):
+                found.extend(_op_tensors(item))
+        return found
+    return []
+
+
+@functools.lru_cache(maxsize=None)
+def _aten_name(func):
+    return str(func)
+
+
+@functools.lru_cache(maxsize=None)
+def _saved_attributes(node_class):
+    """A grad_fn class's `_saved_*` attributes (each node class is generated per op: the names are fixed)."""
+    return tuple(attr for attr in dir(node_class) if attr.startswith("_saved_"))
 
 
 def _is_accumulate(node):
