@@ -94,6 +94,13 @@ def _as_loss(output):
 # ----- the document ------------------------------------------------------------------------------
 def record_step(model, batch, loss_fn=None, optimizer=None, values=False):
     """One training step of `model` on `batch` under PyTorch's hooks, as a trace document (a dict)."""
+    recorder, loss = record(model, batch, loss_fn, optimizer, values)
+    return document_of(recorder, loss, model, batch, loss_fn, optimizer, values)
+
+
+def record(model, batch, loss_fn=None, optimizer=None, values=False):
+    """The step under the hooks: (recorder, loss). The hooks note what can only be seen as it happens (ids,
+    storages, shapes, a copy of each tensor for its statistics); the rest waits for document_of."""
     recorder = TorchRecorder(with_values=values)
     recorder.add_model(model, _tensors(batch))
     try:
@@ -101,6 +108,11 @@ def record_step(model, batch, loss_fn=None, optimizer=None, values=False):
             loss = run_step(model, batch, loss_fn, optimizer, recorder)
     finally:
         recorder.finish()
+    return recorder, loss
+
+
+def document_of(recorder, loss, model, batch, loss_fn=None, optimizer=None, values=False):
+    """The trace document of a recorded step (statistics, live bytes, the peak explanation are derived here)."""
     spec = describe(model, batch, loss_fn, optimizer)
     document = build_document(recorder, spec, f"torch {torch.__version__}", float(loss.detach()))
     document["layers"] = [{"path": name, "type": type(child).__name__, "name": name}

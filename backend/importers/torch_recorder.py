@@ -58,8 +58,11 @@ class TorchRecorder(TorchDispatchMode):
         self._scopes = []
         self._probe = None          # the tape index whose node's _saved_* attributes are being read
         self._node_entry = {}       # grad_fn node -> tape index (None for AccumulateGrad)
+        self._variable_of = {}      # AccumulateGrad node -> the leaf it accumulates into
         self._handles = []
         self._watching = []         # a weakref per storage: its callback is the storage's death
+        self._described = {}        # _sequence(tensor) -> (version, the description it was given)
+        self._writes = {}           # storage id -> how many ops have written into it (see _wrote)
         self._busy = 0
         self._freed_in_step = False
 
@@ -105,8 +108,9 @@ class TorchRecorder(TorchDispatchMode):
 
     @staticmethod
     def _key(tensor):
-        return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape),
-                tuple(tensor.stride()), tensor.dtype)
+        """A tensor's layout: storage, offset, shape, strides, dtype (torch.Size and stride() are tuples)."""
+        return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.shape, tensor.stride(),
+                tensor.dtype)
 
     def lookup(self, tensor, key=None):
         """The id of the tensor record `tensor` is (or a view with its exact layout is); None if unseen."""
@@ -122,7 +126,7 @@ class TorchRecorder(TorchDispatchMode):
         storage = self._storage(tensor, kind, scope if kind in ("param", "input") else None)
         uid = len(self.tensors)
         record = {"id": uid, "name": name or f"t{uid}", "kind": storage["kind"], "shape": list(tensor.shape),
-                  "dtype": str(tensor.dtype).replace("torch.", ""), "nbytes": storage["nbytes"],
+                  "dtype": _dtype_name(tensor.dtype), "nbytes": storage["nbytes"],
                   "storage": storage["id"], "address": storage["address"], "born": self.step, "freed": None,
                   "saved_by": [], "produced_by": produced_by, "scope": scope, **extra}
         if known and kind not in ("param", "input"):
@@ -134,26 +138,50 @@ class TorchRecorder(TorchDispatchMode):
 
     def _describe(self, target, tensor, with_values=None):
         """Statistics (and, with --values, the values of small tensors), read from the tensor at birth."""
+        dtype = tensor.dtype
+        unreadable = dtype.is_complex or tensor.is_meta
         if with_values is None:                 # a tensor record: its description lives under "value"
-            if tensor.dtype.is_complex or tensor.device.type == "meta":
+            if unreadable:
                 return
             target["value"] = {}
             target, with_values = target["value"], self.with_values
-        elif tensor.dtype.is_complex or tensor.device.type == "meta":
+        elif unreadable:
             target.update(min=None, max=None, mean=None, norm=None)
             return
         data = tensor.data                      # not an op: no trip through __torch_dispatch__
-        if data.dtype in (torch.bfloat16, torch.float16) or not data.is_cpu:
+        if dtype in _WIDENED or not data.is_cpu:
             self._busy += 1
             try:
                 data = data.float().cpu()
             finally:
                 self._busy -= 1
         array = data.numpy()
-        if with_values and array.size <= SMALL_TENSOR_ELEMENTS:
+        with_values = with_values and array.size <= SMALL_TENSOR_ELEMENTS
+        sequence, version = self._sequence(tensor, with_values)
+        described = self._described.get(sequence)
+        if described is not None and described[0] == version:
+            self.values.add_same(target, described[1])
+            return
+        if with_values:
             self.values.add(target, array, True)
         else:
             self.values.add_statistics(target, array)
+        if sequence is not None:
+            self._described[sequence] = (version, target)
+
+    def _sequence(self, tensor, with_values):
+        """(what identifies the values `tensor` reads, in order, and its version): a contiguous tensor by its
+        storage, offset and length, any other by its layout; the version counts the ops that wrote into the
+        storage (tensor._version is bumped above the dispatch mode, after an op returns, and not at all for a
+        composite's in-place parts). A second tensor with the same (a view that reshapes, a gradient already
+        seen) and the same version holds the same values: described once."""
+        record = self._live.get(tensor.untyped_storage().data_ptr())
+        if record is None:
+            return None, None
+        version = self._writes.get(record["id"], 0)
+        if tensor.is_contiguous():
+            return (record["id"], tensor.storage_offset(), tensor.numel(), tensor.dtype, with_values), version
+        return (record["id"], tensor.storage_offset(), tensor.shape, tensor.stride(), tensor.dtype, with_values), version
 
     def known(self, tensor, kind, name, scope=None):
         key = self._key(tensor)
@@ -202,6 +230,7 @@ class TorchRecorder(TorchDispatchMode):
             # step's live bytes are what was held together at one moment (as in the engine's recompute steps).
             self._new_step(self.steps[-1]["entry"], op=op_name(func), continues=True)
         out = func(*args, **kwargs)
+        self._wrote(func, args, kwargs)
         kind = "grad" if self.phase == "backward" else "optimizer"
         for t in _op_tensors(out):
             key = self._key(t)
@@ -220,6 +249,7 @@ class TorchRecorder(TorchDispatchMode):
         self.tape.append(entry)
         self._new_step(index)
         out = func(*args, **kwargs)
+        self._wrote(func, args, kwargs)
         outputs = _op_tensors(out)
         ids = [self.tensor(t, "activation", name=f"{name}{index}" + (f".{i}" if i else ""), produced_by=index,
                            scope=entry["scope"]) for i, t in enumerate(outputs)]
@@ -232,6 +262,17 @@ class TorchRecorder(TorchDispatchMode):
             self._entry_of_seq[seq] = index
         self._last_seq = sequence_nr
         return out
+
+    def _wrote(self, func, args, kwargs):
+        """Count a write into each storage `func` mutates (its schema's in-place and out= arguments)."""
+        positions, names = _written_arguments(func)
+        if not positions and not names:
+            return
+        written = [args[i] for i in positions if i < len(args)] + [kwargs[n] for n in names if n in kwargs]
+        for tensor in _op_tensors(written):
+            record = self._live.get(tensor.untyped_storage().data_ptr())
+            if record is not None:
+                self._writes[record["id"]] = self._writes.get(record["id"], 0) + 1
 
     # ----- what autograd saves ------------------------------------------------------------------
     def pack(self, tensor):
@@ -272,7 +313,11 @@ class TorchRecorder(TorchDispatchMode):
             if node is None or node in seen:
                 continue
             seen.add(node)
-            index = None if _is_accumulate(node) else self._entry_of_seq.get(node._sequence_nr())
+            if _is_accumulate(node):
+                index = None
+                self._variable_of[node] = node.variable
+            else:
+                index = self._entry_of_seq.get(node._sequence_nr())
             self._node_entry[node] = index
             if index is not None:
                 self._read_saved(node, index)
@@ -305,7 +350,7 @@ class TorchRecorder(TorchDispatchMode):
                 return None
             self._new_step(index)
             entry = self.tape[index]
-            grad = next((g for g in grad_outputs if g is not None), None)
+            grad = next(filter(_is_given, grad_outputs), None)
             adjoint = None
             if grad is not None:
                 uid = self.known(grad, "grad", None)
@@ -325,8 +370,9 @@ class TorchRecorder(TorchDispatchMode):
             for grad, (target, _) in zip(grad_inputs, node.next_functions):
                 if grad is None or target is None:
                     continue
-                if _is_accumulate(target):
-                    to = self.lookup(target.variable)
+                variable = self._variable_of.get(target)
+                if variable is not None:
+                    to = self.lookup(variable)
                 else:
                     parent = self._node_entry.get(target)
                     to = self.tape[parent]["output"] if parent is not None else None
@@ -337,7 +383,7 @@ class TorchRecorder(TorchDispatchMode):
         return end
 
     def _accumulate(self, node, grad_outputs):
-        param = self.lookup(node.variable)
+        param = self.lookup(self._variable_of[node])
         grad = grad_outputs[0] if grad_outputs else None
         if param is None or grad is None or not self.sweep:
             return
@@ -358,10 +404,22 @@ class TorchRecorder(TorchDispatchMode):
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        self._node_entry = {}
+        self._node_entry, self._variable_of = {}, {}
 
 
 _MARKERS = (torch.ops.profiler._record_function_enter_new.default, torch.ops.profiler._record_function_exit._RecordFunction)
+
+
+_WIDENED = (torch.bfloat16, torch.float16)     # numpy has no bfloat16: both are read as float32
+
+
+def _is_given(value):
+    return value is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
 
 
 def _tensors(tree):
@@ -382,6 +440,18 @@ def _op_tensors(value):
                 found.extend(_op_tensors(item))
         return found
     return []
+
+
+@functools.lru_cache(maxsize=None)
+def _written_arguments(func):
+    """(positions, names) of the arguments an op writes into, from its schema's alias annotations (`Tensor(a!)`)."""
+    schema = getattr(func, "_schema", None)
+    if schema is None:
+        return (), ()
+    written = [(i, arg) for i, arg in enumerate(schema.arguments)
+               if arg.alias_info is not None and arg.alias_info.is_write]
+    return (tuple(i for i, arg in written if not arg.kwarg_only),
+            tuple(arg.name for _, arg in written if arg.kwarg_only))
 
 
 @functools.lru_cache(maxsize=None)

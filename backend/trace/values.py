@@ -12,6 +12,7 @@ import numpy as np
 
 MAX_VALUE_ELEMENTS = 4096
 F16_MAX = 65504.0
+DESCRIPTION = ("min", "max", "mean", "norm", "f16")      # what fill writes into a target
 DEFERRED_BYTES = 256 * 2**20      # copies kept for add_statistics' deferred reduction; past this, reduced at once
 
 
@@ -23,6 +24,7 @@ class ValueTable:
         self._large = []            # (target dict, [min, max, sum, sum of squares, finite count])
         self._deferred = []         # (target dict, flat copy): add_statistics' tensors, reduced in fill
         self._deferred_bytes = 0
+        self._same = []             # (target dict, source dict): described as the source is
 
     def add(self, target, array, with_values):
         flat = np.asarray(array).ravel()
@@ -45,6 +47,11 @@ class ValueTable:
         else:
             self._large.append((target, _plain_statistics(array.ravel())))
 
+    def add_same(self, target, source):
+        """`target` is described as `source` (already added) is: the caller knows both hold the same values in the
+        same order (a view of unchanged data, a gradient already described), so nothing is copied or reduced."""
+        self._same.append((target, source))
+
     def fill(self):
         self._large.extend((target, _plain_statistics(copy)) for target, copy in self._deferred)
         self._deferred, self._deferred_bytes = [], 0
@@ -56,7 +63,9 @@ class ValueTable:
         if self._large:
             _write([target for target, _ in self._large],
                    np.array([numbers for _, numbers in self._large], dtype=np.float64))
-        self._small, self._large = [], []
+        for target, source in self._same:
+            target.update((key, source[key]) for key in DESCRIPTION if key in source)
+        self._small, self._large, self._same = [], [], []
 
 
 def _reduce_together(chunks):
