@@ -148,7 +148,8 @@ class TorchRecorder(TorchDispatchMode):
         elif unreadable:
             target.update(min=None, max=None, mean=None, norm=None)
             return
-        data = tensor.data                      # not an op: no trip through __torch_dispatch__
+        # .data is not an op (no trip through __torch_dispatch__), but it is a new tensor: only where numpy() needs it
+        data = tensor.data if tensor.requires_grad else tensor
         if dtype in _WIDENED or not data.is_cpu:
             self._busy += 1
             try:
