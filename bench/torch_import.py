@@ -2,14 +2,15 @@
 goal ≤ 3×), the document build on its own, the run.json's size, and what the server's check of a posted run.json
 costs (load_posted_document) against parsing its JSON.
 
-    .venv/bin/python bench/torch_import.py [--threads N] [--repeats N]     (needs torch==2.13.0 in .venv)
+    .venv/bin/python bench/torch_import.py [--threads N] [--repeats N] [--cpu]     (needs torch==2.13.0 in .venv)
 
 Plain and recorded steps are measured alike: one untimed warm-up each, then per repeat a fresh build() (not
 timed) for each, the two interleaved so a busy machine slows both; the medians are printed. `hooked ms` is
 record(): the recorder's setup, the step under its hooks and their removal; `build ms` is document_of() on that
 recorder (statistics of the copies the hooks took, live bytes, the peak explanation). torch runs on --threads
 intra-op threads (default 1: the hooks' Python is single-threaded whatever the plain step uses, and on a shared
-machine a multi-threaded plain step's time mostly measures the neighbours).
+machine a multi-threaded plain step's time mostly measures the neighbours). `--cpu` times with the process's CPU
+clock instead of the wall clock: on a busy machine the wall clock measures the neighbours too.
 """
 import argparse
 import json
@@ -30,36 +31,36 @@ from backend.trace.intake import load_posted_document  # noqa: E402
 EXAMPLES = ["mlp", "residual", "gpt", "transformer_tiny"]
 
 
-def step_times(build, repeats):
+def step_times(build, repeats, clock):
     """Median seconds of (plain step, step under the hooks, document build), and the last document."""
     plain, hooked, built = [], [], []
     for repeat in range(repeats + 1):                    # repeat 0 warms up, untimed
         step = unpack_build(build())
-        start = time.perf_counter()
+        start = clock()
         run_step(*step)
-        plain_s = time.perf_counter() - start
+        plain_s = clock() - start
         step = unpack_build(build())
-        start = time.perf_counter()
+        start = clock()
         recorder, loss = record(*step)
-        hooked_s = time.perf_counter() - start
-        start = time.perf_counter()
+        hooked_s = clock() - start
+        start = clock()
         document = document_of(recorder, loss, *step)
-        built_s = time.perf_counter() - start
+        built_s = clock() - start
         if repeat:
             plain.append(plain_s), hooked.append(hooked_s), built.append(built_s)
     return statistics.median(plain), statistics.median(hooked), statistics.median(built), document
 
 
-def check_times(text, repeats):
+def check_times(text, repeats, clock):
     """Median seconds to parse the run.json, and to parse it and check it as POST /api/traces does."""
     parse, check = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         json.loads(text)
-        parse.append(time.perf_counter() - start)
-        start = time.perf_counter()
+        parse.append(clock() - start)
+        start = clock()
         load_posted_document(json.loads(text))
-        check.append(time.perf_counter() - start)
+        check.append(clock() - start)
     return statistics.median(parse), statistics.median(check)
 
 
@@ -67,16 +68,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     parser.add_argument("--repeats", type=int, default=9, help="timed repeats per figure (default 9)")
+    parser.add_argument("--cpu", action="store_true", help="the process's CPU clock instead of the wall clock")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), median of {args.repeats}")
+    clock = time.process_time if args.cpu else time.perf_counter
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), median of {args.repeats}, "
+          f"{'CPU' if args.cpu else 'wall'} clock")
     print(f"{'example':18} {'plain ms':>9} {'hooked ms':>10} {'overhead':>9} {'build ms':>9} {'ops':>6} "
           f"{'run.json KiB':>13} {'check ms':>9} {'check/parse':>12}")
     for example in EXAMPLES:
         build = load_build(ROOT / "examples" / "torch" / f"{example}.py")
-        plain, hooked, built, document = step_times(build, args.repeats)
+        plain, hooked, built, document = step_times(build, args.repeats, clock)
         text = json.dumps(pack(document), separators=(",", ":"))       # what the command line writes and posts
-        parse, check = check_times(text, args.repeats)
+        parse, check = check_times(text, args.repeats, clock)
         print(f"{example:18} {plain * 1e3:9.2f} {hooked * 1e3:10.2f} {hooked / plain:8.1f}× {built * 1e3:9.2f} "
               f"{document['summary']['entries']:6d} {len(text) / 1024:13.1f} {check * 1e3:9.1f} "
               f"{check / parse:11.1f}×")
