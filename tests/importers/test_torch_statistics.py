@@ -105,3 +105,23 @@ def test_add_same_copies_only_the_description():
     table.fill()
     assert target == {"tensor": 7, "shape": [1, 2], "min": 1.0, "max": 3.0, "mean": 2.0,
                       "norm": pytest.approx(np.sqrt(10.0), rel=1e-6)}
+
+
+def _torch_statistics(tensor):
+    data = tensor.detach().double()
+    return {"min": data.min().item(), "max": data.max().item(), "mean": data.mean().item(),
+            "norm": data.norm().item()}
+
+
+@pytest.mark.parametrize("example", ["mlp", "gpt"])
+def test_statistics_are_torchs_own_for_the_parameters_and_their_gradients(example):
+    """Each parameter as it was before the step and each .grad as backward left it, against torch's reductions
+    (the document rounds to six significant digits)."""
+    model, batch, loss_fn, optimizer = fresh(example)
+    before = {name: _torch_statistics(p) for name, p in model.named_parameters()}
+    document = record_step(model, batch, loss_fn, optimizer)
+    grads = {name: _torch_statistics(p.grad) for name, p in model.named_parameters() if p.grad is not None}
+    by_name = {t["name"]: t["value"] for t in document["tensors"] if "value" in t}
+    for expected, suffix in ((before, ""), (grads, ".grad")):
+        for name, figures in expected.items():
+            assert by_name[name + suffix] == pytest.approx(figures, rel=1e-5, abs=1e-9), name + suffix
