@@ -16,7 +16,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from backend.importers.torch_ops import family, flops, op_name
+from backend.importers.torch_ops import aten_name, family, flops, op_name, op_tensors, written_arguments
 from backend.trace.values import ValueTable
 
 SMALL_TENSOR_ELEMENTS = 1024      # with --values, tensors this small carry their values (heatmaps)
@@ -233,7 +233,7 @@ class TorchRecorder(TorchDispatchMode):
         out = func(*args, **kwargs)
         self._wrote(func, args, kwargs)
         kind = "grad" if self.phase == "backward" else "optimizer"
-        for t in _op_tensors(out):
+        for t in op_tensors(out):
             key = self._key(t)
             if self.lookup(t, key) is None:
                 self.tensor(t, kind, name=None, scope=None, key=key)
@@ -241,17 +241,17 @@ class TorchRecorder(TorchDispatchMode):
 
     def _forward_op(self, func, args, kwargs):
         name = op_name(func)
-        inputs = _op_tensors(args) + _op_tensors(tuple(kwargs.values()))
+        inputs = op_tensors(args) + op_tensors(tuple(kwargs.values()))
         input_ids = [self.known(t, "input", None, scope="input") for t in inputs]
         index = len(self.tape)
         entry = {"index": index, "op": name, "family": family(name), "backward": "", "inputs": input_ids,
                  "output": None, "saved": [], "flops": 0, "scope": self.scope, "why": "", "phase": "forward",
-                 "attrs": {"aten": _aten_name(func)}}
+                 "attrs": {"aten": aten_name(func)}}
         self.tape.append(entry)
         self._new_step(index)
         out = func(*args, **kwargs)
         self._wrote(func, args, kwargs)
-        outputs = _op_tensors(out)
+        outputs = op_tensors(out)
         ids = [self.tensor(t, "activation", name=f"{name}{index}" + (f".{i}" if i else ""), produced_by=index,
                            scope=entry["scope"]) for i, t in enumerate(outputs)]
         entry["output"] = ids[0] if ids else None
@@ -266,11 +266,11 @@ class TorchRecorder(TorchDispatchMode):
 
     def _wrote(self, func, args, kwargs):
         """Count a write into each storage `func` mutates (its schema's in-place and out= arguments)."""
-        positions, names = _written_arguments(func)
+        positions, names = written_arguments(func)
         if not positions and not names:
             return
         written = [args[i] for i in positions if i < len(args)] + [kwargs[n] for n in names if n in kwargs]
-        for tensor in _op_tensors(written):
+        for tensor in op_tensors(written):
             record = self._live.get(tensor.untyped_storage().data_ptr())
             if record is not None:
                 self._writes[record["id"]] = self._writes.get(record["id"], 0) + 1
@@ -425,39 +425,6 @@ def _dtype_name(dtype):
 
 def _tensors(tree):
     return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
-
-
-def _op_tensors(value):
-    """The tensors in an aten op's arguments or result: a tensor, or tuples and lists of them among scalars
-    (what _tensors' pytree walk finds, without its cost on every op)."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        found = []
-        for item in value:
-            if isinstance(item, torch.Tensor):
-                found.append(item)
-            elif isinstance(item, (tuple, list)):
-                found.extend(_op_tensors(item))
-        return found
-    return []
-
-
-@functools.lru_cache(maxsize=None)
-def _written_arguments(func):
-    """(positions, names) of the arguments an op writes into, from its schema's alias annotations (`Tensor(a!)`)."""
-    schema = getattr(func, "_schema", None)
-    if schema is None:
-        return (), ()
-    written = [(i, arg) for i, arg in enumerate(schema.arguments)
-               if arg.alias_info is not None and arg.alias_info.is_write]
-    return (tuple(i for i, arg in written if not arg.kwarg_only),
-            tuple(arg.name for _, arg in written if arg.kwarg_only))
-
-
-@functools.lru_cache(maxsize=None)
-def _aten_name(func):
-    return str(func)
 
 
 @functools.lru_cache(maxsize=None)
