@@ -126,7 +126,9 @@ def _plain_statistics(flat):
             if not values.size:
                 return [np.nan, np.nan, 0.0, 0.0, 0]
             low, high = values.min(), values.max()
-        return [low, high, values.sum(), np.add.reduce(np.square(values)), values.size]
+        total = values.sum()
+        squares = np.square(values, out=values if values is not flat else None)    # a copy of ours: in place
+        return [low, high, total, np.add.reduce(squares), values.size]
 
 
 def decode(value, shape):
