@@ -6,7 +6,8 @@ costs (load_posted_document) against parsing its JSON.
 
 Plain and recorded steps are measured alike: one untimed warm-up each, then per repeat a fresh build() (not
 timed) for each, the two interleaved so a busy machine slows both; the medians are printed. `hooked ms` is
-record(): the recorder's setup, the step under its hooks and their removal; `build ms` is document_of() on that
+record(): the recorder's setup, the step under its hooks and their removal; `bare mode` is the same step under a
+dispatch mode and saved-tensor hooks that record nothing (÷ plain: the floor); `build ms` is document_of() on that
 recorder (statistics of the copies the hooks took, live bytes, the peak explanation). torch runs on --threads
 intra-op threads (default 1: the hooks' Python is single-threaded whatever the plain step uses, and on a shared
 machine a multi-threaded plain step's time mostly measures the neighbours). `--cpu` times with the process's CPU
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from backend.importers.torch import document_of, load_build, record, run_step, unpack_build  # noqa: E402
 from backend.trace.document_versions import pack  # noqa: E402
@@ -31,14 +33,30 @@ from backend.trace.intake import load_posted_document  # noqa: E402
 EXAMPLES = ["mlp", "residual", "gpt", "transformer_tiny"]
 
 
+class BareMode(TorchDispatchMode):
+    """Every op through Python and back, nothing recorded: the floor any dispatch-mode recorder stands on."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def bare_step(model, batch, loss_fn, optimizer):
+    with BareMode(), torch.autograd.graph.saved_tensors_hooks(lambda tensor: tensor, lambda tensor: tensor):
+        run_step(model, batch, loss_fn, optimizer)
+
+
 def step_times(build, repeats, clock):
-    """Median seconds of (plain step, step under the hooks, document build), and the last document."""
-    plain, hooked, built = [], [], []
+    """Median seconds of (plain step, bare mode, step under the hooks, document build), and the last document."""
+    plain, bare, hooked, built = [], [], [], []
     for repeat in range(repeats + 1):                    # repeat 0 warms up, untimed
         step = unpack_build(build())
         start = clock()
         run_step(*step)
         plain_s = clock() - start
+        step = unpack_build(build())
+        start = clock()
+        bare_step(*step)
+        bare_s = clock() - start
         step = unpack_build(build())
         start = clock()
         recorder, loss = record(*step)
@@ -47,8 +65,8 @@ def step_times(build, repeats, clock):
         document = document_of(recorder, loss, *step)
         built_s = clock() - start
         if repeat:
-            plain.append(plain_s), hooked.append(hooked_s), built.append(built_s)
-    return statistics.median(plain), statistics.median(hooked), statistics.median(built), document
+            plain.append(plain_s), bare.append(bare_s), hooked.append(hooked_s), built.append(built_s)
+    return (*(statistics.median(times) for times in (plain, bare, hooked, built)), document)
 
 
 def check_times(text, repeats, clock):
@@ -74,18 +92,20 @@ def main(argv=None):
     clock = time.process_time if args.cpu else time.perf_counter
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), median of {args.repeats}, "
           f"{'CPU' if args.cpu else 'wall'} clock")
-    print(f"{'example':18} {'plain ms':>9} {'hooked ms':>10} {'overhead':>9} {'build ms':>9} {'ops':>6} "
+    print(f"{'example':18} {'plain ms':>9} {'bare mode':>10} {'hooked ms':>10} {'overhead':>9} {'build ms':>9} {'ops':>6} "
           f"{'run.json KiB':>13} {'check ms':>9} {'check/parse':>12}")
     for example in EXAMPLES:
         build = load_build(ROOT / "examples" / "torch" / f"{example}.py")
-        plain, hooked, built, document = step_times(build, args.repeats, clock)
+        plain, bare, hooked, built, document = step_times(build, args.repeats, clock)
         text = json.dumps(pack(document), separators=(",", ":"))       # what the command line writes and posts
         parse, check = check_times(text, args.repeats, clock)
-        print(f"{example:18} {plain * 1e3:9.2f} {hooked * 1e3:10.2f} {hooked / plain:8.1f}× {built * 1e3:9.2f} "
+        print(f"{example:18} {plain * 1e3:9.2f} {bare / plain:9.1f}× {hooked * 1e3:10.2f} {hooked / plain:8.1f}× "
+              f"{built * 1e3:9.2f} "
               f"{document['summary']['entries']:6d} {len(text) / 1024:13.1f} {check * 1e3:9.1f} "
               f"{check / parse:11.1f}×")
-    print("overhead = hooked ÷ plain (goal ≤ 3×); build = the document from the recorder; "
-          "check = parse + schema + consistency of the run.json, as POST /api/traces")
+    print("overhead = hooked ÷ plain (goal ≤ 3×); bare mode = a pass-through dispatch mode and saved-tensor hooks "
+          "÷ plain, the floor; build = the document from the recorder; check = parse + schema + consistency of the "
+          "run.json, as POST /api/traces")
 
 
 if __name__ == "__main__":
