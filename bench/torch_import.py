@@ -1,10 +1,21 @@
-"""Recording overhead of the torch importer: recorded step time / plain step time (goal ≤ 3×), document size, and
-what the server's check of a posted document costs (load_posted_document) against parsing its JSON; then the
-checkpoint what-ifs: per schedule, torch's measured peak (the checkpointed step, recorded) against our planner's
-prediction from the plain document alone (goal: within 2%), for the whole step and before the optimizer's update.
+"""Recording overhead of the torch importer: the step under the hooks ÷ the plain step (the issue's overhead,
+goal ≤ 3×), the document build on its own, the run.json's size, and what the server's check of a posted run.json
+costs (load_posted_document) against parsing its JSON; then the checkpoint what-ifs: per schedule, torch's measured
+peak (the checkpointed step, recorded) against our planner's prediction from the plain document alone (goal: within
+2%), for the whole step and before the optimizer's update.
 
-    .venv/bin/python bench/torch_import.py          (needs torch==2.13.0 in .venv)
+    .venv/bin/python bench/torch_import.py [--threads N] [--repeats N] [--cpu]     (needs torch==2.13.0 in .venv)
+
+Plain and recorded steps are measured alike: one untimed warm-up each, then per repeat a fresh build() (not
+timed) for each, the two interleaved so a busy machine slows both; the medians are printed. `hooked ms` is
+record(): the recorder's setup, the step under its hooks and their removal; `bare mode` is the same step under a
+dispatch mode and saved-tensor hooks that record nothing (÷ plain: the floor); `build ms` is document_of() on that
+recorder (statistics of the copies the hooks took, live bytes, the peak explanation). torch runs on --threads
+intra-op threads (default 1: the hooks' Python is single-threaded whatever the plain step uses, and on a shared
+machine a multi-threaded plain step's time mostly measures the neighbours). `--cpu` times with the process's CPU
+clock instead of the wall clock: on a busy machine the wall clock measures the neighbours too.
 """
+import argparse
 import json
 import statistics
 import sys
@@ -14,37 +25,65 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from backend.importers.torch import load_build, record_step, run_step, unpack_build  # noqa: E402
+import torch  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+from backend.importers.torch import document_of, load_build, record, run_step, unpack_build  # noqa: E402
 from backend.importers.torch_checkpoint import parse_policies, schedule_label, what_ifs  # noqa: E402
+from backend.trace.document_versions import pack  # noqa: E402
 from backend.trace.intake import load_posted_document  # noqa: E402
 
 EXAMPLES = ["mlp", "residual", "gpt", "transformer_tiny"]
-REPEATS = 5
 WHAT_IF_EXAMPLES = ["gpt", "transformer_tiny"]
 WHAT_IF_POLICIES = "every_k=1,every_k=2,selective"
 
 
-def timed(build, fn):
-    """Median wall time of fn(model, batch, loss_fn, optimizer) over fresh builds (the build is not timed)."""
-    times = []
-    for _ in range(REPEATS):
+class BareMode(TorchDispatchMode):
+    """Every op through Python and back, nothing recorded: the floor any dispatch-mode recorder stands on."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def bare_step(model, batch, loss_fn, optimizer):
+    with BareMode(), torch.autograd.graph.saved_tensors_hooks(lambda tensor: tensor, lambda tensor: tensor):
+        run_step(model, batch, loss_fn, optimizer)
+
+
+def step_times(build, repeats, clock):
+    """Median seconds of (plain step, bare mode, step under the hooks, document build), and the last document."""
+    plain, bare, hooked, built = [], [], [], []
+    for repeat in range(repeats + 1):                    # repeat 0 warms up, untimed
         step = unpack_build(build())
-        start = time.perf_counter()
-        result = fn(*step)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+        start = clock()
+        run_step(*step)
+        plain_s = clock() - start
+        step = unpack_build(build())
+        start = clock()
+        bare_step(*step)
+        bare_s = clock() - start
+        step = unpack_build(build())
+        start = clock()
+        recorder, loss = record(*step)
+        hooked_s = clock() - start
+        start = clock()
+        document = document_of(recorder, loss, *step)
+        built_s = clock() - start
+        if repeat:
+            plain.append(plain_s), bare.append(bare_s), hooked.append(hooked_s), built.append(built_s)
+    return (*(statistics.median(times) for times in (plain, bare, hooked, built)), document)
 
 
-def check_times(text):
-    """Median seconds to parse the document's JSON, and to parse it and check it as POST /api/traces does."""
+def check_times(text, repeats, clock):
+    """Median seconds to parse the run.json, and to parse it and check it as POST /api/traces does."""
     parse, check = [], []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
+    for _ in range(repeats):
+        start = clock()
         json.loads(text)
-        parse.append(time.perf_counter() - start)
-        start = time.perf_counter()
+        parse.append(clock() - start)
+        start = clock()
         load_posted_document(json.loads(text))
-        check.append(time.perf_counter() - start)
+        check.append(clock() - start)
     return statistics.median(parse), statistics.median(check)
 
 
@@ -63,23 +102,30 @@ def what_if_table():
           "predicted = backend.planner.torch_timeline from the plain step's document alone")
 
 
-def overhead_table():
-    print(f"{'example':18} {'plain ms':>9} {'recorded ms':>12} {'overhead':>9} {'ops':>6} {'doc KiB':>9} "
-          f"{'check ms':>9} {'check/parse':>12}")
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
+    parser.add_argument("--repeats", type=int, default=9, help="timed repeats per figure (default 9)")
+    parser.add_argument("--cpu", action="store_true", help="the process's CPU clock instead of the wall clock")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    clock = time.process_time if args.cpu else time.perf_counter
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), median of {args.repeats}, "
+          f"{'CPU' if args.cpu else 'wall'} clock")
+    print(f"{'example':18} {'plain ms':>9} {'bare mode':>10} {'hooked ms':>10} {'overhead':>9} {'build ms':>9} {'ops':>6} "
+          f"{'run.json KiB':>13} {'check ms':>9} {'check/parse':>12}")
     for example in EXAMPLES:
         build = load_build(ROOT / "examples" / "torch" / f"{example}.py")
-        plain, _ = timed(build, run_step)
-        recorded, document = timed(build, record_step)
-        text = json.dumps(document, separators=(",", ":"))
-        parse, check = check_times(text)
-        print(f"{example:18} {plain * 1e3:9.2f} {recorded * 1e3:12.2f} {recorded / plain:8.1f}× "
-              f"{document['summary']['entries']:6d} {len(text) / 1024:9.1f} {check * 1e3:9.1f} {check / parse:11.1f}×")
-    print("recorded time includes building the document (statistics, live bytes, the peak explanation); "
-          "check = parse + schema + consistency, as POST /api/traces")
-
-
-def main():
-    overhead_table()
+        plain, bare, hooked, built, document = step_times(build, args.repeats, clock)
+        text = json.dumps(pack(document), separators=(",", ":"))       # what the command line writes and posts
+        parse, check = check_times(text, args.repeats, clock)
+        print(f"{example:18} {plain * 1e3:9.2f} {bare / plain:9.1f}× {hooked * 1e3:10.2f} {hooked / plain:8.1f}× "
+              f"{built * 1e3:9.2f} "
+              f"{document['summary']['entries']:6d} {len(text) / 1024:13.1f} {check * 1e3:9.1f} "
+              f"{check / parse:11.1f}×")
+    print("overhead = hooked ÷ plain (goal ≤ 3×); bare mode = a pass-through dispatch mode and saved-tensor hooks "
+          "÷ plain, the floor; build = the document from the recorder; check = parse + schema + consistency of the "
+          "run.json, as POST /api/traces")
     what_if_table()
 
 

@@ -105,6 +105,14 @@ def record_step(model, batch, loss_fn=None, optimizer=None, values=False, blocks
 
 def record_with(recorder, model, batch, loss_fn=None, optimizer=None, blocks=None):
     """The document of one step recorded by `recorder` (a TorchRecorder, or one that knows checkpoint regions)."""
+    recorder, loss = record(model, batch, loss_fn, optimizer, blocks=blocks, recorder=recorder)
+    return document_of(recorder, loss, model, batch, loss_fn, optimizer)
+
+
+def record(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None, recorder=None):
+    """The step under the hooks: (recorder, loss). The hooks note what can only be seen as it happens (ids,
+    storages, shapes, a copy of each tensor for its statistics); the rest waits for document_of."""
+    recorder = TorchRecorder(with_values=values) if recorder is None else recorder
     recorder.add_model(model, _tensors(batch))
     recorder.note_blocks(model, find_blocks(model) if blocks is None else blocks)
     try:
@@ -112,6 +120,11 @@ def record_with(recorder, model, batch, loss_fn=None, optimizer=None, blocks=Non
             loss = run_step(model, batch, loss_fn, optimizer, recorder)
     finally:
         recorder.finish()
+    return recorder, loss
+
+
+def document_of(recorder, loss, model, batch, loss_fn=None, optimizer=None):
+    """The trace document of a recorded step (statistics, live bytes, the peak explanation are derived here)."""
     spec = describe(model, batch, loss_fn, optimizer)
     document = build_document(recorder, spec, f"torch {torch.__version__}", float(loss.detach()))
     document["layers"] = [{"path": name, "type": type(child).__name__, "name": name}

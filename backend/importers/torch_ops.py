@@ -1,5 +1,9 @@
-"""What the explorer knows about an aten op: its family (the graph's colour) and a FLOP estimate."""
+"""What the explorer knows about an aten op: its family (the graph's colour), a FLOP estimate, the tensors in its
+arguments and result, and which arguments it writes into."""
+import functools
 import math
+
+import torch
 
 # aten overload packet name -> family; anything else is drawn as "other"
 _FAMILIES = {
@@ -54,3 +58,37 @@ def flops(name, inputs, outputs):
         seq_k = k.shape[-2] if k.dim() >= 2 else 1
         return int(4 * q.numel() * seq_k)
     return int(math.prod(out.shape)) if out.dim() else 1
+
+
+@functools.lru_cache(maxsize=None)
+def aten_name(func):
+    """`aten.addmm.default`: an OpOverload's str, built once per op."""
+    return str(func)
+
+
+def op_tensors(value):
+    """The tensors in an aten op's arguments or result: a tensor, or tuples and lists of them among scalars
+    (what a pytree walk finds, without its cost on every op)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        found = []
+        for item in value:
+            if isinstance(item, torch.Tensor):
+                found.append(item)
+            elif isinstance(item, (tuple, list)):
+                found.extend(op_tensors(item))
+        return found
+    return []
+
+
+@functools.lru_cache(maxsize=None)
+def written_arguments(func):
+    """(positions, names) of the arguments an op writes into, from its schema's alias annotations (`Tensor(a!)`)."""
+    schema = getattr(func, "_schema", None)
+    if schema is None:
+        return (), ()
+    written = [(i, arg) for i, arg in enumerate(schema.arguments)
+               if arg.alias_info is not None and arg.alias_info.is_write]
+    return (tuple(i for i, arg in written if not arg.kwarg_only),
+            tuple(arg.name for _, arg in written if arg.kwarg_only))

@@ -9,13 +9,14 @@ Storages are keyed by untyped_storage().data_ptr() while alive (views share them
 the storage object says when the allocator gets it back, so `freed` is the step during which it went.
 The attributes (tensors, storages, tape, steps, sweep, values, ...) are what backend.trace.document reads.
 """
+import functools
 import weakref
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from backend.importers.torch_ops import family, flops, op_name
+from backend.importers.torch_ops import aten_name, family, flops, op_name, op_tensors, written_arguments
 from backend.trace.values import ValueTable
 
 SMALL_TENSOR_ELEMENTS = 1024      # with --values, tensors this small carry their values (heatmaps)
@@ -57,8 +58,12 @@ class TorchRecorder(TorchDispatchMode):
         self._scopes = []
         self._probe = None          # the tape index whose node's _saved_* attributes are being read
         self._node_entry = {}       # grad_fn node -> tape index (None for AccumulateGrad)
+        self._variable_of = {}      # AccumulateGrad node -> the leaf it accumulates into
         self._handles = []
         self._holding = {}          # storage id -> Tensors over it still alive (forward storages only)
+        self._watching = []         # a weakref per storage: its callback is the storage's death
+        self._described = {}        # _sequence(tensor) -> (version, the description it was given)
+        self._writes = {}           # storage id -> how many ops have written into it (see _wrote)
         self._busy = 0
         self._freed_in_step = False
 
@@ -88,8 +93,11 @@ class TorchRecorder(TorchDispatchMode):
             self.storages[record["id"]] = record
             if ptr:
                 self._live[ptr] = record
-                weakref.finalize(storage, self._on_storage_freed, ptr, record["id"])
+                self._watching.append(weakref.ref(storage, self._freed_callback(ptr, record["id"])))
         return record
+
+    def _freed_callback(self, ptr, storage_id):
+        return lambda _ref: self._on_storage_freed(ptr, storage_id)
 
     def _on_storage_freed(self, ptr, storage_id):
         record = self.storages[storage_id]
@@ -101,59 +109,87 @@ class TorchRecorder(TorchDispatchMode):
 
     @staticmethod
     def _key(tensor):
-        return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape),
-                tuple(tensor.stride()), tensor.dtype)
+        """A tensor's layout: storage, offset, shape, strides, dtype (torch.Size and stride() are tuples)."""
+        return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.shape, tensor.stride(),
+                tensor.dtype)
 
-    def lookup(self, tensor):
+    def lookup(self, tensor, key=None):
         """The id of the tensor record `tensor` is (or a view with its exact layout is); None if unseen."""
-        uid = self._views.get(self._key(tensor))
+        uid = self._views.get(key or self._key(tensor))
         if uid is not None and self.storages[self.tensors[uid]["storage"]]["freed"] is None:
             return uid
         return None
 
-    def tensor(self, tensor, kind, name=None, produced_by=None, scope=None, **extra):
+    def tensor(self, tensor, kind, name=None, produced_by=None, scope=None, key=None, **extra):
         """A new tensor record over `tensor`'s storage (created when the storage is new)."""
-        known = tensor.untyped_storage().data_ptr() in self._live
+        key = key or self._key(tensor)
+        known = key[0] in self._live
         storage = self._storage(tensor, kind, scope if kind in ("param", "input") else None)
         uid = len(self.tensors)
         record = {"id": uid, "name": name or f"t{uid}", "kind": storage["kind"], "shape": list(tensor.shape),
-                  "dtype": str(tensor.dtype).replace("torch.", ""), "nbytes": storage["nbytes"],
+                  "dtype": _dtype_name(tensor.dtype), "nbytes": storage["nbytes"],
                   "storage": storage["id"], "address": storage["address"], "born": self.step, "freed": None,
                   "saved_by": [], "produced_by": produced_by, "scope": scope, **extra}
         if known and kind not in ("param", "input"):
             record["view"] = True
         self.tensors[uid] = record
-        self._views[self._key(tensor)] = uid
+        self._views[key] = uid
         self._describe(record, tensor)
         self._watch_drop(tensor, storage)
         return uid
 
     def _describe(self, target, tensor, with_values=None):
         """Statistics (and, with --values, the values of small tensors), read from the tensor at birth."""
+        dtype = tensor.dtype
+        unreadable = dtype.is_complex or tensor.is_meta
         if with_values is None:                 # a tensor record: its description lives under "value"
-            if tensor.dtype.is_complex or tensor.device.type == "meta":
+            if unreadable:
                 return
             target["value"] = {}
             target, with_values = target["value"], self.with_values
-        elif tensor.dtype.is_complex or tensor.device.type == "meta":
+        elif unreadable:
             target.update(min=None, max=None, mean=None, norm=None)
             return
-        self._busy += 1
-        try:
-            data = tensor.detach()
-            if data.dtype in (torch.bfloat16, torch.float16) or not data.is_cpu:
+        # .data is not an op (no trip through __torch_dispatch__), but it is a new tensor: only where numpy() needs it
+        data = tensor.data if tensor.requires_grad else tensor
+        if dtype in _WIDENED or not data.is_cpu:
+            self._busy += 1
+            try:
                 data = data.float().cpu()
-            array = data.numpy()
-        finally:
-            self._busy -= 1
-        if with_values and array.size <= SMALL_TENSOR_ELEMENTS:
+            finally:
+                self._busy -= 1
+        array = data.numpy()
+        with_values = with_values and array.size <= SMALL_TENSOR_ELEMENTS
+        sequence, version = self._sequence(tensor, with_values)
+        described = self._described.get(sequence)
+        if described is not None and described[0] == version:
+            self.values.add_same(target, described[1])
+            return
+        if with_values:
             self.values.add(target, array, True)
         else:
             self.values.add_statistics(target, array)
+        if sequence is not None:
+            self._described[sequence] = (version, target)
+
+    def _sequence(self, tensor, with_values):
+        """(what identifies the values `tensor` reads, in order, and its version): a contiguous tensor by its
+        storage, offset and length, any other by its layout; the version counts the ops that wrote into the
+        storage (tensor._version is bumped above the dispatch mode, after an op returns, and not at all for a
+        composite's in-place parts). A second tensor with the same (a view that reshapes, a gradient already
+        seen) and the same version holds the same values: described once."""
+        record = self._live.get(tensor.untyped_storage().data_ptr())
+        if record is None:
+            return None, None
+        version = self._writes.get(record["id"], 0)
+        if tensor.is_contiguous():
+            return (record["id"], tensor.storage_offset(), tensor.numel(), tensor.dtype, with_values), version
+        return (record["id"], tensor.storage_offset(), tensor.shape, tensor.stride(), tensor.dtype, with_values), version
 
     def known(self, tensor, kind, name, scope=None):
-        uid = self.lookup(tensor)
-        return uid if uid is not None else self.tensor(tensor, kind, name, scope=scope)
+        key = self._key(tensor)
+        uid = self.lookup(tensor, key)
+        return uid if uid is not None else self.tensor(tensor, kind, name, scope=scope, key=key)
 
     # ----- setup: what exists before the step --------------------------------------------------
     def add_model(self, model, batch_tensors):
@@ -197,24 +233,27 @@ class TorchRecorder(TorchDispatchMode):
             # step's live bytes are what was held together at one moment (as in the engine's recompute steps).
             self._new_step(self.steps[-1]["entry"], op=op_name(func), continues=True)
         out = func(*args, **kwargs)
+        self._wrote(func, args, kwargs)
         kind = "grad" if self.phase == "backward" else "optimizer"
-        for t in _tensors(out):
-            if self.lookup(t) is None:
-                self.tensor(t, kind, name=None, scope=None)
+        for t in op_tensors(out):
+            key = self._key(t)
+            if self.lookup(t, key) is None:
+                self.tensor(t, kind, name=None, scope=None, key=key)
         return out
 
     def _forward_op(self, func, args, kwargs):
         name = op_name(func)
-        inputs = _tensors((args, kwargs))
+        inputs = op_tensors(args) + op_tensors(tuple(kwargs.values()))
         input_ids = [self.known(t, "input", None, scope="input") for t in inputs]
         index = len(self.tape)
         entry = {"index": index, "op": name, "family": family(name), "backward": "", "inputs": input_ids,
                  "output": None, "saved": [], "flops": 0, "scope": self.scope, "why": "", "phase": "forward",
-                 "attrs": {"aten": str(func)}}
+                 "attrs": {"aten": aten_name(func)}}
         self.tape.append(entry)
         self._new_step(index)
         out = func(*args, **kwargs)
-        outputs = _tensors(out)
+        self._wrote(func, args, kwargs)
+        outputs = op_tensors(out)
         ids = [self.tensor(t, "activation", name=f"{name}{index}" + (f".{i}" if i else ""), produced_by=index,
                            scope=entry["scope"]) for i, t in enumerate(outputs)]
         entry["output"] = ids[0] if ids else None
@@ -226,6 +265,17 @@ class TorchRecorder(TorchDispatchMode):
             self._entry_of_seq[seq] = index
         self._last_seq = sequence_nr
         return out
+
+    def _wrote(self, func, args, kwargs):
+        """Count a write into each storage `func` mutates (its schema's in-place and out= arguments)."""
+        positions, names = written_arguments(func)
+        if not positions and not names:
+            return
+        written = [args[i] for i in positions if i < len(args)] + [kwargs[n] for n in names if n in kwargs]
+        for tensor in op_tensors(written):
+            record = self._live.get(tensor.untyped_storage().data_ptr())
+            if record is not None:
+                self._writes[record["id"]] = self._writes.get(record["id"], 0) + 1
 
     # ----- what autograd saves ------------------------------------------------------------------
     def pack(self, tensor):
@@ -266,7 +316,8 @@ class TorchRecorder(TorchDispatchMode):
         if self.phase != "forward" or storage["setup"]:
             return
         self._holding[storage["id"]] = self._holding.get(storage["id"], 0) + 1
-        weakref.finalize(tensor, self._on_tensor_dropped, storage["id"])
+        storage_id = storage["id"]
+        self._watching.append(weakref.ref(tensor, lambda _ref: self._on_tensor_dropped(storage_id)))
 
     def _on_tensor_dropped(self, storage_id):
         count = self._holding[storage_id] - 1
@@ -305,7 +356,11 @@ class TorchRecorder(TorchDispatchMode):
             if node is None or node in seen:
                 continue
             seen.add(node)
-            index = None if _is_accumulate(node) else self._entry_of_seq.get(node._sequence_nr())
+            if _is_accumulate(node):
+                index = None
+                self._variable_of[node] = node.variable
+            else:
+                index = self._entry_of_seq.get(node._sequence_nr())
             self._node_entry[node] = index
             if index is not None:
                 self._read_saved(node, index)
@@ -317,15 +372,14 @@ class TorchRecorder(TorchDispatchMode):
         entry = self.tape[index]
         entry["backward"] = node.name()
         names = []
-        for attr in dir(node):
-            if attr.startswith("_saved_"):
-                self._probe = (index, names, attr[len("_saved_"):])
-                try:
-                    getattr(node, attr)
-                except RuntimeError:        # freed already, or not a tensor
-                    pass
-                finally:
-                    self._probe = None
+        for attr in _saved_attributes(type(node)):
+            self._probe = (index, names, attr[len("_saved_"):])
+            try:
+                getattr(node, attr)
+            except RuntimeError:        # freed already, or not a tensor
+                pass
+            finally:
+                self._probe = None
         if names:
             entry["why"] = f"{node.name()} keeps {', '.join(dict.fromkeys(names))} for backward"
         else:
@@ -339,7 +393,7 @@ class TorchRecorder(TorchDispatchMode):
                 return None
             self._new_step(index)
             entry = self.tape[index]
-            grad = next((g for g in grad_outputs if g is not None), None)
+            grad = next(filter(_is_given, grad_outputs), None)
             adjoint = None
             if grad is not None:
                 uid = self.known(grad, "grad", None)
@@ -359,8 +413,9 @@ class TorchRecorder(TorchDispatchMode):
             for grad, (target, _) in zip(grad_inputs, node.next_functions):
                 if grad is None or target is None:
                     continue
-                if _is_accumulate(target):
-                    to = self.lookup(target.variable)
+                variable = self._variable_of.get(target)
+                if variable is not None:
+                    to = self.lookup(variable)
                 else:
                     parent = self._node_entry.get(target)
                     to = self.tape[parent]["output"] if parent is not None else None
@@ -371,7 +426,7 @@ class TorchRecorder(TorchDispatchMode):
         return end
 
     def _accumulate(self, node, grad_outputs):
-        param = self.lookup(node.variable)
+        param = self.lookup(self._variable_of[node])
         grad = grad_outputs[0] if grad_outputs else None
         if param is None or grad is None or not self.sweep:
             return
@@ -394,14 +449,32 @@ class TorchRecorder(TorchDispatchMode):
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        self._node_entry = {}
+        self._node_entry, self._variable_of = {}, {}
 
 
 _MARKERS = (torch.ops.profiler._record_function_enter_new.default, torch.ops.profiler._record_function_exit._RecordFunction)
 
 
+_WIDENED = (torch.bfloat16, torch.float16)     # numpy has no bfloat16: both are read as float32
+
+
+def _is_given(value):
+    return value is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
 def _tensors(tree):
     return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+
+
+@functools.lru_cache(maxsize=None)
+def _saved_attributes(node_class):
+    """A grad_fn class's `_saved_*` attributes (each node class is generated per op: the names are fixed)."""
+    return tuple(attr for attr in dir(node_class) if attr.startswith("_saved_"))
 
 
 def _is_accumulate(node):

@@ -48,7 +48,23 @@ class PostedDocumentTooLarge(ValueError):
 @lru_cache(maxsize=2)
 def _validator(version):
     schema = json.loads(SCHEMA_PATHS[version].read_text())
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(_inline_definitions(schema, schema.get("$defs", {})))
+
+
+def _inline_definitions(node, definitions, expanding=()):
+    """The schema with each `{"$ref": "#/$defs/NAME"}` replaced by the definition itself (a recursive one stays a
+    reference): jsonschema resolves a reference anew at every instance it checks, ~40% of a document's check."""
+    if isinstance(node, list):
+        return [_inline_definitions(item, definitions, expanding) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    name = ref[len("#/$defs/"):] if isinstance(ref, str) and ref.startswith("#/$defs/") else None
+    if name in definitions and name not in expanding:
+        definition = _inline_definitions(definitions[name], definitions, (*expanding, name))
+        rest = {key: value for key, value in node.items() if key != "$ref"}
+        return {"allOf": [definition, _inline_definitions(rest, definitions, expanding)]} if rest else definition
+    return {key: _inline_definitions(value, definitions, expanding) for key, value in node.items()}
 
 
 def load_posted_document(obj):

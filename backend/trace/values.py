@@ -3,7 +3,8 @@
 Values travel as little-endian float16 in base64 under "f16" (2.7 characters a number instead of ~8 as JSON
 text): enough precision for a heatmap and an inspector, and it keeps a transformer's trace under 1 MB. They
 are copied when a tensor is born and described all at once when the document is built (a handful of numpy
-reductions over one buffer, instead of several per tensor).
+reductions over one buffer, instead of several per tensor). A recorder that must not stall the run it watches
+(the torch importer's hooks) copies a tensor as it is born and reduces the copy when the document is built.
 """
 import base64
 
@@ -11,6 +12,8 @@ import numpy as np
 
 MAX_VALUE_ELEMENTS = 4096
 F16_MAX = 65504.0
+DESCRIPTION = ("min", "max", "mean", "norm", "f16")      # what fill writes into a target
+DEFERRED_BYTES = 256 * 2**20      # copies kept for add_statistics' deferred reduction; past this, reduced at once
 
 
 class ValueTable:
@@ -19,6 +22,9 @@ class ValueTable:
     def __init__(self):
         self._small = []            # (target dict, float32 copy): described together, values included
         self._large = []            # (target dict, [min, max, sum, sum of squares, finite count])
+        self._deferred = []         # (target dict, flat copy): add_statistics' tensors, reduced in fill
+        self._deferred_bytes = 0
+        self._same = []             # (target dict, source dict): described as the source is
 
     def add(self, target, array, with_values):
         flat = np.asarray(array).ravel()
@@ -30,11 +36,25 @@ class ValueTable:
             self._large.append((target, _raw_statistics(flat)))      # reduced now, straight from the array
 
     def add_statistics(self, target, array):
-        """Statistics only (never values) of `array`, reduced now without BLAS: `add`'s sum of squares is a BLAS
-        dot, which fights a host's own thread pool (torch's: ~100× slower inside the torch recorder)."""
-        self._large.append((target, _plain_statistics(np.asarray(array).ravel())))
+        """Statistics only (never values) of `array` as it is now. The array is copied (one memcpy: the caller is
+        watching a run and may not stall it) and reduced in `fill`, up to DEFERRED_BYTES of copies; past that it
+        is reduced at once. Without BLAS either way: `add`'s sum of squares is a BLAS dot, which fights a host's
+        own thread pool (torch's: ~100× slower inside the torch recorder)."""
+        array = np.asarray(array)
+        if self._deferred_bytes + array.nbytes <= DEFERRED_BYTES:
+            self._deferred.append((target, array.flatten()))        # flatten always copies: the tensor may change
+            self._deferred_bytes += array.nbytes
+        else:
+            self._large.append((target, _plain_statistics(array.ravel())))
+
+    def add_same(self, target, source):
+        """`target` is described as `source` (already added) is: the caller knows both hold the same values in the
+        same order (a view of unchanged data, a gradient already described), so nothing is copied or reduced."""
+        self._same.append((target, source))
 
     def fill(self):
+        self._large.extend((target, _plain_statistics(copy)) for target, copy in self._deferred)
+        self._deferred, self._deferred_bytes = [], 0
         if self._small:
             raw, halves, spans = _reduce_together([chunk for _, chunk in self._small])
             _write([target for target, _ in self._small], raw)
@@ -43,7 +63,9 @@ class ValueTable:
         if self._large:
             _write([target for target, _ in self._large],
                    np.array([numbers for _, numbers in self._large], dtype=np.float64))
-        self._small, self._large = [], []
+        for target, source in self._same:
+            target.update((key, source[key]) for key in DESCRIPTION if key in source)
+        self._small, self._large, self._same = [], [], []
 
 
 def _reduce_together(chunks):
@@ -96,11 +118,17 @@ def _plain_statistics(flat):
     """The same five numbers as _raw_statistics from elementwise reductions only."""
     with np.errstate(all="ignore"):             # an empty_like output is read before it is filled
         values = flat.astype(np.float64, copy=False)
-        if not np.isfinite(values).all():
-            values = values[np.isfinite(values)]
         if not values.size:
             return [np.nan, np.nan, 0.0, 0.0, 0]
-        return [values.min(), values.max(), values.sum(), np.add.reduce(np.square(values)), values.size]
+        low, high = values.min(), values.max()
+        if not (np.isfinite(low) and np.isfinite(high)):     # min and max propagate NaN: finite ones mean all are
+            values = values[np.isfinite(values)]
+            if not values.size:
+                return [np.nan, np.nan, 0.0, 0.0, 0]
+            low, high = values.min(), values.max()
+        total = values.sum()
+        squares = np.square(values, out=values if values is not flat else None)    # a copy of ours: in place
+        return [low, high, total, np.add.reduce(squares), values.size]
 
 
 def decode(value, shape):
