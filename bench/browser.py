@@ -7,7 +7,8 @@ For each trace it prints navigation -> interactive (the graph drawn and the play
 "tapescope:interactive" mark, or "tapescope:ready" on a page without it; targets: 1,000 entries <= 1.5 s, 5,000 <= 3 s)
 and -> everything drawn, charts too ("tapescope:ready"), a fold and an unfold of a group (<= 100 ms), the median frame
 while the page's own player plays at its fastest speed (<= 16.7 ms), with the main thread's script, style and layout
-time per frame, and the page's JS heap after a garbage collection (<= 150 MB at 5,000). --repeat N measures each page N
+time per frame, the median frame while stepping by hand (one setStep a frame: a held arrow key, a scrub), and the
+page's JS heap after a garbage collection (<= 150 MB at 5,000). --repeat N measures each page N
 times, alternating, and prints medians; the load average is printed before and after, since the machine is shared. With --baseline DIR (a checkout of main, e.g. `git worktree add --detach /tmp/base
 main`, with static/vendor copied in) the same figures for that checkout's page are printed beside, measured in the
 same run; --synthetic adds bench/synthetic_trace.py's documents of the same node counts.
@@ -54,6 +55,20 @@ PLAY_SCRIPT = """frames => new Promise(resolve => {
     previous = now;
     if (intervals.length < frames) requestAnimationFrame(frame);
     else { play.click(); resolve({intervals, step: window.tapescope.getStep()}); }
+  }
+  requestAnimationFrame(frame);
+})"""
+# A person stepping by hand as fast as frames come (a held arrow key, a scrub): one window.tapescope.setStep a frame.
+STEP_SCRIPT = """frames => new Promise(resolve => {
+  const last = window.tapescope.getTrace().steps.length - 1;
+  const intervals = [];
+  let step = 0, previous = null;
+  function frame(now) {
+    if (previous !== null) intervals.push(now - previous);
+    previous = now;
+    step = step >= last ? 0 : step + 1;
+    window.tapescope.setStep(step);
+    if (intervals.length < frames) requestAnimationFrame(frame); else resolve({intervals});
   }
   requestAnimationFrame(frame);
 })"""
@@ -154,11 +169,13 @@ def measure(browser, url):
     played = page.evaluate(PLAY_SCRIPT, FRAMES)
     after = metrics()
     per_frame = {name: (after[name] - before[name]) * 1000 / FRAMES for name in MAIN_THREAD}
+    stepped = page.evaluate(STEP_SCRIPT, FRAMES)
     cdp.send("HeapProfiler.collectGarbage")
     heap_mb = cdp.send("Runtime.getHeapUsage")["usedSize"] / 2**20
     page.close()
     return {"drawn": drawn, "ready_s": interactive_ms / 1000, "drawn_s": ready_ms / 1000,
-            "frame_ms": statistics.median(played["intervals"]), "script_ms": per_frame["ScriptDuration"],
+            "frame_ms": statistics.median(played["intervals"]), "step_frame_ms": statistics.median(stepped["intervals"]),
+            "script_ms": per_frame["ScriptDuration"],
             "render_ms": per_frame["RecalcStyleDuration"] + per_frame["LayoutDuration"], "heap_mb": heap_mb,
             "unfold_ms": folding["unfold"] if folding else None, "fold_ms": folding["fold"] if folding else None}
 
@@ -186,6 +203,7 @@ def row(label, result, baseline):
     return (f"{label}: {result['drawn']} boxes drawn · interactive {cell('ready_s')} s · all drawn {cell('drawn_s')} s"
             f" · unfold {cell('unfold_ms', 0)} ms · fold {cell('fold_ms', 0)} ms · median frame {cell('frame_ms', 1)} ms"
             f" (per frame: script {cell('script_ms', 2)} ms, style + layout {cell('render_ms', 2)} ms)"
+            f" · median frame stepping by hand {cell('step_frame_ms', 1)} ms"
             f" · JS heap {cell('heap_mb', 1)} MB")
 
 

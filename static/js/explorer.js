@@ -179,7 +179,6 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   explainer.load(trace);
   showRunSource(root, trace, { opened: ws.openedDocument === trace });
   schedules.show(trace, ws.spec);
-  schedules.fetchLater(trace, ws.traced?.spec ?? ws.spec, { offline: offline(trace) });
   showBytes(byTestId("peak-bytes"), trace.summary.peak_bytes);
   byTestId("peak-bytes").dataset.step = String(trace.summary.peak_step);
   showComparison(trace, previous, label);
@@ -197,6 +196,7 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   memory.update(player.getStep());
   lifetimes.update(player.getStep());
   lifetimes.select(ws.selected);
+  schedules.fetchLater(trace, ws.traced?.spec ?? ws.spec, { offline: offline(trace) });   // once all is drawn
   root.dataset.ready = "true";
   performance.mark("tapescope:ready");
 }
