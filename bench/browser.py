@@ -3,17 +3,22 @@
 The traces come from the engine (backend.driver.trace_spec on a deep MLP built from nested repeat blocks), and each
 app's /api/trace answers that document (a middleware in the bench's server serves the file over plain HTTP; a
 Playwright route spent seconds moving 8 MB), so only the page differs between the runs compared.
-For each trace it prints navigation -> interactive graph (targets: 1,000 entries <= 1.5 s, 5,000 <= 3 s), a fold and an
-unfold of a group (<= 100 ms), the median frame while playing (<= 16.7 ms) and the page's JS heap after a garbage
-collection (<= 150 MB at 5,000). With --baseline DIR (a checkout of main, e.g. `git worktree add --detach /tmp/base
+For each trace it prints navigation -> interactive (the graph drawn and the player on its step: the page's
+"tapescope:interactive" mark, or "tapescope:ready" on a page without it; targets: 1,000 entries <= 1.5 s, 5,000 <= 3 s)
+and -> everything drawn, charts too ("tapescope:ready"), a fold and an unfold of a group (<= 100 ms), the median frame
+while the page's own player plays at its fastest speed (<= 16.7 ms), with the main thread's script, style and layout
+time per frame, the median frame while stepping by hand (one setStep a frame: a held arrow key, a scrub), and the
+page's JS heap after a garbage collection (<= 150 MB at 5,000). --repeat N measures each page N
+times, alternating, and prints medians; the load average is printed before and after, since the machine is shared. With --baseline DIR (a checkout of main, e.g. `git worktree add --detach /tmp/base
 main`, with static/vendor copied in) the same figures for that checkout's page are printed beside, measured in the
 same run; --synthetic adds bench/synthetic_trace.py's documents of the same node counts.
 
-Run: .venv/bin/python bench/browser.py [--baseline DIR] [--synthetic] [entries ...]
+Run: .venv/bin/python bench/browser.py [--baseline DIR] [--repeat N] [--synthetic] [entries ...]
 """
 import argparse
 import json
 import math
+import os
 import socket
 import statistics
 import subprocess
@@ -34,22 +39,40 @@ from tests.conftest import CHROMIUM_ARGS  # noqa: E402
 
 FRAMES = 120
 TARGETS = {"ready_s": {1000: 1.5, 5000: 3.0}, "fold_ms": 100, "frame_ms": 16.7, "heap_mb": 150}
-# Plays FRAMES steps, one per animation frame; returns each step's script time and each frame's interval (ms).
+# Plays from step 0 with the page's own player at its fastest speed (60 steps/s, one a frame) for `frames` animation
+# frames; returns each frame's interval (ms) and the step reached.
 PLAY_SCRIPT = """frames => new Promise(resolve => {
+  const speed = document.getElementById('speed');
+  speed.value = '60';
+  speed.dispatchEvent(new Event('change'));
+  window.tapescope.setStep(0);
+  const play = document.querySelector('[data-testid=play]');
+  const intervals = [];
+  let previous = null;
+  play.click();
+  function frame(now) {
+    if (previous !== null) intervals.push(now - previous);
+    previous = now;
+    if (intervals.length < frames) requestAnimationFrame(frame);
+    else { play.click(); resolve({intervals, step: window.tapescope.getStep()}); }
+  }
+  requestAnimationFrame(frame);
+})"""
+# A person stepping by hand as fast as frames come (a held arrow key, a scrub): one window.tapescope.setStep a frame.
+STEP_SCRIPT = """frames => new Promise(resolve => {
   const last = window.tapescope.getTrace().steps.length - 1;
-  const work = [], intervals = [];
+  const intervals = [];
   let step = 0, previous = null;
   function frame(now) {
     if (previous !== null) intervals.push(now - previous);
     previous = now;
-    const started = performance.now();
     step = step >= last ? 0 : step + 1;
     window.tapescope.setStep(step);
-    work.push(performance.now() - started);
-    if (work.length < frames) requestAnimationFrame(frame); else resolve({work, intervals});
+    if (intervals.length < frames) requestAnimationFrame(frame); else resolve({intervals});
   }
   requestAnimationFrame(frame);
 })"""
+MAIN_THREAD = ("ScriptDuration", "RecalcStyleDuration", "LayoutDuration")   # CDP Performance metrics, in seconds
 # Clicks the first folded group and times it until its open frame is drawn and painted; then folds it back the same way.
 FOLD_SCRIPT = """async () => {
   const graph = document.querySelector('[data-testid=graph]');
@@ -128,21 +151,44 @@ def serve(root: Path):
     raise RuntimeError(f"the app in {root} did not start")
 
 
+MARK_AT = "name => performance.getEntriesByName(name).at(-1)?.startTime ?? null"
+
+
 def measure(browser, url):
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(url)
     page.wait_for_selector(".explorer[data-ready=true]", timeout=120_000)
-    ready_ms = page.evaluate("() => performance.getEntriesByName('tapescope:ready').at(-1).startTime")
+    ready_ms = page.evaluate(MARK_AT, "tapescope:ready")
+    interactive_ms = page.evaluate(MARK_AT, "tapescope:interactive") or ready_ms
     drawn = page.locator("[data-testid=graph] .node").count()
     folding = page.evaluate(FOLD_SCRIPT)
-    played = page.evaluate(PLAY_SCRIPT, FRAMES)
     cdp = page.context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    metrics = lambda: {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}  # noqa: E731
+    before = metrics()
+    played = page.evaluate(PLAY_SCRIPT, FRAMES)
+    after = metrics()
+    per_frame = {name: (after[name] - before[name]) * 1000 / FRAMES for name in MAIN_THREAD}
+    stepped = page.evaluate(STEP_SCRIPT, FRAMES)
     cdp.send("HeapProfiler.collectGarbage")
     heap_mb = cdp.send("Runtime.getHeapUsage")["usedSize"] / 2**20
     page.close()
-    return {"drawn": drawn, "ready_s": ready_ms / 1000, "frame_ms": statistics.median(played["intervals"]),
-            "step_ms": statistics.median(played["work"]), "heap_mb": heap_mb,
+    return {"drawn": drawn, "ready_s": interactive_ms / 1000, "drawn_s": ready_ms / 1000,
+            "frame_ms": statistics.median(played["intervals"]), "step_frame_ms": statistics.median(stepped["intervals"]),
+            "script_ms": per_frame["ScriptDuration"],
+            "render_ms": per_frame["RecalcStyleDuration"] + per_frame["LayoutDuration"], "heap_mb": heap_mb,
             "unfold_ms": folding["unfold"] if folding else None, "fold_ms": folding["fold"] if folding else None}
+
+
+def median_of(results):
+    """Each figure's median over repeated measurements of one page (the box count from the first)."""
+    keys = [key for key in results[0] if key != "drawn"]
+    middle = {key: statistics.median(r[key] for r in results) if results[0][key] is not None else None for key in keys}
+    return {"drawn": results[0]["drawn"], **middle}
+
+
+def load_average() -> str:
+    return " / ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def row(label, result, baseline):
@@ -154,8 +200,10 @@ def row(label, result, baseline):
         before = baseline[key]
         ratio = f" ({value / before:.2f}×)" if value is not None and before else ""
         return f"{text} [main {'—' if before is None else f'{before:.{digits}f}'}]{ratio}"
-    return (f"{label}: {result['drawn']} boxes drawn · interactive {cell('ready_s')} s · unfold {cell('unfold_ms', 0)} ms"
-            f" · fold {cell('fold_ms', 0)} ms · median frame {cell('frame_ms', 1)} ms (step script {cell('step_ms', 2)} ms)"
+    return (f"{label}: {result['drawn']} boxes drawn · interactive {cell('ready_s')} s · all drawn {cell('drawn_s')} s"
+            f" · unfold {cell('unfold_ms', 0)} ms · fold {cell('fold_ms', 0)} ms · median frame {cell('frame_ms', 1)} ms"
+            f" (per frame: script {cell('script_ms', 2)} ms, style + layout {cell('render_ms', 2)} ms)"
+            f" · median frame stepping by hand {cell('step_frame_ms', 1)} ms"
             f" · JS heap {cell('heap_mb', 1)} MB")
 
 
@@ -164,6 +212,7 @@ def main():
     parser.add_argument("entries", nargs="*", type=int, default=[1000, 5000])
     parser.add_argument("--baseline", type=Path, help="a checkout of main to measure beside this one")
     parser.add_argument("--synthetic", action="store_true", help="also bench/synthetic_trace.py's documents")
+    parser.add_argument("--repeat", type=int, default=1, help="measure each page this many times; print medians")
     args = parser.parse_args()
     documents = []
     for entries in args.entries:
@@ -176,13 +225,19 @@ def main():
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            print(f"load average (1 / 5 / 15 min): {load_average()}")
             for label, entries, body in documents:
                 DOCUMENT_FILE.write_text(body)
-                results = {name: measure(browser, url) for name, _, url in servers}
+                runs = {name: [] for name, _, _ in servers}
+                for _ in range(max(1, args.repeat)):
+                    for name, _, url in servers:
+                        runs[name].append(measure(browser, url))
+                results = {name: median_of(measured) for name, measured in runs.items()}
                 print(row(label, results["this"], results.get("main")))
                 target = TARGETS["ready_s"].get(entries)
                 print(f"   targets: interactive <= {target or '—'} s, fold/unfold <= {TARGETS['fold_ms']} ms, "
                       f"median frame <= {TARGETS['frame_ms']} ms, JS heap <= {TARGETS['heap_mb']} MB")
+            print(f"load average (1 / 5 / 15 min): {load_average()}")
             browser.close()
     finally:
         for _, process, _ in servers:

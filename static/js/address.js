@@ -1,6 +1,7 @@
 // address.js — the workspace in the address bar: /?preset=deep-mlp#step=14&select=t7 and /s/<id>#step=N are read on
 // open; while a person steps, the hash follows the cursor with history.replaceState (no history entry per step), at
-// most once per ADDRESS_EVERY_MS while playing: Chromium spends ~6 ms in each replaceState, a frame's budget.
+// most once per ADDRESS_EVERY_MS: Chromium spends ~6 ms in each replaceState, a frame's budget, and a held arrow key or
+// a scrub moves the cursor every frame.
 
 /** {preset, step, selected} from the address; absent parts are undefined. */
 export function readAddress(location = window.location) {
@@ -19,21 +20,31 @@ export function stepHash(step, selected) {
 
 const ADDRESS_EVERY_MS = 250;
 let pending = null;     // the address to write when the wait ends
-let waiting = null;
+let waiting = null;     // the wait after a write, during which changes are gathered
 
 function replaceAddress() {
-  waiting = null;
   const url = pending;
   pending = null;
   if (url !== `${window.location.pathname}${window.location.search}${window.location.hash}`) history.replaceState(history.state, "", url);
 }
 
-/** Replace the address with this step and selection; a consumed ?preset= is dropped (a reload reopens the session).
- * With `coalesce` (playing), changes right after a write are gathered into one write ADDRESS_EVERY_MS later. */
-export function writeAddress(step, selected, { coalesce = false } = {}) {
-  pending = `${window.location.pathname}#${stepHash(step, selected)}`;
-  if (waiting && coalesce) return;
-  if (waiting) { clearTimeout(waiting); waiting = null; }
+/** After a write: the changes gathered meanwhile are written as one, and gathered again for as long as they come. */
+function gather() {
+  waiting = null;
+  if (!pending) return;
   replaceAddress();
-  waiting = setTimeout(() => (pending ? replaceAddress() : (waiting = null)), ADDRESS_EVERY_MS);
+  waiting = setTimeout(gather, ADDRESS_EVERY_MS);
 }
+
+/** Replace the address with this step and selection; a consumed ?preset= is dropped (a reload reopens the session).
+ * A change writes at once; changes within ADDRESS_EVERY_MS of a write (playing, a held arrow key, a scrub) are
+ * gathered into one write when the wait ends. */
+export function writeAddress(step, selected) {
+  pending = `${window.location.pathname}#${stepHash(step, selected)}`;
+  if (waiting) return;
+  replaceAddress();
+  waiting = setTimeout(gather, ADDRESS_EVERY_MS);
+}
+
+// Leaving (or reloading) during a wait keeps the last change.
+window.addEventListener("pagehide", () => { if (pending) replaceAddress(); });

@@ -15,12 +15,22 @@ export function createAutosave({ state, documentOf, sameEntry, emit, limit }) {
   let dirty = false;
   let sentOnHide = null;
 
+  let settlesAt = 0;        // SAVE_AFTER_MS after the latest change
+
   function schedule() {
     if (state.readOnly || !state.committed || state.conflict) return;
     dirty = true;
     state.saveState = "pending";
-    clearTimeout(timer);
-    timer = setTimeout(saveNow, SAVE_AFTER_MS);
+    settlesAt = performance.now() + SAVE_AFTER_MS;
+    if (!timer) timer = setTimeout(whenSettled, SAVE_AFTER_MS);
+  }
+
+  /** The timer is armed once per burst of changes, not cleared and re-armed at each (a step a frame, stepping by hand):
+   * when it fires before the latest change has settled, it waits out the rest. */
+  function whenSettled() {
+    const rest = settlesAt - performance.now();
+    if (rest > 0) timer = setTimeout(whenSettled, rest);
+    else saveNow();
   }
 
   async function saveNow() {

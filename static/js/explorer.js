@@ -158,23 +158,27 @@ function showComparison(trace, previous, label) {
 
 const ghostName = () => (ws.baseline ? "baseline" : "previous run");
 
-/** Show a trace: lay out and draw once, keep the step when it still exists, ghost what it is compared with. */
+/** Show a trace: lay out and draw once, keep the step when it still exists, ghost what it is compared with. The graph,
+ * the player and the panels come first ("interactive"); the Plotly charts are drawn after the graph is painted, and
+ * "ready" once they are. */
 async function showTrace(trace, { keepStep, previous, label } = {}) {
   root.dataset.ready = "false";
+  root.dataset.interactive = "false";
   view.index = indexTrace(trace);
   // The first trace opens where the saved session left the graph (its folds and zoom); later ones fit.
   const savedView = view.firstTrace ? { unfolded: ws.unfolded, zoom: ws.zoom } : {};
   view.firstTrace = false;
   await graph.load(trace, view.index, savedView);
+  if (ws.trace !== trace) return;                  // a newer trace arrived while this one was laid out
   setManual(ws.checkpoint);
   performance.mark("tapescope:graph-drawn");
-  await Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index, graph.groupsView()), pareto.load(trace)]);
-  if (ws.trace !== trace) return;                  // a newer trace arrived while this one was drawing
+  // The charts take this trace now (a step shown before they are drawn moves their cursor), and draw once Plotly runs.
+  const charts = Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index, graph.groupsView()),
+    pareto.load(trace)]);
   byTestId("resident-split").textContent = residentText(trace);
   explainer.load(trace);
   showRunSource(root, trace, { opened: ws.openedDocument === trace });
   schedules.show(trace, ws.spec);
-  schedules.fetchLater(trace, ws.traced?.spec ?? ws.spec, { offline: offline(trace) });
   showBytes(byTestId("peak-bytes"), trace.summary.peak_bytes);
   byTestId("peak-bytes").dataset.step = String(trace.summary.peak_step);
   showComparison(trace, previous, label);
@@ -183,11 +187,18 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   redrawing = true;
   try { player.reset(view.index.lastStep, keepStep); } finally { redrawing = false; }
   graph.select(ws.selected, player.getStep());
-  lifetimes.select(ws.selected);
   root.dataset.selected = ws.selected || "";
+  root.dataset.interactive = "true";
+  performance.mark("tapescope:interactive");
+  setStatus(`${trace.tape.length} tape entries · ${trace.steps.length} steps · peak ${formatBytes(trace.summary.peak_bytes)} at step ${trace.summary.peak_step}`);
+  await charts;
+  if (ws.trace !== trace) return;
+  memory.update(player.getStep());
+  lifetimes.update(player.getStep());
+  lifetimes.select(ws.selected);
+  schedules.fetchLater(trace, ws.traced?.spec ?? ws.spec, { offline: offline(trace) });   // once all is drawn
   root.dataset.ready = "true";
   performance.mark("tapescope:ready");
-  setStatus(`${trace.tape.length} tape entries · ${trace.steps.length} steps · peak ${formatBytes(trace.summary.peak_bytes)} at step ${trace.summary.peak_step}`);
 }
 
 /** The Model control: the dropdown on the preset it came from, and words for what is loaded. */

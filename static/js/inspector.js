@@ -1,10 +1,10 @@
 // inspector.js — the selected node or tensor: shape, dtype, bytes, address, saved-by, lifetime, state at the cursor, values.
 // Checkpoint entries show their region and RNG handling; recompute entries the checkpoint that re-ran them. Under the
 // "manual" policy a button toggles the selection's output in the recompute set, greyed out with the reason when it cannot.
-/* global Plotly */
 import { el, facts } from "./dom.js";
 import { formatBytes, formatNumber, formatShape } from "./format.js";
 import { asRows, decodeHalfs } from "./half.js";
+import { loadPlotly } from "./plotly-loader.js";
 import { recomputeChoice } from "./recompute-pick.js";
 import { blocksText } from "./trace-index.js";
 import { underflowBlock } from "./underflow.js";
@@ -128,10 +128,10 @@ export function createInspector(element, { manual = () => null, onToggle = () =>
     }
     heatmap.hidden = false;
     const z = asRows(decodeHalfs(tensor.value.f16), tensor.shape);
-    Plotly.react(heatmap, [{ type: "heatmap", z, colorscale: "RdBu", reversescale: true, zmid: 0,
-      hovertemplate: "row %{y}, col %{x}: %{z:.4g}<extra></extra>", colorbar: { thickness: 10 } }],
-    { height: 180, margin: { l: 30, r: 10, t: 4, b: 24 }, yaxis: { autorange: "reversed" } },
-    { displayModeBar: false, responsive: true });
+    const data = [{ type: "heatmap", z, colorscale: "RdBu", reversescale: true, zmid: 0,
+      hovertemplate: "row %{y}, col %{x}: %{z:.4g}<extra></extra>", colorbar: { thickness: 10 } }];
+    const layout = { height: 180, margin: { l: 30, r: 10, t: 4, b: 24 }, yaxis: { autorange: "reversed" } };
+    loadPlotly().then((Plotly) => { if (shown === tensor) Plotly.react(heatmap, data, layout, { displayModeBar: false, responsive: true }); });
   }
 
   function render(selection, index, step) {

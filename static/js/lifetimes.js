@@ -2,11 +2,11 @@
 // rows grouped by scope (lifetime-rows.js): the parameters in one "resident" band and each folded group one bar, opened
 // by a click on it; every drawn row is named and the chart's frame scrolls. The selection (a tensor, or the op that
 // made it) is outlined, its group opened to show it.
-/* global Plotly */
 import { createChartCursor } from "./chart-cursor.js";
 import { formatBytes, formatShape } from "./format.js";
 import { lifetimeRows, lifetimeTree, pathToTensor, RESIDENT } from "./lifetime-rows.js";
 import { KIND_COLORS } from "./palette.js";
+import { loadPlotly } from "./plotly-loader.js";
 
 const ROW_PX = 16;
 const GROUP_COLOR = "#94a3b8";
@@ -59,7 +59,7 @@ export function createLifetimeChart(element, { onPick }) {
     groups = groupsView.groups;
     tree = lifetimeTree(index, groups, groupsView.pathOf);
     open = new Set(tree.defaultOpen);
-    shown = { index, rows: [] };
+    shown = { index, rows: [], drawn: false };
     await draw();
     if (!element.dataset.bound) {
       element.dataset.bound = "1";
@@ -80,7 +80,8 @@ export function createLifetimeChart(element, { onPick }) {
   }
 
   async function draw() {
-    const { index } = shown;
+    const mine = shown;
+    const { index } = mine;
     const rows = lifetimeRows(index, groups, tree, open).map((r, row) => ({ ...r, row }));
     const color = (r) => (r.kind === "group" ? GROUP_COLOR : KIND_COLORS[r.kind]);
     const data = [{
@@ -102,8 +103,11 @@ export function createLifetimeChart(element, { onPick }) {
       yaxis: { autorange: "reversed", tickvals: rows.map((r) => r.row),
         ticktext: rows.map((r) => `${"\u2003".repeat(r.depth)}${r.label}`), automargin: true, tickfont: { size: 10 } },
     };
+    const Plotly = await loadPlotly();
+    if (shown !== mine) return;                    // a newer run arrived while Plotly loaded
     await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
     shown.rows = rows;
+    shown.drawn = true;
     element.dataset.rows = String(rows.length);
     outlined = undefined;
   }
@@ -114,7 +118,7 @@ export function createLifetimeChart(element, { onPick }) {
    * a folded group (or the resident band) opens it first. */
   function select(id) {
     wanted = id;
-    if (!shown) return;
+    if (!shown?.drawn) return;                     // outlined once drawn (explorer.js selects again then)
     const tensorId = tensorOf(id);
     const path = tensorId === null ? [] : pathToTensor(shown.index, tree, tensorId).filter((g) => !open.has(g));
     if (path.length) { for (const g of path) open.add(g); draw().then(() => reselect()); return; }
@@ -128,13 +132,14 @@ export function createLifetimeChart(element, { onPick }) {
   }
 
   function reselect() {
+    if (!shown?.drawn) return;
     const tensorId = tensorOf(wanted);
     const row = shown.rows.findIndex((r) => r.tensor && r.tensor.id === tensorId);
     const next = row < 0 ? null : row;
     if (next === outlined) return;
     outlined = next;
     element.dataset.selectedTensor = next === null ? "" : String(tensorId);
-    Plotly.restyle(element, {
+    window.Plotly.restyle(element, {
       "marker.line.width": [shown.rows.map((r) => (r.row === next ? 3 : 0))],
       "marker.line.color": "#CC79A7",
     }, [0]);

@@ -2,11 +2,11 @@
 // is compared with (the previous run, or the pinned baseline).
 // Bytes on the y axis are binary (KiB, MiB) like the header; forward, backward-2 and recompute steps are shaded; a
 // double backward adds a dotted line of the bytes its first backward saved for the second.
-/* global Plotly */
 import { byteAxis } from "./byte-axis.js";
 import { createChartCursor } from "./chart-cursor.js";
 import { formatBytes } from "./format.js";
 import { KINDS, KIND_COLORS } from "./palette.js";
+import { loadPlotly } from "./plotly-loader.js";
 
 export function createMemoryChart(element, { onPick }) {
   const cursor = createChartCursor(element);
@@ -91,6 +91,8 @@ export function createMemoryChart(element, { onPick }) {
       annotations: [{ x: peakStep, y: peak, text: `peak ${formatBytes(peak)}`, showarrow: true, arrowhead: 2,
         ax: -56, ay: -14, font: { size: 11 }, bgcolor: "#fff" }, ...microBatchLabels(doc)],
     };
+    const Plotly = await loadPlotly();
+    if (trace !== doc) return;                     // a newer run arrived while Plotly loaded
     await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
     if (!element.dataset.bound) {
       element.dataset.bound = "1";

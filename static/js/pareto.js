@@ -3,10 +3,10 @@
 // marker per executed schedule (the current one ringed), the planner's Pareto frontier as a line, and the same
 // schedules as a table of buttons for the keyboard, where one that raises the peak says why. Picking a schedule
 // calls onPick(schedule); the page re-traces.
-/* global Plotly */
 import { byteAxis } from "./byte-axis.js";
 import { el } from "./dom.js";
 import { formatBytes } from "./format.js";
+import { loadPlotly } from "./plotly-loader.js";
 import { overheadText, percentText, sameSchedule, scheduleLabel } from "./schedule.js";
 
 const POLICY_COLORS = {
@@ -185,6 +185,7 @@ export function createParetoPanel(section, { onPick }) {
       xaxis: axis.axis,
       yaxis: byteAxis(Math.max(...peaks), { title: { text: "peak bytes" }, range: [0, Math.max(...peaks) * 1.18] }),
     };
+    const Plotly = await loadPlotly();
     await Plotly.react(chart, data, layout, { displayModeBar: false, responsive: true });
     if (!chart.dataset.bound) {
       chart.dataset.bound = "1";

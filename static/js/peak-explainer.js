@@ -14,20 +14,35 @@ const RECORDED_BACKWARD = "backward (recorded)";   // the scope of a create_grap
 const KIND_WORDS = { input: "batch", param: "params", activation: "activations", grad: "grads", optimizer: "optimizer state" };
 
 
-/** The storages alive at `step` grouped by (top-level layer, kind), largest first: [{layer, kind, bytes, tensors}]. */
-export function breakdownAt(trace, step) {
-  const groups = new Map();
-  const alive = new Map();
-  for (const storage of trace.storages) {
-    if (storage.born > step || (storage.freed !== null && step > storage.freed)) continue;
-    const key = `${topLayer(storage.scope)}|${storage.kind}`;
-    if (!groups.has(key)) groups.set(key, { layer: topLayer(storage.scope), kind: storage.kind, bytes: 0, tensors: [] });
-    groups.get(key).bytes += storage.nbytes;
-    alive.set(storage.id, key);
-  }
+/** A trace's storages as the breakdown reads them, worked out once per trace (not at every step): their interval,
+ * bytes, (top-level layer, kind) group and tensors. */
+export function breakdownStorages(trace) {
+  const tensorsOf = new Map();
   for (const tensor of trace.tensors) {
-    const key = alive.get(tensor.storage);
-    if (key) groups.get(key).tensors.push(tensor);
+    if (!tensorsOf.has(tensor.storage)) tensorsOf.set(tensor.storage, []);
+    tensorsOf.get(tensor.storage).push(tensor);
+  }
+  return trace.storages.map((storage) => {
+    const layer = topLayer(storage.scope);
+    return { born: storage.born, freed: storage.freed, nbytes: storage.nbytes, layer, kind: storage.kind,
+      key: `${layer}|${storage.kind}`, tensors: tensorsOf.get(storage.id) ?? [] };
+  });
+}
+
+/** The storages alive at `step` grouped by (top-level layer, kind), largest first: [{layer, kind, bytes, storages,
+ * tensorCount}]; `storages` is breakdownStorages(trace). */
+export function breakdownAt(storages, step) {
+  const groups = new Map();
+  for (const storage of storages) {
+    if (storage.born > step || (storage.freed !== null && step > storage.freed)) continue;
+    let group = groups.get(storage.key);
+    if (!group) {
+      group = { layer: storage.layer, kind: storage.kind, bytes: 0, storages: [], tensorCount: 0 };
+      groups.set(storage.key, group);
+    }
+    group.bytes += storage.nbytes;
+    group.storages.push(storage);
+    group.tensorCount += storage.tensors.length;
   }
   return [...groups.values()].sort((a, b) => b.bytes - a.bytes || a.layer.localeCompare(b.layer));
 }
@@ -36,8 +51,9 @@ export function breakdownAt(trace, step) {
 const groupWords = (group) => (group.layer === RECORDED_BACKWARD && group.kind === "activation"
   ? "the first backward's intermediates, saved for the second" : KIND_WORDS[group.kind] ?? group.kind);
 
-/** The group's tensor a click selects: the largest one (a view's storage is its base's). */
-const largest = (group) => group.tensors.reduce((best, t) => (!best || t.nbytes > best.nbytes ? t : best), null);
+/** The group's tensor a click selects: the largest one, the first made of equals (a view's storage is its base's). */
+const largest = (group) => group.storages.flatMap((storage) => storage.tensors)
+  .reduce((best, t) => (!best || t.nbytes > best.nbytes || (t.nbytes === best.nbytes && t.id < best.id) ? t : best), null);
 
 export function createPeakExplainer(section, { onSelect, onGoTo, onApply, current }) {
   const verdict = section.querySelector("[data-testid=peak-verdict]");
@@ -45,11 +61,13 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
   const bars = section.querySelector("[data-testid=peak-breakdown]");
   const leversBox = section.querySelector(".levers");
   let trace = null;
+  let storages = [];       // breakdownStorages(trace)
   let shownStep = null;
   let leverRequest = null;
 
   function load(next) {
     trace = next;
+    storages = breakdownStorages(next);
     shownStep = null;
     verdict.textContent = trace.summary.peak?.verdict ?? "";
     resetLevers();
@@ -58,7 +76,7 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
   function update(step) {
     if (!trace || step === shownStep) return;
     shownStep = step;
-    const groups = breakdownAt(trace, step);
+    const groups = breakdownAt(storages, step);
     const live = trace.steps[step].live_bytes;
     const atPeak = step === trace.summary.peak_step;
     stepLine.replaceChildren(
@@ -89,7 +107,7 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
   function groupRow(group, widest, live) {
     const share = live ? group.bytes / live : 0;
     const button = el("button", { type: "button", class: "group", "data-layer": group.layer, "data-kind": group.kind,
-      "data-bytes": group.bytes, title: `${group.tensors.length} tensor(s); click to select the largest`,
+      "data-bytes": group.bytes, title: `${group.tensorCount} tensor(s); click to select the largest`,
     }, el("span", { class: "group-name", text: `${group.layer} · ${groupWords(group)}` }),
     el("span", { class: "group-bar" }, el("span", { class: "fill", style: `width:${(100 * group.bytes / widest).toFixed(1)}%;background:${KIND_COLORS[group.kind] ?? "#999"}` })),
     el("span", { class: "group-bytes", text: `${formatBytes(group.bytes)} · ${percentText(share)}` }));

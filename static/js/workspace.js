@@ -286,7 +286,7 @@ export function redo() {
 /** The step cursor moved; `save: false` while playing (the step is saved once the player stops) or redrawing. */
 export function setStep(step, { save = true } = {}) {
   state.step = step;
-  writeAddress(state.step, state.selected, { coalesce: !save });
+  writeAddress(state.step, state.selected);
   if (save) scheduleSave();
 }
 

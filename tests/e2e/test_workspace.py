@@ -2,6 +2,7 @@
 tab gets a banner instead of overwriting, the address opens a preset or a snapshot at a step, and comparisons are
 against the pinned baseline or the last settled run of the same model, never a mid-drag trace or another preset."""
 import json
+import re
 import time
 from urllib.error import HTTPError
 from urllib.request import Request, urlopen
@@ -175,7 +176,7 @@ def test_the_address_opens_a_preset_at_a_step_with_a_selection(page, live_server
     history_length = page.evaluate("history.length")
     page.get_by_test_id("step-forward").click()
     page.get_by_test_id("step-forward").click()
-    assert page.url.endswith("/#step=16&select=t7")
+    expect(page).to_have_url(re.compile(r"/#step=16&select=t7$"))     # within the address's wait (address.js)
     assert page.evaluate("history.length") == history_length
 
 

@@ -1,0 +1,30 @@
+// plotly-loader.js — Plotly, run when a chart first needs it and after the page has painted: explorer.html preloads
+// the bundle without running it, because running its 4.8 MB took a second (more on a busy machine) before the graph
+// could start; now the graph and the player come first and the charts follow.
+
+const PLOTLY_SRC = "/static/vendor/plotly.min.js";
+const PAINT_WAIT_MS = 200;   // a page that gets no animation frames (a background tab) does not wait longer than this
+let loading = null;
+
+/** Resolve once the browser has painted what is on screen now. */
+const afterPaint = () => new Promise((resolve) => {
+  requestAnimationFrame(() => setTimeout(resolve, 0));
+  setTimeout(resolve, PAINT_WAIT_MS);
+});
+
+function runBundle() {
+  return new Promise((resolve, reject) => {
+    const script = document.createElement("script");
+    script.src = PLOTLY_SRC;
+    script.onload = () => resolve(window.Plotly);
+    script.onerror = () => { loading = null; reject(new Error("the charts' library (Plotly) could not be loaded")); };
+    document.head.append(script);
+  });
+}
+
+/** window.Plotly, running the bundle the first time it is asked for. */
+export function loadPlotly() {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  loading ??= afterPaint().then(runBundle);
+  return loading;
+}

@@ -1,0 +1,56 @@
+"""The explorer opens graph first: the charts' library (Plotly, 4.8 MB) runs only after the graph is drawn, so with
+it held back the graph, the player, the sweep panel and the inspector already work and the page says "interactive"
+but not "ready"; once it arrives the charts are drawn at the step the person moved to; if it never does, the status
+line says so and the graph still works."""
+from playwright.sync_api import expect
+
+from tests.e2e.explorer_helpers import live_bytes, trace_for
+
+PLOTLY = "**/static/vendor/plotly.min.js"
+EXPLORER = ".explorer"
+
+
+def open_without_waiting_for_plotly(page, live_server):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{live_server}/", wait_until="domcontentloaded")     # the page's load event waits on the preload
+    page.wait_for_selector(".explorer[data-interactive=true]")
+
+
+def test_the_graph_player_and_inspector_work_while_plotly_is_held_back(page, live_server):
+    trace = trace_for(page, live_server, "seed-tape")
+    x = next(t for t in trace["tensors"] if t["name"] == "x")
+    held = []
+    page.route(PLOTLY, lambda route: held.append(route))
+    open_without_waiting_for_plotly(page, live_server)
+    assert page.get_attribute(EXPLORER, "data-ready") == "false"
+    assert page.evaluate("typeof window.Plotly") == "undefined"
+    assert page.locator("[data-testid=graph] .node").count() == len(trace["tape"]) + len(trace["graph"]["leaves"])
+
+    page.click(f"[data-testid=graph] [data-tensor-id='{x['id']}']")
+    expect(page.locator("#inspector")).to_contain_text(x["address"])
+    for _ in range(3):
+        page.get_by_test_id("step-forward").click()
+    assert page.evaluate("window.tapescope.getStep()") == 3
+    assert live_bytes(page) == trace["steps"][3]["live_bytes"]
+    assert page.locator("[data-testid=graph] .node.current").count() == 1
+    expect(page.locator("#inspector")).to_contain_text("at step 3")
+    assert page.locator("[data-testid=memory-chart] .main-svg").count() == 0     # no chart yet
+
+    assert len(held) == 1                    # fetched ahead (the preload), and run once it arrives
+    held[0].continue_()
+    page.wait_for_selector(".explorer[data-ready=true]")
+    cursor = page.locator("[data-testid=memory-chart] ~ .chart-cursor")
+    assert page.locator("[data-testid=memory-chart] .main-svg").count() >= 1
+    assert cursor.get_attribute("data-step") == "3"
+    assert int(cursor.get_attribute("data-bytes")) == trace["steps"][3]["live_bytes"]
+    page.wait_for_selector("#inspector .inspector-heatmap .main-svg")     # the selected x's values, drawn now
+    assert page.locator("[data-testid=lifetime-chart] .main-svg").count() >= 1
+
+
+def test_without_plotly_the_status_says_so_and_the_graph_still_steps(page, live_server):
+    page.route(PLOTLY, lambda route: route.abort())
+    open_without_waiting_for_plotly(page, live_server)
+    expect(page.locator("#status")).to_contain_text("the charts' library (Plotly) could not be loaded")
+    page.get_by_test_id("step-forward").click()
+    assert page.evaluate("window.tapescope.getStep()") == 1
+    assert page.get_attribute(EXPLORER, "data-ready") == "false"
