@@ -86,14 +86,14 @@ export function createNavigator(svgElement, viewport, controls = {}) {
   }
 
   /** The view fit opens on: the whole graph when its labels stay legible there (or when it is thousands of nodes
-   * wide, shown far out), else legible from its start — the minimap shows the rest. */
+   * wide, shown far out), else legible from its start (its top left corner) — the minimap shows the rest. */
   function fitTransform() {
     const { width, height } = box();
     const fitted = Math.min(width / graph.width, height / graph.height, FIT_MAX_SCALE);
     const readable = fitted < LABEL_SCALE && (graph.width < 4000 || graph.nodeCount <= READABLE_MAX_NODES);
     const k = readable ? LABEL_SCALE : Math.max(MIN_SCALE, fitted);
     const x = graph.width * k > width ? 10 : (width - graph.width * k) / 2;
-    const y = (height - graph.height * k) / 2;
+    const y = graph.height * k > height ? 10 : (height - graph.height * k) / 2;
     return d3.zoomIdentity.translate(x, y).scale(k);
   }
 

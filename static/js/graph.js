@@ -14,7 +14,7 @@ import { carriedFold, createRelayoutQueue, foldAll, foldToSave, followCursor, la
   savedFold, toggleFold } from "./graph-fold.js";
 import { buildGroups } from "./graph-groups.js";
 import { groupProgress } from "./graph-progress.js";
-import { createNavigator, LABEL_SCALE } from "./graph-nav.js";
+import { createNavigator } from "./graph-nav.js";
 import { createSearch } from "./graph-search.js";
 import { badgeTensors, CHAR_WIDTH, checkpointLinks, edgeWeight, nodeModels, nodeTitle } from "./graph-model.js";
 import { warmLayoutWorker } from "./layout.js";
@@ -110,10 +110,10 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
   }
 
   const layoutOptions = (index) => ({ height: GROUP_HEIGHT, charWidth: CHAR_WIDTH, weight: (target, link) => edgeWeight(index, target, link) });
-  /** Whether a layout fits the panel at a scale where its labels are legible. */
-  const fitsLegibly = (layout) => {
+  /** The scale at which a layout fits the panel whole (graph-fold.js weighs it against the legible scale). */
+  const scaleIn = (layout) => {
     const panel = svgElement.getBoundingClientRect();
-    return layout.width * LABEL_SCALE <= panel.width && layout.height * LABEL_SCALE <= panel.height;
+    return Math.min(panel.width / layout.width, panel.height / layout.height);
   };
 
   /** A new trace: `view` is the workspace's saved view ({unfolded, zoom}) to open on, when it names this graph. */
@@ -131,7 +131,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
     performance.mark("tapescope:layout-start");
     // A small graph opens plain (dagre's clusters would stretch it); a double backward's is framed from the start, so
     // its recorded backward reads as a second tape.
-    const { fold, laid } = await openingFold(next, { saved, fits: fitsLegibly, layoutOptions: layoutOptions(index),
+    const { fold, laid } = await openingFold(next, { saved, scaleIn, layoutOptions: layoutOptions(index),
       framed: index.recordedBackward.size > 0 });
     if (model !== next) return;
     next.fold = fold;
@@ -178,7 +178,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
       badges, lastClass: new Map(), positions: layout.positions, size: { width: layout.width, height: layout.height }, step,
     };
     const after = anchorId ? layout.positions[state.rep.get(cursorId())] : null;
-    nav.load({ width: layout.width, height: layout.height }, shown.nodes.length, layout.positions,
+    nav.load({ width: layout.width, height: layout.height, rankdir: layout.rankdir }, shown.nodes.length, layout.positions,
       shown.nodes.map((n) => ({ ...layout.positions[n.id], width: n.width, height: n.height })),
       fit ? null : { before, after }, zoom);
     search.refresh();
