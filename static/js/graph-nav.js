@@ -34,8 +34,9 @@ function zoomFilter(event) {
 
 /**
  * svgElement: the graph; viewport: the <g> that carries the transform; controls: {fit, zoomIn, zoomOut, reset,
- * minimap} elements (any may be missing) and onZoom({k, x, y}), told where each zoom or pan ended (the workspace
- * saves it). Returns the navigator the graph view drives.
+ * minimap} elements (any may be missing), onZoom({k, x, y}), told where each zoom or pan of a person's ended (the
+ * workspace saves it), and onSettle({x0, y0, x1, y1}), told what part of the layout is in view after every move.
+ * Returns the navigator the graph view drives.
  */
 export function createNavigator(svgElement, viewport, controls = {}) {
   const svg = d3.select(svgElement);
@@ -51,6 +52,7 @@ export function createNavigator(svgElement, viewport, controls = {}) {
     svgElement.dataset.scale = k.toFixed(3);
     if (minimap && graph) minimap.view(event.transform, box());
   }).on("end", (event) => {
+    controls.onSettle?.(visibleRect(event.transform));
     // Only a person's moves are worth saving (a drag, a wheel, a button or key), not a fit on load or the follow pan.
     if (!event.sourceEvent && !asked) return;
     asked = false;
@@ -63,6 +65,12 @@ export function createNavigator(svgElement, viewport, controls = {}) {
     new ResizeObserver(() => { panelBox = svgElement.getBoundingClientRect(); }).observe(svgElement);
   }
   const box = () => panelBox ?? svgElement.getBoundingClientRect();
+  /** The part of the layout the panel shows under `transform`: {x0, y0, x1, y1} in layout coordinates. */
+  const visibleRect = (transform) => {
+    const { width, height } = box();
+    const [[x0, y0], [x1, y1]] = [transform.invert([0, 0]), transform.invert([width, height])];
+    return { x0, y0, x1, y1 };
+  };
 
   let aim = null;   // where a running pan or zoom is headed: a second press zooms from there, not from midway
 
