@@ -44,7 +44,9 @@ export function createNavigator(svgElement, viewport, controls = {}) {
   let panelBox = null;    // kept by a ResizeObserver so following the cursor never forces a layout mid-step
   const minimap = controls.minimap ? createMinimap(controls.minimap, (x, y) => svg.call(zoom.translateTo, x, y)) : null;
 
-  const zoom = d3.zoom().scaleExtent([MIN_SCALE, MAX_SCALE]).filter(zoomFilter).wheelDelta(wheelDelta).on("zoom", (event) => {
+  // A move interpolates the transform directly: d3's default (interpolateZoom) flies a long pan out and back in, so
+  // a pan cut short by the next step or a relayout was left zoomed out, below the label threshold.
+  const zoom = d3.zoom().scaleExtent([MIN_SCALE, MAX_SCALE]).filter(zoomFilter).wheelDelta(wheelDelta).interpolate(d3.interpolate).on("zoom", (event) => {
     const { k } = event.transform;
     viewport.attr("transform", event.transform);
     svgElement.classList.toggle("far", k < LABEL_SCALE);
