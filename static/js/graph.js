@@ -112,12 +112,6 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
   }
 
   const layoutOptions = (index) => ({ height: GROUP_HEIGHT, charWidth: CHAR_WIDTH, weight: (target, link) => edgeWeight(index, target, link) });
-  /** The scale at which a layout fits the panel whole (graph-fold.js weighs it against the legible scale). */
-  const scaleIn = (layout) => {
-    const panel = svgElement.getBoundingClientRect();
-    return Math.min(panel.width / layout.width, panel.height / layout.height);
-  };
-
   /** A new trace: `view` is the workspace's saved view ({unfolded, zoom}) to open on, when it names this graph. */
   async function load(trace, index, view = {}) {
     const nodes = nodeModels(trace, index);
@@ -133,7 +127,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
     performance.mark("tapescope:layout-start");
     // A small graph opens plain (dagre's clusters would stretch it); a double backward's is framed from the start, so
     // its recorded backward reads as a second tape.
-    const { fold, laid } = await openingFold(next, { saved, scaleIn, layoutOptions: layoutOptions(index),
+    const { fold, laid } = await openingFold(next, { saved, scaleIn: nav.scaleToFit, layoutOptions: layoutOptions(index),
       framed: index.recordedBackward.size > 0 });
     if (model !== next) return;
     next.fold = fold;

@@ -8,7 +8,7 @@
   const DAGRE_MAX_NODES = 500;
   // Between ranks, room for an edge to bend; across them (top to bottom), for the byte badge over a node and the state
   // line under a folded group.
-  const SPACING = { LR: { nodesep: 14, ranksep: 34 }, TB: { nodesep: 10, ranksep: 30 }, margin: 20 };
+  const SPACING = { LR: { nodesep: 14, ranksep: 34 }, TB: { nodesep: 10, ranksep: 26 }, margin: 14 };
 
   function withDagre(boxes, edges, clusters, rankdir) {
     const graph = new dagre.graphlib.Graph({ multigraph: true, compound: clusters.length > 0 });
