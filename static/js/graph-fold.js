@@ -6,7 +6,7 @@
 // meanwhile runs once after it.
 import { visibleGraph } from "./graph-groups.js";
 import { LABEL_SCALE } from "./graph-nav.js";
-import { layoutGraph } from "./layout.js";
+import { layoutGraph, turnsMaxBoxes } from "./layout.js";
 
 const PLAIN_MAX_NODES = 60;      // a graph this small is drawn plain when that fits legibly (dagre's clusters would
                                  // stretch it)
@@ -55,7 +55,7 @@ async function laidOutToFit(model, fold, options, scaleIn) {
     const laid = await layoutFolded(model, fold, options);
     const scale = scaleIn(laid.layout);
     if (!best || scale > best.scale) best = { laid, scale };
-    if (scale >= LABEL_SCALE) break;
+    if (scale >= LABEL_SCALE || laid.shown.nodes.length > turnsMaxBoxes()) break;
   }
   fold.rankdir = best.laid.layout.rankdir;
   return { laid: best.laid, legible: best.scale >= LABEL_SCALE };

@@ -127,4 +127,5 @@
     const layout = layered(boxes, edges);
     return { ...layout, clusters: boundingClusters(boxes, layout.positions, clusters) };
   };
+  scope.tapescopeLayout.turnsMaxBoxes = DAGRE_MAX_NODES;   // past this, top to bottom is not on offer
 }(self));

@@ -24,6 +24,9 @@ function layoutWorker() {
   return worker;
 }
 
+/** Past this many boxes a layout is left to right only (layout-core.js's linear-time layering). */
+export const turnsMaxBoxes = () => tapescopeLayout.turnsMaxBoxes;
+
 /** Start the worker (it loads dagre) before the first fold needs it. */
 export function warmLayoutWorker() {
   if (typeof Worker === "function") layoutWorker();

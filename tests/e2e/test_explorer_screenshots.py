@@ -39,11 +39,7 @@ DRAWN_AND_LEGIBLE = """() => {
 def test_graph_screenshots_are_legible_at_both_sizes(page, live_server, preset_id, phase, width, height):
     """The graph as a person first sees it (or stepped into `phase`), at 1280x800 and 1920x1080, saved to look at."""
     trace = trace_for(page, live_server, preset_id)
-    open_explorer(page, live_server, preset_id)
-    page.set_viewport_size({"width": width, "height": height})
-    page.reload()   # the graph opens for this panel's size
-    page.wait_for_selector(".explorer[data-ready=true]")
-    assert page.evaluate("window.tapescope.getTrace().spec.name") == preset_id
+    open_explorer(page, live_server, preset_id, size=(width, height))
     if phase:
         go_to_step(page, next(s["index"] for s in trace["steps"] if s["phase"] == phase) + 2)
     page.wait_for_function("() => !document.querySelector('[data-testid=graph]').dataset.panning")
