@@ -37,8 +37,11 @@ function build() {
   ui.jsonPane = el("div", { class: "editor-json", id: "editor-json", role: "tabpanel", "aria-labelledby": "editor-tab-json", hidden: true },
     ui.json, el("div", { class: "json-actions" }, ui.apply, el("span", { class: "hint", text: "JSON.parse only — nothing is evaluated" })), ui.jsonProblems);
   ui.table = el("table", { class: "saved-bytes", "data-testid": "saved-bytes-table" });
+  ui.fold = button("⇤", { "data-testid": "editor-fold", "aria-label": "Fold the editor into a rail", title: "Fold the editor into a rail: the graph gets its width" }, () => setFolded(true));
+  ui.rail = button("Edit the model ⇥", { class: "editor-rail", "data-testid": "editor-unfold", "aria-label": "Open the model editor", hidden: true }, () => setFolded(false));
   panel.replaceChildren(
-    el("header", { class: "editor-head" }, el("h2", { text: "Edit the model" }), ui.undo, ui.redo),
+    ui.rail,
+    el("header", { class: "editor-head" }, el("h2", { text: "Edit the model" }), ui.undo, ui.redo, ui.fold),
     ui.status, ui.general,
     el("div", { class: "editor-tabs", role: "tablist", "aria-label": "Editor views" }, ui.tabForm, ui.tabJson),
     ui.form, ui.jsonPane,
@@ -51,6 +54,17 @@ function build() {
   ui.tabJson.addEventListener("click", () => showTab("json"));
   ui.json.addEventListener("input", () => { ui.jsonDirty = true; });
   // Read-only (a snapshot): the panel still scrolls and its tabs still click; only the inputs are disabled.
+}
+
+const FOLDED_KEY = "tapescope.editorFolded";
+
+/** Fold the editor into a narrow rail (the graph panel takes its width; graph-nav.js re-fits a fitted view), or open
+ * it again. The person's choice holds across reloads. */
+function setFolded(folded, { focus = true } = {}) {
+  panel.classList.toggle("folded", folded);
+  ui.rail.hidden = !folded;
+  try { localStorage.setItem(FOLDED_KEY, folded ? "1" : ""); } catch { /* storage may be off: the fold still works */ }
+  if (focus) (folded ? ui.rail : ui.fold).focus({ preventScroll: true });
 }
 
 function showTab(which) {
@@ -237,6 +251,9 @@ document.addEventListener("keydown", (event) => {
 });
 
 build();
+let foldedBefore = "";
+try { foldedBefore = localStorage.getItem(FOLDED_KEY) ?? ""; } catch { /* storage off: open */ }
+if (foldedBefore) setFolded(true, { focus: false });
 // The workspace may have opened before this module ran (module scripts can interleave with network answers): catch up.
 if (ws.spec) { writeJson(true); renderFormNow(); updateButtons(); }
 if (ws.trace) traced({ trace: ws.trace, ms: 0, ...workspace.comparison() });

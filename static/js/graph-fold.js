@@ -1,13 +1,15 @@
 // graph-fold.js — which of the graph's modules are folded, and the layout of what that leaves drawn. A new graph opens
-// folded to the deepest level that fits the panel at a legible scale (or its folded top level); a person's folds and
-// unfolds are theirs; the player unfolds the groups on the cursor's path as it enters them (not at the step the graph
-// opened on) and folds back those it opened when it leaves. relayout requests are queued: one layout at a time, and
-// a request made meanwhile runs once after it.
+// folded to the deepest level that fits the panel at a legible scale (or its folded top level), in the direction that
+// fits the panel best (left to right, or top to bottom in a narrow panel); a person's folds and unfolds are theirs;
+// the player unfolds the groups on the cursor's path as it enters them (not at the step the graph opened on) and
+// folds back those it opened when it leaves. relayout requests are queued: one layout at a time, and a request made
+// meanwhile runs once after it.
 import { visibleGraph } from "./graph-groups.js";
-import { layoutGraph } from "./layout.js";
+import { LABEL_SCALE } from "./graph-nav.js";
+import { layoutGraph, turnsMaxBoxes } from "./layout.js";
 
-const PLAIN_MAX_NODES = 60;      // a graph this small is drawn plain (dagre's clusters would stretch it; the minimap
-                                 // shows what a narrow panel cannot)
+const PLAIN_MAX_NODES = 60;      // a graph this small is drawn plain when that fits legibly (dagre's clusters would
+                                 // stretch it)
 const LEVEL_MAX_BOXES = 150;     // a fold level drawing more boxes than this is never a candidate for the first view
 
 /** Whether any group enclosing `group` is folded (then `group` is not drawn at all). */
@@ -25,7 +27,7 @@ export function openGroupsOf(groups, fold) {
   return [...groups.values()].filter((g) => !fold.collapsed.has(g.id) && !ancestorFolded(g, groups, fold.collapsed));
 }
 
-/** Lay out what `fold` leaves drawn: {shown: {nodes, edges, rep}, openGroups, layout}. */
+/** Lay out what `fold` leaves drawn, in its direction: {shown: {nodes, edges, rep}, openGroups, layout}. */
 export async function layoutFolded(model, fold, { height, charWidth, weight, inPage = false }) {
   const { nodes, edges, groups } = model;
   const shown = visibleGraph(nodes, edges, groups, fold.collapsed, { height, charWidth });
@@ -35,28 +37,51 @@ export async function layoutFolded(model, fold, { height, charWidth, weight, inP
   const layout = await layoutGraph(
     shown.nodes.map((n) => ({ id: n.id, width: n.width, height: n.height, parent: open.has(innermostOpen(n)) ? innermostOpen(n) : null })),
     shown.edges.map(({ source, target, link }) => ({ source, target, weight: weight(target, link) })),
-    openGroups.map((g) => ({ id: g.id, parent: g.parent && open.has(g.parent) ? g.parent : null })), { inPage });
+    openGroups.map((g) => ({ id: g.id, parent: g.parent && open.has(g.parent) ? g.parent : null })),
+    { inPage, rankdir: fold.rankdir });
   return { shown, openGroups, layout };
 }
 
-/** A fold state: {collapsed, autoOpened, autoFold, framed, path, openedAt}. */
-function foldState(collapsed, { autoFold, framed }) {
-  return { collapsed, autoOpened: new Set(), autoFold, framed, path: null, openedAt: null };
+/**
+ * Lay `fold` out in the direction that reads best in the panel, and keep it in fold.rankdir (a fold or an unfold
+ * later keeps it, so the drawing does not turn under the person): left to right when that is legible whole at
+ * `scaleIn(layout)` (the scale fitting it to the panel), else top to bottom when that is, else whichever is larger.
+ * -> {laid, legible}.
+ */
+async function laidOutToFit(model, fold, options, scaleIn) {
+  let best = null;
+  for (const rankdir of ["LR", "TB"]) {
+    fold.rankdir = rankdir;
+    const laid = await layoutFolded(model, fold, options);
+    const scale = scaleIn(laid.layout);
+    if (!best || scale > best.scale) best = { laid, scale };
+    if (scale >= LABEL_SCALE || laid.shown.nodes.length > turnsMaxBoxes()) break;
+  }
+  fold.rankdir = best.laid.layout.rankdir;
+  return { laid: best.laid, legible: best.scale >= LABEL_SCALE };
+}
+
+/** A fold state: {collapsed, autoOpened, autoFold, framed, rankdir, path, openedAt}. */
+function foldState(collapsed, { autoFold, framed, rankdir = "LR" }) {
+  return { collapsed, autoOpened: new Set(), autoFold, framed, rankdir, path: null, openedAt: null };
 }
 
 /**
- * The fold a new graph opens with, and its layout: plain when small; else the deepest level whose drawing
- * fits `fits(layout)`, else level 0. `saved` (a re-trace of the same model, or the workspace's saved view) wins;
+ * The fold a new graph opens with, and its layout: plain when small and legible whole; else the deepest level whose
+ * drawing is legible whole (`scaleIn(layout)`: the scale fitting a layout to the panel), else level 0. A re-trace of
+ * the same model (`saved` with its rankdir) keeps its fold and direction; the workspace's saved view keeps its fold.
  * `framed` draws a small graph's groups as frames from the start.
  */
-export async function openingFold(model, { saved, fits, layoutOptions, framed = false }) {
+export async function openingFold(model, { saved, scaleIn, layoutOptions, framed = false }) {
   const { groups, nodes } = model;
   const inPage = { ...layoutOptions, inPage: nodes.length <= 2000 };   // opening: no frame waits on it (a huge plain
                                                                        // graph still goes to the worker)
-  if (saved) return { fold: saved, laid: await layoutFolded(model, saved, inPage) };
+  if (saved?.rankdir) return { fold: saved, laid: await layoutFolded(model, saved, inPage) };
+  if (saved) return { fold: saved, laid: (await laidOutToFit(model, saved, inPage, scaleIn)).laid };
   if (!groups.size || nodes.length <= PLAIN_MAX_NODES) {
     const plain = foldState(new Set(), { autoFold: false, framed });
-    return { fold: plain, laid: await layoutFolded(model, plain, inPage) };
+    const { laid, legible } = await laidOutToFit(model, plain, inPage, scaleIn);
+    if (legible || !groups.size) return { fold: plain, laid };
   }
   const deepest = Math.max(...[...groups.values()].map((g) => g.depth)) + 1;
   let best = null;
@@ -64,8 +89,9 @@ export async function openingFold(model, { saved, fits, layoutOptions, framed = 
     const fold = foldState(foldedBelow(groups, level), { autoFold: true, framed: true });
     const boxes = visibleGraph(nodes, [], groups, fold.collapsed, { height: 0, charWidth: 0 }).nodes.length;
     if (level > 0 && boxes > LEVEL_MAX_BOXES) break;
-    const laid = await layoutFolded(model, fold, { ...layoutOptions, inPage: true });   // a few small trial layouts
-    if (level > 0 && !fits(laid.layout)) break;
+    // A few small trial layouts, in the page.
+    const { laid, legible } = await laidOutToFit(model, fold, { ...layoutOptions, inPage: true }, scaleIn);
+    if (level > 0 && !legible) break;
     best = { fold, laid };
   }
   return best;
@@ -74,13 +100,14 @@ export async function openingFold(model, { saved, fits, layoutOptions, framed = 
 /** The fold a re-trace of the same model keeps: what was folded stays folded, new groups start folded. */
 export function carriedFold(before, groups) {
   const fold = foldState(new Set([...groups.keys()].filter((id) => (before.groups.has(id) ? before.fold.collapsed.has(id) : before.fold.autoFold))),
-    { autoFold: before.fold.autoFold, framed: before.fold.framed });
+    { autoFold: before.fold.autoFold, framed: before.fold.framed, rankdir: before.fold.rankdir });
   fold.autoOpened = new Set([...before.fold.autoOpened].filter((id) => groups.has(id)));
   fold.path = before.fold.path;
   return fold;
 }
 
-/** A saved view ({unfolded: "all" | [group ids]}) as a fold state on these groups, or null when it names none. */
+/** A saved view ({unfolded: "all" | [group ids]}) as a fold state on these groups, or null when it names none (its
+ * direction is chosen again, for the panel it opens in). */
 export function savedFold(unfolded, groups) {
   if (unfolded === "all") return foldState(new Set(), { autoFold: false, framed: true });
   if (!Array.isArray(unfolded) || !unfolded.some((id) => groups.has(id))) return null;

@@ -1,6 +1,7 @@
 // graph-nav.js — moving around the recorded graph: zoom and pan (Ctrl/⌘ + wheel or a pinch zooms, a plain wheel
 // scrolls the page, a drag pans), the fit / zoom in / zoom out / 1:1 buttons and their keys (f, +, −, 0), a smooth
-// pan that keeps the player's node in view, and a minimap when the graph is bigger than the panel.
+// pan that keeps the player's node in view, and a minimap when the graph is bigger than the panel. A view nobody has
+// moved since fit is fitted again when the panel changes size (the editor folded into its rail, a window resized).
 // Legibility is the rule fit follows: a label is drawn only at a scale where it is at least 10 CSS px tall; below it
 // the svg gets the "far" class (op glyph and colour only, the label in the node's title), and below the glyph's own
 // threshold "farther" (colour only).
@@ -13,6 +14,7 @@ const [MIN_SCALE, MAX_SCALE] = [0.02, 4];
 const STEP_FACTOR = 1.25;           // one button press or key
 const PAN_MS = 350;
 const FOLLOW_MARGIN = 60;
+const TOOLS_HEIGHT = 18;            // the search box and zoom buttons over the panel's top (past the layout's own margin)
 const WHOLE_MAX_NODES = 60;         // a graph this small shown whole stays put while playing
 const READABLE_MAX_NODES = 500;     // up to this many nodes (or a graph under 4,000 px) fit keeps labels legible
 const MINIMAP_WIDTH = 180;
@@ -34,8 +36,9 @@ function zoomFilter(event) {
 
 /**
  * svgElement: the graph; viewport: the <g> that carries the transform; controls: {fit, zoomIn, zoomOut, reset,
- * minimap} elements (any may be missing) and onZoom({k, x, y}), told where each zoom or pan ended (the workspace
- * saves it). Returns the navigator the graph view drives.
+ * minimap} elements (any may be missing), onZoom({k, x, y}), told where each zoom or pan of a person's ended (the
+ * workspace saves it), and onSettle({x0, y0, x1, y1}), told what part of the layout is in view after every move.
+ * Returns the navigator the graph view drives.
  */
 export function createNavigator(svgElement, viewport, controls = {}) {
   const svg = d3.select(svgElement);
@@ -43,7 +46,9 @@ export function createNavigator(svgElement, viewport, controls = {}) {
   let panelBox = null;    // kept by a ResizeObserver so following the cursor never forces a layout mid-step
   const minimap = controls.minimap ? createMinimap(controls.minimap, (x, y) => svg.call(zoom.translateTo, x, y)) : null;
 
-  const zoom = d3.zoom().scaleExtent([MIN_SCALE, MAX_SCALE]).filter(zoomFilter).wheelDelta(wheelDelta).on("zoom", (event) => {
+  // A move interpolates the transform directly: d3's default (interpolateZoom) flies a long pan out and back in, so
+  // a pan cut short by the next step or a relayout was left zoomed out, below the label threshold.
+  const zoom = d3.zoom().scaleExtent([MIN_SCALE, MAX_SCALE]).filter(zoomFilter).wheelDelta(wheelDelta).interpolate(d3.interpolate).on("zoom", (event) => {
     const { k } = event.transform;
     viewport.attr("transform", event.transform);
     svgElement.classList.toggle("far", k < LABEL_SCALE);
@@ -51,18 +56,32 @@ export function createNavigator(svgElement, viewport, controls = {}) {
     svgElement.dataset.scale = k.toFixed(3);
     if (minimap && graph) minimap.view(event.transform, box());
   }).on("end", (event) => {
+    controls.onSettle?.(visibleRect(event.transform));
     // Only a person's moves are worth saving (a drag, a wheel, a button or key), not a fit on load or the follow pan.
     if (!event.sourceEvent && !asked) return;
+    if (event.sourceEvent) fitted = false;
     asked = false;
     const { k, x, y } = event.transform;
     controls.onZoom?.({ k: Number(k.toFixed(4)), x: Math.round(x), y: Math.round(y) });
   });
   let asked = false;   // the running move was asked for by a button, a key, a double-click or a search
+  let fitted = false;  // the view is fit's own (nothing moved it since): a panel that changes size is fitted again
   svg.call(zoom);
   if (typeof ResizeObserver === "function") {
-    new ResizeObserver(() => { panelBox = svgElement.getBoundingClientRect(); }).observe(svgElement);
+    new ResizeObserver(() => {
+      const before = panelBox;
+      panelBox = svgElement.getBoundingClientRect();
+      const resized = before && (before.width !== panelBox.width || before.height !== panelBox.height);
+      if (resized && fitted && graph) moveTo(fitTransform(), true);
+    }).observe(svgElement);
   }
   const box = () => panelBox ?? svgElement.getBoundingClientRect();
+  /** The part of the layout the panel shows under `transform`: {x0, y0, x1, y1} in layout coordinates. */
+  const visibleRect = (transform) => {
+    const { width, height } = box();
+    const [[x0, y0], [x1, y1]] = [transform.invert([0, 0]), transform.invert([width, height])];
+    return { x0, y0, x1, y1 };
+  };
 
   let aim = null;   // where a running pan or zoom is headed: a second press zooms from there, not from midway
 
@@ -86,15 +105,21 @@ export function createNavigator(svgElement, viewport, controls = {}) {
   }
 
   /** The view fit opens on: the whole graph when its labels stay legible there (or when it is thousands of nodes
-   * wide, shown far out), else legible from its start — the minimap shows the rest. */
+   * wide, shown far out), else legible from its start (its top left corner) — the minimap shows the rest. */
   function fitTransform() {
     const { width, height } = box();
-    const fitted = Math.min(width / graph.width, height / graph.height, FIT_MAX_SCALE);
+    const fitted = Math.min(scaleToFit(graph), FIT_MAX_SCALE);
     const readable = fitted < LABEL_SCALE && (graph.width < 4000 || graph.nodeCount <= READABLE_MAX_NODES);
     const k = readable ? LABEL_SCALE : Math.max(MIN_SCALE, fitted);
     const x = graph.width * k > width ? 10 : (width - graph.width * k) / 2;
-    const y = (height - graph.height * k) / 2;
+    const y = graph.height * k > height - TOOLS_HEIGHT ? TOOLS_HEIGHT : TOOLS_HEIGHT + (height - TOOLS_HEIGHT - graph.height * k) / 2;
     return d3.zoomIdentity.translate(x, y).scale(k);
+  }
+
+  /** The scale at which a drawing of `size` ({width, height}) fits the panel whole, under its tools. */
+  function scaleToFit(size) {
+    const { width, height } = box();
+    return Math.min(width / size.width, (height - TOOLS_HEIGHT) / size.height);
   }
 
   function centredOn(position, k) {
@@ -110,22 +135,26 @@ export function createNavigator(svgElement, viewport, controls = {}) {
       graph = { ...size, nodeCount, positions };
       minimap?.draw(size, boxes);
       if (saved && [saved.k, saved.x, saved.y].every(Number.isFinite)) {
+        fitted = false;
         moveTo(d3.zoomIdentity.translate(saved.x, saved.y).scale(Math.min(MAX_SCALE, Math.max(MIN_SCALE, saved.k))), true);
         return;
       }
+      fitted = !keep;
       if (!keep) { moveTo(fitTransform(), true); return; }
       const transform = d3.zoomTransform(svgElement);
       const shift = keep.before && keep.after ? [keep.before.x - keep.after.x, keep.before.y - keep.after.y] : [0, 0];
       moveTo(transform.translate(...shift), true);
     },
-    fit: (instant = false) => { asked = true; return graph && moveTo(fitTransform(), instant); },
-    zoomBy: (factor) => { asked = true; zoomAboutCentre((k) => k * factor); },
-    actualSize: () => { asked = true; zoomAboutCentre(() => 1); },
+    scaleToFit,
+    fit: (instant = false) => { asked = true; fitted = true; return graph && moveTo(fitTransform(), instant); },
+    zoomBy: (factor) => { asked = true; fitted = false; zoomAboutCentre((k) => k * factor); },
+    actualSize: () => { asked = true; fitted = false; zoomAboutCentre(() => 1); },
     /** Centre a node, zoomed in to at least 1:1 (double-click, search). */
     zoomToNode(nodeId) {
       const position = graph?.positions[nodeId];
       if (!position) return;
       asked = true;
+      fitted = false;
       moveTo(centredOn(position, Math.max(1.2, d3.zoomTransform(svgElement).k)));
     },
     /** Keep the player's node in view with a smooth pan; a small graph shown whole stays put. `instant` on load. */
@@ -141,6 +170,7 @@ export function createNavigator(svgElement, viewport, controls = {}) {
       minimap?.current(position);
       const [x, y] = transform.apply([position.x, position.y]);
       if (x > FOLLOW_MARGIN && x < width - FOLLOW_MARGIN && y > FOLLOW_MARGIN && y < height - FOLLOW_MARGIN) return;
+      fitted = false;
       moveTo(centredOn(position, transform.k), instant);
     },
   };

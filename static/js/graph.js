@@ -1,9 +1,11 @@
-// graph.js — the tape as a left-to-right DAG: laid out once, drawn with keyed D3 joins; stepping only restyles.
+// graph.js — the tape as a layered DAG (left to right, or top to bottom in a narrow panel): laid out once, drawn with
+// keyed D3 joins; stepping only restyles.
 // Checkpointed runs: checkpoint entries are labelled with their block region; recompute entries (and, under
 // op-level recomputation, the entries re-run in backward) wear a dashed outline and a "↻" badge; under the manual
 // policy, nodes whose output is in the picked set (setPicked) are "picked", before the re-trace confirms them.
-// The node and edge models are graph-model.js; moving around (fit, zoom, follow, minimap) is graph-nav.js; the search box's matches are graph-search.js; what is
-// folded, and the layout of what is drawn, graph-fold.js; a folded group's progress through the sweep, graph-progress.js.
+// The node and edge models are graph-model.js; moving around (fit, zoom, follow, minimap) is graph-nav.js; the search
+// box's matches are graph-search.js; where frame names go, graph-frames.js; what is folded, and the layout of what is
+// drawn, graph-fold.js; a folded group's progress through the sweep, graph-progress.js.
 // Double backward: the entries the first backward recorded (create_graph) are a second tape, grouped under the
 // scope "backward (recorded)"; while the cursor is in backward-2 they are highlighted ("recorded-backward").
 // Nodes and their badges are drawn at absolute coordinates, never with a per-node transform: Chromium gives every
@@ -12,16 +14,16 @@
 import { formatBytes } from "./format.js";
 import { carriedFold, createRelayoutQueue, foldAll, foldToSave, followCursor, layoutFolded, openingFold, revealNode,
   savedFold, toggleFold } from "./graph-fold.js";
+import { frameLabels } from "./graph-frames.js";
 import { buildGroups } from "./graph-groups.js";
 import { groupProgress } from "./graph-progress.js";
-import { createNavigator, LABEL_SCALE } from "./graph-nav.js";
+import { createNavigator } from "./graph-nav.js";
 import { createSearch } from "./graph-search.js";
 import { badgeTensors, CHAR_WIDTH, checkpointLinks, edgeWeight, nodeModels, nodeTitle } from "./graph-model.js";
 import { warmLayoutWorker } from "./layout.js";
 import { familyColor } from "./palette.js";
 
 const GROUP_HEIGHT = 30;
-const FRAME_CHAR_WIDTH = 6.2;  // an 11 px sans-serif frame name, per character
 
 /** onSelect(nodeId); onFoldChange(unfolded) and onZoom({k, x, y}): the view the workspace saves; controls: the
  * toolbar's elements (graph-nav.js, graph-search.js, the fold-all button). */
@@ -31,7 +33,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
   const groupLayer = viewport.append("g").attr("class", "groups");
   const edgeLayer = viewport.append("g").attr("class", "edges");
   const nodeLayer = viewport.append("g").attr("class", "nodes");
-  const nav = createNavigator(svgElement, viewport, { ...controls, onZoom });
+  const nav = createNavigator(svgElement, viewport, { ...controls, onZoom, onSettle: (view) => nameFrames(view) });
   warmLayoutWorker();
   const search = createSearch(controls, {
     nodes: () => (model ? model.nodes.concat(state?.nodes.filter((n) => n.isGroup) ?? []) : []),
@@ -110,12 +112,6 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
   }
 
   const layoutOptions = (index) => ({ height: GROUP_HEIGHT, charWidth: CHAR_WIDTH, weight: (target, link) => edgeWeight(index, target, link) });
-  /** Whether a layout fits the panel at a scale where its labels are legible. */
-  const fitsLegibly = (layout) => {
-    const panel = svgElement.getBoundingClientRect();
-    return layout.width * LABEL_SCALE <= panel.width && layout.height * LABEL_SCALE <= panel.height;
-  };
-
   /** A new trace: `view` is the workspace's saved view ({unfolded, zoom}) to open on, when it names this graph. */
   async function load(trace, index, view = {}) {
     const nodes = nodeModels(trace, index);
@@ -131,7 +127,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
     performance.mark("tapescope:layout-start");
     // A small graph opens plain (dagre's clusters would stretch it); a double backward's is framed from the start, so
     // its recorded backward reads as a second tape.
-    const { fold, laid } = await openingFold(next, { saved, fits: fitsLegibly, layoutOptions: layoutOptions(index),
+    const { fold, laid } = await openingFold(next, { saved, scaleIn: nav.scaleToFit, layoutOptions: layoutOptions(index),
       framed: index.recordedBackward.size > 0 });
     if (model !== next) return;
     next.fold = fold;
@@ -178,7 +174,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
       badges, lastClass: new Map(), positions: layout.positions, size: { width: layout.width, height: layout.height }, step,
     };
     const after = anchorId ? layout.positions[state.rep.get(cursorId())] : null;
-    nav.load({ width: layout.width, height: layout.height }, shown.nodes.length, layout.positions,
+    nav.load({ width: layout.width, height: layout.height, rankdir: layout.rankdir }, shown.nodes.length, layout.positions,
       shown.nodes.map((n) => ({ ...layout.positions[n.id], width: n.width, height: n.height })),
       fit ? null : { before, after }, zoom);
     search.refresh();
@@ -197,8 +193,8 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
       .join((enter) => {
         const g = enter.append("g").attr("class", "group-frame").attr("data-collapsed", "false");
         g.append("rect").attr("class", "frame").attr("rx", 6);
-        const head = g.append("text").attr("class", "frame-label").attr("role", "button").attr("tabindex", 0);
-        head.append("title");
+        g.append("text").attr("class", "frame-label").attr("role", "button").attr("tabindex", 0);
+        g.append("title");   // beside the name, not in it: setting the name's text would drop it
         return g;
       })
       .attr("data-group-id", (g) => g.id)
@@ -207,23 +203,22 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
       const b = boxes[g.id];
       d3.select(this).attr("x", b.x - b.width / 2).attr("y", b.y - b.height / 2).attr("width", b.width).attr("height", b.height);
     });
-    // Nested frames share a top edge: a group's name goes after its parent's, not over it.
-    const labelAt = new Map();
-    for (const g of [...openGroups].filter((o) => boxes[o.id]).sort((a, b) => a.depth - b.depth)) {
-      const b = boxes[g.id];
-      const text = `▾ ${g.label} · ${formatBytes(g.savedBytes)}`;
-      let x = b.x - b.width / 2 + 6;
-      const y = b.y - b.height / 2 - 4;
-      const parent = g.parent ? labelAt.get(g.parent) : null;
-      if (parent && Math.abs(parent.y - y) < 14 && x < parent.end + 8) x = parent.end + 8;
-      labelAt.set(g.id, { x, y, text, end: x + text.length * FRAME_CHAR_WIDTH });
-    }
     frames.select("text.frame-label")
-      .attr("x", (g) => labelAt.get(g.id).x).attr("y", (g) => labelAt.get(g.id).y)
-      .text((g) => labelAt.get(g.id).text)
       .on("click", (event, g) => { event.stopPropagation(); toggleGroup(g.id); })
       .on("keydown", (event, g) => { if (event.key === "Enter") toggleGroup(g.id); });
     frames.select("title").text((g) => `${g.title} · click to fold`);
+    framed = { frames, openGroups, boxes };
+    nameFrames(null);
+  }
+
+  let framed = null;   // the open frames drawn: {frames, openGroups, boxes}
+  /** Name the open frames where they are in view (graph-frames.js); `view`: the part of the layout in the panel. */
+  function nameFrames(view) {
+    if (!framed?.openGroups.length) return;
+    const labelAt = frameLabels(framed.openGroups, framed.boxes, view);
+    framed.frames.select("text.frame-label")
+      .attr("x", (g) => labelAt.get(g.id).x).attr("y", (g) => labelAt.get(g.id).y)
+      .text((g) => labelAt.get(g.id).text);
   }
 
   /** A person folds or unfolds a group: theirs from now on (the player will not fold it back). */

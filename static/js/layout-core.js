@@ -1,16 +1,18 @@
-// layout-core.js — the one layered left-to-right layout of a trace graph, shared by the page and layout-worker.js.
+// layout-core.js — the one layered layout of a trace graph, shared by the page and layout-worker.js: left to right
+// ("LR"), or top to bottom ("TB") for a panel taller than the drawing is wide (graph-fold.js picks).
 // Classic script (no modules in importScripts): defines self.tapescopeLayout. dagre for graphs up to
 // DAGRE_MAX_NODES; above that dagre takes seconds and overflows its recursion on long chains, so a linear-time
 // longest-path layering with one barycenter ordering pass takes over.
 /* global dagre */
 (function defineLayout(scope) {
   const DAGRE_MAX_NODES = 500;
-  const SPACING = { nodesep: 14, ranksep: 46, margin: 20 };
+  // Between ranks, room for an edge to bend; across them (top to bottom), for the byte badge over a node and the state
+  // line under a folded group.
+  const SPACING = { LR: { nodesep: 14, ranksep: 34 }, TB: { nodesep: 10, ranksep: 26 }, margin: 14 };
 
-  function withDagre(boxes, edges, clusters) {
+  function withDagre(boxes, edges, clusters, rankdir) {
     const graph = new dagre.graphlib.Graph({ multigraph: true, compound: clusters.length > 0 });
-    graph.setGraph({ rankdir: "LR", nodesep: SPACING.nodesep, ranksep: SPACING.ranksep, edgesep: 6,
-      marginx: SPACING.margin, marginy: SPACING.margin });
+    graph.setGraph({ rankdir, ...SPACING[rankdir], edgesep: 6, marginx: SPACING.margin, marginy: SPACING.margin });
     graph.setDefaultEdgeLabel(() => ({}));
     for (const box of boxes) graph.setNode(box.id, { width: box.width, height: box.height });
     // Unfolded groups are dagre clusters: their members are kept together, inside a box around them.
@@ -35,7 +37,7 @@
       const node = graph.node(cluster.id);
       if (node && node.width) clusterBoxes[cluster.id] = { x: node.x, y: node.y, width: node.width, height: node.height };
     }
-    return { positions, routes, clusters: clusterBoxes, width: size.width, height: size.height };
+    return { positions, routes, clusters: clusterBoxes, width: size.width, height: size.height, rankdir };
   }
 
   /** Without dagre's clusters, a group's box is the bounding box of its members (they may interleave with others). */
@@ -101,10 +103,10 @@
       column.forEach((box, i) => {
         order.set(box.id, i);
         positions[box.id] = { x: x + width / 2, y: y + box.height / 2 };
-        y += box.height + SPACING.nodesep;
+        y += box.height + SPACING.LR.nodesep;
       });
       height = Math.max(height, y);
-      x += width + SPACING.ranksep;
+      x += width + SPACING.LR.ranksep;
     }
     const half = new Map(boxes.map((b) => [b.id, b.width / 2]));
     const routes = edges.map((edge) => {
@@ -114,14 +116,16 @@
       const end = { x: to.x - half.get(edge.target), y: to.y };
       return [start, { x: (start.x + end.x) / 2, y: (start.y + end.y) / 2 }, end];
     });
-    return { positions, routes, width: x + SPACING.margin, height: height + SPACING.margin };
+    return { positions, routes, width: x + SPACING.margin, height: height + SPACING.margin, rankdir: "LR" };
   }
 
   /** boxes: [{id, width, height, parent?}], edges: [{source, target, weight?}], clusters: [{id, parent?}] (unfolded
-   * groups) -> {positions, routes, clusters: {id: {x, y, width, height}}, width, height}. */
-  scope.tapescopeLayout = function tapescopeLayout(boxes, edges, clusters = []) {
-    if (boxes.length <= DAGRE_MAX_NODES) return withDagre(boxes, edges, clusters);
+   * groups), rankdir "LR" or "TB" -> {positions, routes, clusters: {id: {x, y, width, height}}, width, height, rankdir}.
+   * Past DAGRE_MAX_NODES the layout is always left to right (its rankdir says so). */
+  scope.tapescopeLayout = function tapescopeLayout(boxes, edges, clusters = [], rankdir = "LR") {
+    if (boxes.length <= DAGRE_MAX_NODES) return withDagre(boxes, edges, clusters, rankdir === "TB" ? "TB" : "LR");
     const layout = layered(boxes, edges);
     return { ...layout, clusters: boundingClusters(boxes, layout.positions, clusters) };
   };
+  scope.tapescopeLayout.turnsMaxBoxes = DAGRE_MAX_NODES;   // past this, top to bottom is not on offer
 }(self));

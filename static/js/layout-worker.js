@@ -3,6 +3,6 @@
 importScripts("/static/vendor/dagre.min.js", "/static/js/layout-core.js");
 
 self.onmessage = (event) => {
-  const { id, boxes, edges, clusters } = event.data;
-  self.postMessage({ id, layout: tapescopeLayout(boxes, edges, clusters) });
+  const { id, boxes, edges, clusters, rankdir } = event.data;
+  self.postMessage({ id, layout: tapescopeLayout(boxes, edges, clusters, rankdir) });
 };

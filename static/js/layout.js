@@ -24,22 +24,26 @@ function layoutWorker() {
   return worker;
 }
 
+/** Past this many boxes a layout is left to right only (layout-core.js's linear-time layering). */
+export const turnsMaxBoxes = () => tapescopeLayout.turnsMaxBoxes;
+
 /** Start the worker (it loads dagre) before the first fold needs it. */
 export function warmLayoutWorker() {
   if (typeof Worker === "function") layoutWorker();
 }
 
-function inWorker(boxes, edges, clusters) {
+function inWorker(boxes, edges, clusters, rankdir) {
   return new Promise((resolve, reject) => {
     const id = nextId++;
     waiting.set(id, { resolve, reject });
-    layoutWorker().postMessage({ id, boxes, edges, clusters });
+    layoutWorker().postMessage({ id, boxes, edges, clusters, rankdir });
   });
 }
 
 /** boxes: [{id, width, height, parent?}], edges: [{source, target}], clusters: [{id, parent?}] (layout-core.js)
- * -> {positions, routes, clusters, width, height}. `inPage`: lay out on the main thread (a graph being opened). */
-export function layoutGraph(boxes, edges, clusters = [], { inPage = false } = {}) {
-  if (!inPage) return inWorker(boxes, edges, clusters);
-  return Promise.resolve(tapescopeLayout(boxes, edges, clusters));
+ * -> {positions, routes, clusters, width, height, rankdir}. `rankdir`: "LR" (left to right) or "TB" (top to bottom);
+ * `inPage`: lay out on the main thread (a graph being opened). */
+export function layoutGraph(boxes, edges, clusters = [], { inPage = false, rankdir = "LR" } = {}) {
+  if (!inPage) return inWorker(boxes, edges, clusters, rankdir);
+  return Promise.resolve(tapescopeLayout(boxes, edges, clusters, rankdir));
 }

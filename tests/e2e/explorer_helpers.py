@@ -15,9 +15,9 @@ def trace_for(page, base_url, preset_id):
     return unpack(response.json())       # the records the page decodes it into
 
 
-def open_explorer(page, base_url, preset_id="seed-tape"):
-    """The explorer at 1280x800, showing `preset_id`, drawn and interactive."""
-    page.set_viewport_size({"width": 1280, "height": 800})
+def open_explorer(page, base_url, preset_id="seed-tape", size=(1280, 800)):
+    """The explorer at `size` (1280x800 unless told), showing `preset_id`, drawn and interactive."""
+    page.set_viewport_size({"width": size[0], "height": size[1]})
     page.goto(f"{base_url}/")
     page.wait_for_selector(".explorer[data-ready=true]")
     if page.evaluate("window.tapescope.getTrace().spec.name") != preset_id:

@@ -1,9 +1,10 @@
 """The explorer's graph and memory axis, as a person sees them: on small graphs the current node is in the graph panel
 at every step (the view pans to it; nothing it shows is cut off beside the editor), and the memory chart counts bytes
-in binary units like the header."""
+in binary units like the header; the editor folds into a rail and the graph takes its width."""
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.explorer_helpers import open_explorer, trace_for
 
@@ -13,6 +14,12 @@ INSIDE = """() => {
     const r = node.getBoundingClientRect();
     return r.left >= box.left - 1 && r.right <= box.right + 1 && r.top >= box.top - 1 && r.bottom <= box.bottom + 1;
   });
+}"""
+
+INSIDE_ALL = """() => {
+  const box = document.querySelector('[data-testid=graph]').getBoundingClientRect();
+  return Array.from(document.querySelectorAll('[data-testid=graph] .node'), (node) => node.getBoundingClientRect())
+    .every((r) => r.left >= box.left - 1 && r.right <= box.right + 1 && r.top >= box.top - 1 && r.bottom <= box.bottom + 1);
 }"""
 
 
@@ -65,3 +72,25 @@ def test_the_lifetime_chart_names_every_tensor_and_has_a_legend(page, live_serve
     assert opened[0].startswith("▾ parameters (resident)") and opened[1:1 + len(params)] == [t["name"] for t in params]
     legend = page.get_by_test_id("lifetime-legend").inner_text()
     assert "activation" in legend and "parameter" in legend
+
+
+def test_the_editor_folds_into_a_rail_and_the_graph_takes_its_width(page, live_server):
+    open_explorer(page, live_server, "transformer-tiny")
+    graph = page.get_by_test_id("graph")
+    before = {"width": graph.bounding_box()["width"], "scale": graph.get_attribute("data-scale")}
+    page.get_by_test_id("editor-fold").click()
+    expect(page.get_by_test_id("checkpoint-policy")).to_be_hidden()
+    rail = page.get_by_test_id("editor-unfold")
+    expect(rail).to_be_visible()
+    assert rail.bounding_box()["width"] < 40
+    page.wait_for_function("w => document.querySelector('[data-testid=graph]').getBoundingClientRect().width > w + 250",
+                           arg=before["width"])
+    # A view nobody moved since fit is fitted again for the wider panel: still whole, now larger.
+    page.wait_for_function("s => document.querySelector('[data-testid=graph]').dataset.scale !== s", arg=before["scale"])
+    assert page.evaluate(INSIDE_ALL)
+    page.reload()
+    page.wait_for_selector(".explorer[data-ready=true]")
+    expect(page.get_by_test_id("editor-unfold")).to_be_visible()   # the person's choice holds
+    page.get_by_test_id("editor-unfold").click()
+    expect(page.get_by_test_id("checkpoint-policy")).to_be_visible()
+    expect(page.get_by_test_id("editor-fold")).to_be_focused()

@@ -2,16 +2,18 @@
 folded into a few legible boxes inside the panel, its long repeats bucketed into ranges; its lifetime chart opens as a
 few named rows (parameters in one resident band) that open on a click; a row of the sweep panel, of the per-layer
 table or of the peak breakdown selects the same thing in every view; a folded group shows where the sweep is; the
-graph's folds and zoom survive a reload."""
+graph's folds and zoom survive a reload; deep inside it, the names of nested frames never overlap and the path around
+the current node is named in view."""
 import json
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from backend.driver import trace_spec
 from bench.browser import deep_spec
-from tests.e2e.explorer_helpers import go_to_step, open_explorer, trace_for
+from tests.e2e.explorer_helpers import ARTIFACTS, go_to_step, open_explorer, trace_for
 
 GRAPH = "[data-testid=graph]"
 LABEL_HEIGHTS = """() => Array.from(document.querySelectorAll('[data-testid=graph] .node .label'),
@@ -58,6 +60,58 @@ def test_a_5000_entry_model_opens_folded_legible_and_inside_the_panel(page, live
     ranges = page.eval_on_selector_all(f"{GRAPH} .group-node", "ns => ns.map((n) => n.dataset.groupId).filter((id) => id.endsWith('#range'))")
     assert 2 <= len(ranges) <= 6, ranges
     assert all(re.fullmatch(r"layers\[0\]\[\d+–\d+\]#range", r) for r in ranges), ranges
+
+
+# The open frames around the current node, and every frame name drawn in the panel with its box on screen.
+FRAME_NAMES = """() => {
+  const panel = document.querySelector('[data-testid=graph]').getBoundingClientRect();
+  const inPanel = (r) => r.width > 0 && r.right > panel.left && r.left < panel.right && r.bottom > panel.top && r.top < panel.bottom;
+  const current = document.querySelector('[data-testid=graph] .node.current rect').getBoundingClientRect();
+  const [cx, cy] = [current.left + current.width / 2, current.top + current.height / 2];
+  const frames = Array.from(document.querySelectorAll('[data-testid=graph] .group-frame'));
+  const around = frames.filter((f) => { const r = f.querySelector('rect.frame').getBoundingClientRect();
+    return cx > r.left && cx < r.right && cy > r.top && cy < r.bottom; }).map((f) => ({id: f.dataset.groupId, depth: Number(f.dataset.depth)}));
+  const names = frames.map((f) => { const r = f.querySelector('.frame-label').getBoundingClientRect();
+    return {id: f.dataset.groupId, text: f.querySelector('.frame-label').textContent,
+            box: [r.left, r.top, r.right, r.bottom], inside: r.left >= panel.left && r.right <= panel.right && r.top >= panel.top && r.bottom <= panel.bottom,
+            drawn: inPanel(r)}; });
+  return {around, names: names.filter((n) => n.drawn)};
+}"""
+
+
+def overlap(a, b):
+    return a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
+
+
+def test_deep_in_a_5000_entry_model_nested_frame_names_never_overlap(page, live_server, big_trace):
+    open_trace(page, live_server, big_trace)
+    deep = next(s["index"] for s in big_trace["steps"] if s["phase"] == "forward" and s["entry"] == 2000)
+    page.evaluate("s => window.tapescope.setStep(s)", deep)
+    # The player unfolds the path down to entry 2000: four or more nested frames, sharing their top edges.
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=graph] .group-frame').length >= 4"
+                           " && document.querySelector('[data-testid=graph] [data-node-id=\"2000\"].current')", timeout=30_000)
+    settle(page)
+    seen = page.evaluate(FRAME_NAMES)
+    assert len(seen["around"]) >= 4, seen["around"]
+    names = {n["id"]: n for n in seen["names"]}
+    # Every frame around the current node is named inside the panel: its path reads as a breadcrumb there.
+    for group in seen["around"]:
+        assert group["id"] in names and names[group["id"]]["inside"], f"{group['id']} is not named in view: {seen}"
+    # The innermost is named in full, with what it saves.
+    innermost = max(seen["around"], key=lambda g: g["depth"])["id"]
+    assert re.search(r"· \d+(\.\d+)? (B|KiB|MiB)$", names[innermost]["text"]), names[innermost]
+    drawn = seen["names"]
+    for i, a in enumerate(drawn):
+        for b in drawn[i + 1:]:
+            assert not overlap(a["box"], b["box"]), f"{a['text']!r} overlaps {b['text']!r}"
+    Path(ARTIFACTS).mkdir(exist_ok=True)
+    page.screenshot(path=str(Path(ARTIFACTS) / "graph-5000-deep-1280.png"))
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    page.get_by_test_id("graph-fit").click()
+    settle(page)
+    page.evaluate("s => window.tapescope.setStep(s)", deep)
+    settle(page)
+    page.screenshot(path=str(Path(ARTIFACTS) / "graph-5000-deep-1920.png"))
 
 
 def test_a_5000_entry_lifetime_chart_names_its_rows_and_opens_them(page, live_server, big_trace):
