@@ -28,6 +28,7 @@ from backend.importers.share import ShareFailed, share
 from backend.importers.torch_blocks import find_blocks
 from backend.importers.torch_recorder import TorchRecorder, _tensors
 from backend.planner.blocks import BlockIndex
+from backend.planner.torch_timeline import RECOMPUTE_ON_FIRST_UNPACK
 from backend.trace.document import build_document
 from backend.trace.document_versions import pack
 
@@ -137,7 +138,7 @@ def document_of(recorder, loss, model, batch, loss_fn=None, optimizer=None):
     count_block_entries(document)
     # torch.utils.checkpoint(use_reentrant=False) recomputes a region inside the first of its backward nodes that
     # unpacks a saved tensor, and stops at its last save: the planner predicts this run's schedules in that order
-    document["checkpointing"] = {"recompute": "on_first_unpack", "early_stop": True}
+    document["checkpointing"] = {"recompute": RECOMPUTE_ON_FIRST_UNPACK, "early_stop": True}
     return document
 
 
@@ -232,13 +233,13 @@ def main(argv=None):
         # imported here: the what-ifs record their runs with this module's record_with (imports go one way, to it)
         from backend.importers import torch_checkpoint
         try:
-            torch_checkpoint.parse_policies(args.checkpoint)
+            requests = torch_checkpoint.parse_policies(args.checkpoint)
         except torch_checkpoint.CheckpointRequestError as error:
             raise SystemExit(str(error)) from None
     build = load_build(args.model_file)
     if args.checkpoint:
         try:
-            document = torch_checkpoint.checkpoint_what_ifs(build, args.checkpoint, args.blocks, values=args.values)
+            document = torch_checkpoint.what_ifs(build, requests, args.blocks, values=args.values).document
         except torch_checkpoint.BlocksError as error:
             raise SystemExit(str(error)) from None
         for schedule in document["schedules"]:

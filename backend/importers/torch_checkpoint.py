@@ -18,6 +18,7 @@ from backend.importers.torch import record_step, record_with, unpack_build
 from backend.importers.torch_blocks import BlocksError, find_blocks, named_blocks
 from backend.importers.torch_recorder import TorchRecorder
 from backend.planner.execute import grad_mismatch
+from backend.planner.policies import every_k
 from backend.planner.torch_timeline import TorchBase, predict_live_bytes, recompute_flops
 
 aten = torch.ops.aten
@@ -57,8 +58,7 @@ def parse_policy(text):
 def regions_of(request, n_blocks):
     """Block indices per checkpoint region: runs of k for every_k (the last may be shorter), one per block for
     selective."""
-    k = request["params"].get("k", 1)
-    return [list(range(start, min(start + k, n_blocks))) for start in range(0, n_blocks, k)]
+    return every_k(n_blocks, request["params"].get("k", 1))
 
 
 def save_matmuls(ctx, func, *args, **kwargs):

@@ -46,9 +46,7 @@ class TorchRecorder(TorchDispatchMode):
         self.storages = {}          # storage id -> storage record (each allocation its own, addresses reused)
         self.tape, self.steps, self.sweep = [], [], []
         self.dependencies, self.blocks = {}, []
-        # what the document reads from our engine's recorder that an imported step has none of: no detach or
-        # no_grad layers of a spec, no stopped backward, no loss scaler
-        self.cuts, self.backward_error, self.scaler = [], None, None
+        self.scaler = None          # build_document reads a loss scaler's record; an imported step has none
         self.step = 0
         self.packed = []            # (tensor id, storage id) of every pack, in order
         self._live = {}             # data_ptr -> storage record, while the allocator has it
@@ -87,7 +85,7 @@ class TorchRecorder(TorchDispatchMode):
         record = self._live.get(ptr) if ptr else None
         if record is None:
             record = {"id": len(self.storages), "address": f"0x{ptr:x}", "nbytes": int(storage.nbytes()),
-                      "kind": kind, "born": self.step, "freed": None, "setup": self.phase == "setup"}
+                      "kind": kind, "born": self.step, "freed": None, "dropped": None, "setup": self.phase == "setup"}
             if scope:
                 record["scope"] = scope
             self.storages[record["id"]] = record
@@ -312,7 +310,6 @@ class TorchRecorder(TorchDispatchMode):
 
     def _watch_drop(self, tensor, storage):
         """Count the Tensors over a forward storage; when the last goes, that step is the storage's `dropped`."""
-        storage.setdefault("dropped", None)
         if self.phase != "forward" or storage["setup"]:
             return
         self._holding[storage["id"]] = self._holding.get(storage["id"], 0) + 1
@@ -444,8 +441,6 @@ class TorchRecorder(TorchDispatchMode):
 
     def finish(self):
         self.phase = "done"
-        for record in self.storages.values():
-            record.setdefault("dropped", None)
         for handle in self._handles:
             handle.remove()
         self._handles = []

@@ -122,7 +122,7 @@ def predict_live_bytes(base, regions):
     return np.cumsum(delta)[:timeline.n_steps]
 
 
-def _latest(steps):
+def latest_release(steps):
     """The last of several release steps; None (alive at the end) wins."""
     return None if any(s is None for s in steps) else max(steps)
 
@@ -171,7 +171,7 @@ def _first_copy_freed(base, st, own_region, t, input_of):
             steps.append(t.released_by(entry, input_of.get(st["id"])))
     if st["id"] in input_of and input_of[st["id"]] != own_region:
         steps.append(t.sweep_end[input_of[st["id"]]])
-    return _latest(steps)
+    return latest_release(steps)
 
 
 def _region_forward_copies(base, st, region, t, input_of, tensor_held):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from backend.planner.blocks import BlockIndex
+from backend.planner.timeline import latest_release
 
 RECOMPUTE_ON_FIRST_UNPACK = "on_first_unpack"
 
@@ -131,11 +132,6 @@ class Timeline:
         return None if step is None else self.new[step]
 
 
-def _latest(steps):
-    """The last of several release steps; None (alive at the end) wins."""
-    return None if any(s is None for s in steps) else max(steps, default=None)
-
-
 def predict_live_bytes(base, regions, saved_ops=()):
     """Live bytes per step of the run with `regions` (block index lists) under torch's checkpoint, and each step's
     phase; `saved_ops` are the op names a selective policy keeps (their outputs are not recomputed)."""
@@ -182,7 +178,7 @@ def _first_copy_freed(base, where, t, st):
             steps.append(t.at(base.last_backward_step.get(entry)))
     for r in where.input_of.get(st["id"], ()):
         steps.append(t.at(where.frame_end[r]) if r in where.frame_end else t.at(st["dropped"]))
-    return _latest(steps)
+    return latest_release(steps)
 
 
 def _region_made(base, where, t, st, region, saved_ops):
@@ -194,11 +190,11 @@ def _region_made(base, where, t, st, region, saved_ops):
     if born not in rerun:
         # not re-run: made once; a kept output waits in the frame for a recompute that never reaches it
         held_by_frame = kept and region in where.frame_end
-        yield t.at(born), _latest([first_freed, t.at(where.frame_end[region])]) if held_by_frame else first_freed, nbytes
+        yield t.at(born), latest_release([first_freed, t.at(where.frame_end[region])]) if held_by_frame else first_freed, nbytes
         return
     recompute_freed = _recompute_copy_freed(base, where, t, st, region, rerun)
     if kept:
-        yield t.at(born), _latest([first_freed, recompute_freed]), nbytes
+        yield t.at(born), latest_release([first_freed, recompute_freed]), nbytes
         return
     yield t.at(born), first_freed, nbytes
     yield t.recompute[(region, born)], recompute_freed, nbytes
