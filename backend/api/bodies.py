@@ -69,3 +69,12 @@ def json_body():
     if json_depth_exceeds(value, MAX_JSON_DEPTH):
         raise ApiError(400, f"The JSON body is nested too deeply; the limit is {MAX_JSON_DEPTH} levels.")
     return value
+
+
+def json_object_body(example):
+    """The request's JSON body, which must be an object (`example` shows its shape in the 400's sentence)."""
+    body = json_body()
+    if not isinstance(body, dict):
+        raise ApiError(400, f"The body must be a JSON object like {example}.",
+                       [{"path": "body", "message": "must be an object"}])
+    return body

@@ -7,7 +7,7 @@ is never dearer than a recorded training step), so a model whose n + m sweeps ar
 """
 from flask import Blueprint, jsonify
 
-from backend.api.bodies import json_body
+from backend.api.bodies import json_object_body
 from backend.api.errors import ApiError
 from backend.api.trace import engine_limits
 from backend.driver import run_bounded, run_on_engine
@@ -25,7 +25,7 @@ MAX_CHAIN_WIDTH = 65_536                       # keeps every count below 2^53, e
 @modes_api.post("/api/modes")
 def modes():
     """{input, jacobians: {loss, logits}, jvp_sweep} for {"spec", "direction"?: {"element": k}}."""
-    body = _object_body('{"spec": {...}, "direction": {"element": 0}}')
+    body = json_object_body('{"spec": {...}, "direction": {"element": 0}}')
     if "spec" not in body:
         raise ApiError(400, "No spec to differentiate.", [{"path": "spec", "message": "is required: the model"}])
     normalized = validate_spec(body["spec"])
@@ -39,7 +39,7 @@ def modes():
 @modes_api.post("/api/matrix-chain")
 def chain():
     """{analytic, executed} for {"widths": [n0, n1, n2, n3]}."""
-    body = _object_body('{"widths": [4096, 4096, 4096, 1]}')
+    body = json_object_body('{"widths": [4096, 4096, 4096, 1]}')
     widths = body.get("widths")
     shape_ok = isinstance(widths, list) and MIN_CHAIN_WIDTHS <= len(widths) <= MAX_CHAIN_WIDTHS
     if not shape_ok:
@@ -52,14 +52,6 @@ def chain():
     if problems:
         raise ApiError(400, "Some widths are out of range.", problems)
     return jsonify(run_bounded(lambda: matrix_chain(widths), **engine_limits()))
-
-
-def _object_body(example):
-    body = json_body()
-    if not isinstance(body, dict):
-        raise ApiError(400, f"The body must be a JSON object like {example}.",
-                       [{"path": "body", "message": "must be an object"}])
-    return body
 
 
 def _direction(direction, inputs):

@@ -1,7 +1,7 @@
 """Trace API: GET /api/presets and POST /api/trace (a spec in, the trace document out)."""
 from flask import Blueprint, current_app, jsonify
 
-from backend.api.bodies import json_body
+from backend.api.bodies import json_object_body
 from backend.api.errors import ApiError
 from backend.models import presets
 from backend.driver import trace_spec
@@ -25,10 +25,7 @@ def list_presets():
 def trace():
     """The trace document (schema_version 2) of a spec and a checkpoint request; bad input becomes 4xx in
     api/errors.py."""
-    body = json_body()
-    if not isinstance(body, dict):
-        raise ApiError(400, 'The body must be a JSON object like {"spec": {...}}.',
-                       [{"path": "body", "message": "must be an object"}])
+    body = json_object_body('{"spec": {...}}')
     if "spec" not in body:
         raise ApiError(400, "No spec to trace.", [{"path": "spec", "message": "is required: the model to trace"}])
     return jsonify(pack(trace_spec(body["spec"], checkpoint=body.get("checkpoint"), **engine_limits())))

@@ -58,18 +58,23 @@ def run_on_engine(spec, checkpoint, job, deadline_s=None, wait_s=None, runs=1):
     if checkpoint is not None:
         refuse_unplannable(normalized)        # a 400 before the request is priced, as the planner would refuse it
     priced = check_work(normalized, checkpoint, runs)
-    deadline_s = DEADLINE_S if deadline_s is None else deadline_s
-    with holding_engine(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s), \
-            _collector_paused():
+    with _guarded(deadline_s, wait_s), _collector_paused():
         return job(normalized, priced.limits)
 
 
 def run_bounded(job, deadline_s=None, wait_s=None):
     """`job()` holding the engine under the deadline, for work bounded by its own small caps rather than priced from
     a spec (the matrix chain, at most 64 wide): the engine's listeners are process-wide, so even that takes it."""
+    with _guarded(deadline_s, wait_s):
+        return job()
+
+
+@contextmanager
+def _guarded(deadline_s=None, wait_s=None):
+    """The engine held (EngineBusy after `wait_s`, default ENGINE_WAIT_S) and the deadline (DEADLINE_S) running."""
     deadline_s = DEADLINE_S if deadline_s is None else deadline_s
     with holding_engine(ENGINE_WAIT_S if wait_s is None else wait_s, deadline_s), deadline.running(deadline_s):
-        return job()
+        yield
 
 
 @contextmanager
