@@ -41,14 +41,14 @@ export function indexTrace(trace) {
   const recomputedFor = new Map();  // recompute tape index -> the checkpoint entry whose backward re-ran it
   const recomputeSteps = new Map(); // checkpoint tape index -> its recompute steps
   let checkpointInBackward = null;
-  const sweepSteps = new Set(trace.sweep.map((item) => item.step));
+  const sweepByStep = new Map(trace.sweep.map((item) => [item.step, item]));
   for (const step of trace.steps) {
     if (step.entry === null || step.entry === undefined) continue;
     // Under create_graph the first backward also records: its vjps' own ops (recorded_in "backward").
     const records = (step.phase === "forward" && step.recorded !== false) || step.phase === "recompute"
-      || (step.phase === "backward" && !sweepSteps.has(step.index));
+      || (step.phase === "backward" && !sweepByStep.has(step.index));
     if (records && !recordedAt.has(step.entry)) recordedAt.set(step.entry, step.index);
-    if (sweepSteps.has(step.index)) {
+    if (sweepByStep.has(step.index)) {
       sweptAt.set(step.entry, step.index);      // a double backward sweeps a forward entry twice: the last counts
       if (tape[step.entry]?.op === "checkpoint") checkpointInBackward = step.entry;
     }
@@ -58,7 +58,6 @@ export function indexTrace(trace) {
       recomputeSteps.get(checkpointInBackward).push(step.index);
     }
   }
-  const sweepByStep = new Map(trace.sweep.map((item) => [item.step, item]));
   const releasedAt = new Map();   // tensor id -> the sweep step that released it from the tape
   for (const item of trace.sweep) {
     for (const id of item.freed) if (!releasedAt.has(id)) releasedAt.set(id, item.step);

@@ -438,15 +438,15 @@ export function runTitle(trace) {
   return trace?.spec?.name ?? "a recorded run";
 }
 
-/** A trace document opened from a file (dropped or picked): read-only from here on, nothing saved; any trace
- * request still in flight is dropped, so it cannot replace the document when it lands. */
 /** True when a run has no spec our engine can trace (an import: it names its `source`). */
 export const recordedElsewhere = (trace) => Boolean(trace?.source);
 
 /** A run whose spec is not ours to send: opened from a file here, or recorded elsewhere. */
 export const isOffline = (trace = state.trace) => Boolean(trace) && (state.openedDocument === trace || recordedElsewhere(trace));
 
-/** A run.json opened here, as parsed (schema_version 1 or 2): shown decoded, posted as it came if shared. */
+/** A run.json opened here (dropped or picked), as parsed (schema_version 1 or 2): shown decoded and read-only from
+ * here on, nothing saved, posted as it came if shared; a trace request still in flight is dropped, so it cannot
+ * replace the document when it lands. */
 export function loadDocument(file, fileName = "") {
   const trace = readTrace(file);
   clearTimeout(timer);
