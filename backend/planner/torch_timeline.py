@@ -94,7 +94,7 @@ class Regions:
         self.input_of = {}                  # storage id -> regions whose checkpoint holds it as their input
         for r, region in enumerate(regions):
             self.input_of.setdefault(base.block_inputs[region[0]], []).append(r)
-        self.trigger, self.frame_end, self.rerun, self.rerun_steps = {}, {}, {}, {}
+        self.trigger, self.frame_end, self.rerun_entries, self.rerun, self.rerun_steps = {}, {}, {}, {}, {}
         for r, entries in enumerate(self.entries):
             saving = [e for e in entries if e in base.saving_entries and e in base.first_backward_step]
             if not saving:
@@ -103,7 +103,8 @@ class Regions:
             self.frame_end[r] = max(base.last_backward_step[e] for e in saving)
             last = max(saving)              # early stop: the recompute ends at the last save
             stop = last if last in base.saves_own_output else last - 1
-            self.rerun[r] = [base.forward_step[e] for e in entries if e <= stop and e in base.forward_step]
+            self.rerun_entries[r] = [e for e in entries if e <= stop and e in base.forward_step]
+            self.rerun[r] = [base.forward_step[e] for e in self.rerun_entries[r]]
             self.rerun_steps[r] = set(self.rerun[r])
 
     def region_of_step(self, base, step):
@@ -213,6 +214,5 @@ def _recompute_copy_freed(base, where, t, st, region, rerun):
 def recompute_flops(base, regions, saved_ops=()):
     """FLOPs the recompute re-runs: the region ops before its early stop, less the outputs a policy keeps."""
     where = Regions(base, regions)
-    step_entry = {s: entry for entry, s in base.forward_step.items()}
-    return int(sum(base.flops[step_entry[f]] for rerun in where.rerun.values() for f in rerun
-                   if base.entry_op[step_entry[f]] not in saved_ops))
+    return int(sum(base.flops[e] for rerun in where.rerun_entries.values() for e in rerun
+                   if base.entry_op[e] not in saved_ops))
