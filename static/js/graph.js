@@ -118,7 +118,9 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
     const edges = trace.graph.edges.concat(checkpointLinks(trace, index))
       .map((e, i) => ({ ...e, key: `${e.source}>${e.target}#${e.tensor}#${i}` }));
     const groups = buildGroups(nodes, index, trace.spec);
-    const next = { trace, index, nodes, edges, groups, badges: badgeTensors(trace, index), byId: new Map(nodes.map((n) => [n.id, n])) };
+    const next = { trace, index, nodes, edges, groups, badges: badgeTensors(trace, index), byId: new Map(nodes.map((n) => [n.id, n])),
+      // the groups holding ops of the recorded backward (a double backward's second tape): lit while backward-2 runs
+      recordingGroups: new Set([...groups.values()].filter((g) => g.entries.some((entry) => index.recordedBackward.has(entry)))) };
     // A re-trace of the same model (an edit, a schedule) keeps what was folded and opened; new groups start folded.
     const sameModel = model?.fold && model.trace.spec?.name === trace.spec?.name && [...groups.keys()].some((id) => model.groups.has(id));
     const saved = sameModel ? carriedFold(model, groups) : unfoldedByPerson ? savedFold("all", groups) : savedFold(view.unfolded, groups);
@@ -172,6 +174,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
       trace, index, nodes: shown.nodes, edges: shown.edges, rep: shown.rep,
       nodeElements: nodeSel.nodes(), edgeElements: edgeSel.nodes(), progress: groupProgress(shown.nodes, index),
       badges, lastClass: new Map(), positions: layout.positions, size: { width: layout.width, height: layout.height }, step,
+      recordingGroups: mine.recordingGroups,
     };
     const after = anchorId ? layout.positions[state.rep.get(cursorId())] : null;
     nav.load({ width: layout.width, height: layout.height, rankdir: layout.rankdir }, shown.nodes.length, layout.positions,
@@ -286,7 +289,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
         if (!n.group.entries.some(recorded)) cls += " future";
         else if (afterBackward) cls += " freed";
         if (cursorRep === n.id && step.phase !== "optimizer") cls += ` current ${step.phase}`;
-        if (secondSweep && n.group.entries.some((entry) => index.recordedBackward.has(entry))) cls += " recorded-backward";
+        if (secondSweep && state.recordingGroups.has(n.group)) cls += " recorded-backward";
         if (selectedRep === n.id) cls += " selected";
         if (n.group.members.some((id) => search.matches(id))) cls += " match";
         setClass(nodeElements[i], n.id, cls);

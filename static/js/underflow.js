@@ -6,11 +6,26 @@ import { el } from "./dom.js";
 
 const percent = (fraction) => `${(100 * fraction).toFixed(fraction > 0 && fraction < 0.001 ? 2 : 1)}%`;
 
+const measuredByTrace = new WeakMap();   // trace -> {grads: gradients with underflow figures, byParam: param id -> grad}
+
+/** A trace's gradients with underflow figures, and each one's parameter: gathered once per trace, not per step. */
+function measured(trace) {
+  let found = measuredByTrace.get(trace);
+  if (!found) {
+    const grads = trace.tensors.filter((t) => t.underflow);
+    const byParam = new Map();
+    for (const t of grads) if (t.grad_of !== undefined && !byParam.has(t.grad_of)) byParam.set(t.grad_of, t);   // the first, as find did
+    found = { grads, byParam };
+    measuredByTrace.set(trace, found);
+  }
+  return found;
+}
+
 /** The gradient record with underflow figures for a selected tensor: itself, or the grad of a parameter. */
 function gradientOf(tensor, trace) {
   if (tensor.underflow) return tensor;
   if (tensor.kind !== "param") return null;
-  return trace.tensors.find((t) => t.grad_of === tensor.id && t.underflow) ?? null;
+  return measured(trace).byParam.get(tensor.id) ?? null;
 }
 
 /** The inspector's underflow block for `tensor`, or null when the run has none for it. */
@@ -19,7 +34,7 @@ export function underflowBlock(tensor, trace) {
   if (!grad) return null;
   const scale = trace.summary.loss_scale?.scale ?? 1;
   const scaleText = `×${scale.toLocaleString("en")}`;
-  const rows = trace.tensors.filter((t) => t.underflow).map((t) => el("tr", { class: t.id === grad.id ? "selected" : "" },
+  const rows = measured(trace).grads.map((t) => el("tr", { class: t.id === grad.id ? "selected" : "" },
     el("td", { text: t.name }), el("td", { text: percent(t.underflow.unscaled) }), el("td", { text: percent(t.underflow.scaled) })));
   return el("section", { class: "underflow", "data-testid": "underflow" },
     el("h3", { text: "float16 underflow" }),
