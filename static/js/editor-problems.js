@@ -1,9 +1,8 @@
 // Problems from the server (400 {problems:[{path,message}], problem_count}, 413 {cap,limit,requested}) written at their fields:
 // each as a data-testid="field-error" element after the field whose data-field is the path, or the nearest
 // enclosing one ("layers[3].out" -> "layers[3]" -> "layers"), else in the panel's general area.
-import { formatBytes } from "./format.js";
+import { formatBytes, formatCount as count } from "./format.js";
 
-const count = (n) => Number(n).toLocaleString("en-US");
 
 /** The 413 sentence: which cap, what was asked and by how much it is over. */
 export function capMessage(body) {

@@ -16,6 +16,9 @@ export function formatBytes(bytes, { digits } = {}) {
   return `${sign}${value.toFixed(fixed)} ${units[unit]}`;
 }
 
+/** A whole count with thousands grouped: "68,736,253,952". */
+export const formatCount = (n) => Number(n).toLocaleString("en-US");
+
 export const signedBytes = (bytes) => (bytes >= 0 ? "+" : "") + formatBytes(bytes);
 
 export const formatShape = (shape) => `[${shape.join(",")}]`;

@@ -4,11 +4,11 @@
 // the engine measured. It does not depend on the model on screen; it is first counted when it comes into view.
 import { fetchMatrixChain } from "./api.js";
 import { el } from "./dom.js";
+import { formatCount as count } from "./format.js";
 
 const DEFAULT_WIDTHS = [4096, 4096, 4096, 1];
 const MAX_WIDTH = 65536;             // the server's cap (backend/api/modes.py)
 const DELAY_MS = 250;
-const count = (n) => Number(n).toLocaleString("en-US");
 
 export function createMatrixChain(section) {
   const byTestId = (id) => section.querySelector(`[data-testid="${id}"]`);

@@ -3,11 +3,10 @@
 // workspace), and a JVP sweep stepped op by op (jvp-stepper.js). The report is asked for when the panel comes into
 // view and the model on screen has none yet; nothing here runs while the panel is out of sight.
 import { el } from "./dom.js";
-import { formatBytes, formatShape } from "./format.js";
+import { formatBytes, formatCount as count, formatShape } from "./format.js";
 import { createJvpStepper } from "./jvp-stepper.js";
 import * as workspace from "./workspace.js";
 
-const count = (n) => Number(n).toLocaleString("en-US");
 const bytes = (n) => el("span", { title: `${count(n)} bytes`, text: formatBytes(n) });
 
 const JACOBIANS = [
