@@ -101,9 +101,9 @@ def _build_block(layer, width, ctx, path):
 
 
 register(Kind("attention", "softmax(q·kᵀ/√d)·v over a [batch, seq, dim] input, with q, k, v and output projections",
-              _plan_attention, _build_attention, params=True, fields=ATTENTION_FIELDS))
+              _plan_attention, _build_attention, params=True, fields=ATTENTION_FIELDS, unrecordable_op="attention"))
 register(Kind("transformer_block", "pre-LN GPT block: h + attn(ln1(h)), then h + mlp(ln2(h))",
-              _plan_attention, _build_block, params=True, fields=(
+              _plan_attention, _build_block, params=True, unrecordable_op="layernorm", fields=(
                   *ATTENTION_FIELDS,
                   Field("mlp_ratio", "integer", "the MLP's hidden width as a multiple of the model width",
                         default=4, low=1, high=8),

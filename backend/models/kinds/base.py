@@ -27,14 +27,17 @@ class Kind:
     check(layer, path, problems, out, depth) -> extra allowed keys, for what plain fields cannot say (a
         wrapper's inner layers).
     `params`: the kind owns parameters (so it may be frozen). `reads_tokens`: it takes token ids (the first
-    layer on a tokens input). `inner`: a wrapper's default inner layers, for the editor.
+    layer on a tokens input). `inner`: a wrapper's default inner layers, for the editor. `unrecordable_op`: the
+    op inside the kind whose vjp cannot be recorded (the registry's not_recordable says why), so a spec with it
+    cannot be differentiated twice.
     """
 
     def __init__(self, name, help, plan, build, fields=(), params=False, check=None, reads_tokens=False,
-                 inner=None):
+                 inner=None, unrecordable_op=None):
         self.name, self.help, self.plan, self.build = name, help, plan, build
         self.fields = (NAME, *fields, *((FROZEN,) if params else ()))
         self.params, self.check, self.reads_tokens, self.inner = params, check, reads_tokens, inner
+        self.unrecordable_op = unrecordable_op
 
     def describe(self):
         entry = {"type": self.name, "help": self.help, "params": self.params,

@@ -24,5 +24,6 @@ def _build_rmsnorm(layer, width, ctx, path):
 
 
 register(Kind("layernorm", "(x - mean) / std · γ + β over the last axis", _planned_norm(2), _build_layernorm,
-              params=True))
-register(Kind("rmsnorm", "x / rms(x) · γ over the last axis", _planned_norm(2), _build_rmsnorm, params=True))
+              params=True, unrecordable_op="layernorm"))
+register(Kind("rmsnorm", "x / rms(x) · γ over the last axis", _planned_norm(2), _build_rmsnorm, params=True,
+              unrecordable_op="rmsnorm"))
