@@ -76,6 +76,13 @@ export function createNavigator(svgElement, viewport, controls = {}) {
     }).observe(svgElement);
   }
   const box = () => panelBox ?? svgElement.getBoundingClientRect();
+  /** Whether any of a node's box (layout coordinates, centred at x, y) is in the panel under `transform`. */
+  function inView(transform, { x, y, width: w, height: h }) {
+    const { width, height } = box();
+    const [left, top] = transform.apply([x - w / 2, y - h / 2]);
+    const [right, bottom] = transform.apply([x + w / 2, y + h / 2]);
+    return right > 0 && left < width && bottom > 0 && top < height;
+  }
   /** The part of the layout the panel shows under `transform`: {x0, y0, x1, y1} in layout coordinates. */
   const visibleRect = (transform) => {
     const { width, height } = box();
@@ -143,7 +150,11 @@ export function createNavigator(svgElement, viewport, controls = {}) {
       if (!keep) { moveTo(fitTransform(), true); return; }
       const transform = d3.zoomTransform(svgElement);
       const shift = keep.before && keep.after ? [keep.before.x - keep.after.x, keep.before.y - keep.after.y] : [0, 0];
-      moveTo(transform.translate(...shift), true);
+      const kept = transform.translate(...shift);
+      // A relayout never leaves the panel empty: with no node in view (nothing anchored it, e.g. at an optimizer
+      // step the player folded the groups back), the new drawing is fitted instead.
+      if (!boxes.some((b) => inView(kept, b))) { fitted = true; moveTo(fitTransform(), true); return; }
+      moveTo(kept, true);
     },
     scaleToFit,
     fit: (instant = false) => { asked = true; fitted = true; return graph && moveTo(fitTransform(), instant); },

@@ -55,3 +55,24 @@ def test_playing_into_a_folded_block_unfolds_it_and_leaving_folds_it_back(page, 
     go_to_step(page, 0)
     page.locator("[data-testid=graph] .group-node[data-group-id='layers[2]']").wait_for()
     assert page.locator(f"[data-testid=graph] [data-node-id='{inside['entry']}']").count() == 0
+
+
+def test_leaving_a_block_for_an_optimizer_step_never_leaves_the_panel_empty(page, live_server):
+    """The player folds the block back; at an optimizer step nothing anchors the view, so the folded drawing is
+    fitted rather than left where the open block's drawing was (which showed an empty panel)."""
+    trace = trace_for(page, live_server, "transformer-tiny")
+    open_explorer(page, live_server, "transformer-tiny")
+    inside = next(s for s in trace["steps"] if s["phase"] == "forward" and s["entry"] is not None
+                  and trace["tape"][s["entry"]]["scope"].startswith("layers[1]."))
+    go_to_step(page, inside["index"])
+    page.locator("[data-testid=graph] .group-frame[data-group-id='layers[1]']").wait_for()
+    optimizer = next(s for s in trace["steps"] if s["phase"] == "optimizer")
+    go_to_step(page, optimizer["index"])
+    page.locator("[data-testid=graph] .group-node[data-group-id='layers[1]']").wait_for()
+    page.wait_for_function("() => !document.querySelector('[data-testid=graph]').dataset.panning")
+    in_panel = page.evaluate("""() => {
+      const panel = document.querySelector('[data-testid=graph]').getBoundingClientRect();
+      const boxes = Array.from(document.querySelectorAll('[data-testid=graph] .node'), (n) => n.getBoundingClientRect());
+      return [boxes.filter((r) => r.right > panel.left && r.left < panel.right && r.bottom > panel.top && r.top < panel.bottom).length, boxes.length];
+    }""")
+    assert in_panel[0] == in_panel[1], f"{in_panel[0]} of {in_panel[1]} boxes in the panel"
