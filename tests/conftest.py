@@ -1,8 +1,14 @@
-"""Shared fixtures: a fresh app on a temporary instance folder, its test client, and Chromium launch flags."""
+"""Shared fixtures: a fresh app on a temporary database, its test client, both databases, and Chromium launch flags.
+
+`database_url` is a SQLite file unless a module asks for `each_database_url`: the store, session, snapshot and
+rate-limit tests run on SQLite and on a throwaway PostgreSQL cluster (tests/postgres.py) alike.
+"""
 import pytest
+from sqlalchemy import create_engine
 
 from app import create_app
 from backend import driver
+from tests.postgres import Unavailable, throwaway_cluster
 from tests.settings import app_config
 
 # The engine's deadline is wall-clock time (backend/driver): on a machine shared by the whole suite a test about
@@ -18,9 +24,48 @@ def _generous_engine_deadline():
         yield
 
 
+@pytest.fixture(scope="session")
+def postgres_server():
+    """The URL of this test process's own PostgreSQL database (one cluster per xdist worker)."""
+    try:
+        with throwaway_cluster() as url:
+            yield url
+    except Unavailable as reason:
+        pytest.skip(str(reason))
+
+
 @pytest.fixture
-def app(tmp_path):
-    app = create_app(app_config(f"sqlite:///{tmp_path / 'tapescope.sqlite'}"))
+def empty_postgres(postgres_server):
+    """The PostgreSQL database with nothing in it: the previous test's tables and open connections are gone."""
+    engine = create_engine(postgres_server)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                                   " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        connection.exec_driver_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+    engine.dispose()
+    return postgres_server
+
+
+@pytest.fixture
+def sqlite_url(tmp_path):
+    return f"sqlite:///{tmp_path / 'tapescope.sqlite'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def each_database_url(request):
+    """A fresh, empty database of each kind the store supports."""
+    return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "empty_postgres")
+
+
+@pytest.fixture
+def database_url(sqlite_url):
+    """The database a test's app uses: SQLite, unless the module overrides this with `each_database_url`."""
+    return sqlite_url
+
+
+@pytest.fixture
+def app(database_url):
+    app = create_app(app_config(database_url))
     yield app
 
 

@@ -26,10 +26,8 @@ def fake_trace(monkeypatch):
 
 
 @pytest.fixture
-def make_app(tmp_path):
-    """Build apps on one database file, as a restarted server would."""
-    url = f"sqlite:///{tmp_path / 'tapescope.sqlite'}"
-
+def make_app(database_url):
+    """Build apps on one database, as a restarted server would."""
     def build(**config):
-        return create_app(app_config(url, **config))
+        return create_app(app_config(database_url, **config))
     return build

@@ -6,6 +6,12 @@ from tests.settings import GENEROUS_RATE_LIMITS
 DOCUMENT = {"spec": {"preset": "lab1-mlp"}, "view": {"step": 1}}
 
 
+@pytest.fixture
+def database_url(each_database_url):
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return each_database_url
+
+
 def _limited(make_app, **limits):
     return make_app(RATE_LIMITS={**GENEROUS_RATE_LIMITS, **limits})
 

@@ -1,6 +1,8 @@
 """The session API: a browser's own workspace behind a signed cookie; never another's, never a tampered one."""
-import sqlite3
 import threading
+
+import pytest
+from sqlalchemy import create_engine, text
 
 from backend.api.payloads import HISTORY_MAX_ENTRIES, SESSION_MAX_BYTES, SPEC_MAX_BYTES
 from backend.store import close_store
@@ -14,15 +16,24 @@ DOCUMENT = {
 }
 
 
+@pytest.fixture
+def database_url(each_database_url):
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return each_database_url
+
+
 def _session_cookie(client):
     cookie = client.get_cookie("session")
     return None if cookie is None else cookie.value
 
 
 def _session_rows(app) -> int:
-    database = app.config["DATABASE_URL"].removeprefix("sqlite:///")
-    with sqlite3.connect(database) as connection:
-        return connection.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+    """Counted on a connection of our own, not the app's."""
+    engine = create_engine(app.config["DATABASE_URL"])
+    with engine.connect() as connection:
+        count = connection.execute(text("SELECT COUNT(*) FROM sessions")).scalar_one()
+    engine.dispose()
+    return count
 
 
 def test_a_cookieless_get_answers_the_empty_workspace_and_writes_nothing(app, client):

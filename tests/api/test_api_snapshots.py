@@ -1,6 +1,7 @@
 """Snapshots over HTTP: create, read, survive a restart, 8 concurrent clients, copy into a session, /s/<id>."""
 import threading
 
+import pytest
 from flask import template_rendered
 
 from backend.store import close_store
@@ -9,6 +10,12 @@ from tests.concurrency import run_threads
 
 SPEC = {"preset": "seed-tape", "width": 4}
 VIEW = {"step": 14, "selected": "n3"}
+
+
+@pytest.fixture
+def database_url(each_database_url):
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return each_database_url
 
 
 def _share(client, spec=SPEC, view=VIEW, **extra):

@@ -1,4 +1,4 @@
-"""Store fixtures: a migrated engine on a real SQLite file under tmp_path."""
+"""Store fixtures: a migrated engine on each database the store supports (a SQLite file, a throwaway PostgreSQL)."""
 import pytest
 
 from backend.store.engine import make_engine
@@ -6,8 +6,8 @@ from backend.store.migrate import upgrade
 
 
 @pytest.fixture
-def db_url(tmp_path):
-    return f"sqlite:///{tmp_path / 'store.sqlite'}"
+def db_url(each_database_url):
+    return each_database_url
 
 
 @pytest.fixture

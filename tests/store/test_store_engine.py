@@ -5,14 +5,16 @@ from sqlalchemy import text
 from app import create_app
 from backend.store import close_store
 from backend.store.binding import EXTENSION_KEY, database_url
-from backend.store.engine import normalise_url
+from backend.store.engine import make_engine, normalise_url
 
 
-def test_sqlite_connections_use_wal_foreign_keys_and_busy_timeout(engine):
+def test_sqlite_connections_use_wal_foreign_keys_and_busy_timeout(sqlite_url):
+    engine = make_engine(sqlite_url)
     with engine.connect() as connection:
         assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert connection.execute(text("PRAGMA busy_timeout")).scalar() >= 1000
+    engine.dispose()
 
 
 def test_test_config_url_beats_environment(tmp_path, monkeypatch):

@@ -1,9 +1,8 @@
-"""PostgreSQL: the same store against $TAPESCOPE_TEST_POSTGRES_URL (a throwaway database), skipped when unset.
+"""PostgreSQL as it behaves on its own: text PostgreSQL's JSON types refuse, timezones, eight writers, the app serving.
 
-Example: TAPESCOPE_TEST_POSTGRES_URL=postgresql+psycopg://user@127.0.0.1:5432/tapescope_test
+The database is the suite's throwaway cluster (tests/postgres.py), or $TAPESCOPE_TEST_POSTGRES_URL when set. The rest
+of tests/store and the session, snapshot and rate-limit API tests also run on PostgreSQL, beside SQLite.
 """
-import os
-
 import pytest
 from sqlalchemy.orm import Session
 
@@ -13,15 +12,12 @@ from backend.store.engine import make_engine
 from backend.store.migrate import current_revision, head_revision, upgrade
 from tests.concurrency import run_threads
 
-POSTGRES_URL = os.environ.get("TAPESCOPE_TEST_POSTGRES_URL")
-pytestmark = pytest.mark.skipif(not POSTGRES_URL, reason="set TAPESCOPE_TEST_POSTGRES_URL to test PostgreSQL")
-
 TRACE = {"schema_version": 1, "engine_version": "pg-test", "steps": [{}, {}]}
 
 
 @pytest.fixture
-def pg_engine():
-    engine = make_engine(POSTGRES_URL)
+def pg_engine(empty_postgres):
+    engine = make_engine(empty_postgres)
     upgrade(engine)
     yield engine
     engine.dispose()
@@ -64,8 +60,8 @@ def test_concurrent_writers(pg_engine):
         assert all(snapshots.exists(db, snapshot_id) for snapshot_id in written)
 
 
-def test_the_app_serves_sessions_from_postgres():
-    app = create_app({"TESTING": True, "DATABASE_URL": POSTGRES_URL})
+def test_the_app_serves_sessions_from_postgres(empty_postgres):
+    app = create_app({"TESTING": True, "DATABASE_URL": empty_postgres})
     client = app.test_client()
     client.put("/api/session", json={"spec": {"on": "postgres"}})
     assert client.get("/api/session").get_json()["spec"] == {"on": "postgres"}

@@ -1,6 +1,6 @@
 """Snapshot traces stored xz-compressed (a 28.5 MiB document becomes 1.2 MiB), and the rate limiter's counters.
 
-Revision ID: 0004_compressed_traces_rate_limits
+Revision ID: 0004_compressed_traces (was 0004_compressed_traces_rate_limits: see RENAMED_REVISIONS in migrate.py)
 Revises: 0003_session_origin_baseline
 Create Date: 2026-12-01
 """
@@ -9,7 +9,7 @@ import lzma
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004_compressed_traces_rate_limits"
+revision = "0004_compressed_traces"
 down_revision = "0003_session_origin_baseline"
 branch_labels = None
 depends_on = None
