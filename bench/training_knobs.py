@@ -4,7 +4,9 @@
   and ml_dtypes' bfloat16 against float32 (computed in float32);
 - the traced peak of deep-mlp with accumulate 1, 2, 4, 8 against accumulate 1;
 - the persistent bytes per parameter of Adam, adam8bit and mixed precision against fp32 Adam;
-- each run's CPU time against its work price (the work cap must stay an upper bound).
+- each run's CPU time against its work price (the work cap must stay an upper bound);
+- 8-bit Adam against fp32 Adam over 100 steps of random gradients on deep-mlp and transformer-tiny: the worst
+  tensor's displacement distance (relative L2) and the largest update ÷ lr (backend/models/optimizer_drift.py).
 
     .venv/bin/python bench/training_knobs.py
 """
@@ -20,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from backend.driver import trace_spec  # noqa: E402
 from backend.driver.work import price  # noqa: E402
 from backend.models import presets, validate_spec  # noqa: E402
+from backend.models.optimizer_drift import adam8bit_against_adam  # noqa: E402
 
 
 def matmul_seconds(dtype, rounds=5):
@@ -68,6 +71,12 @@ def main():
         print(f"  {name}: {resident['bytes_per_param']:.3f} B/param = {resident['bytes_per_param'] / adam:.3f}x, "
               f"peak {document['summary']['peak_bytes']:,} B, CPU {cpu:.2f} s / price "
               f"{price(validate_spec(spec)).work_us / 1e6:.2f} s")
+
+    print("adam8bit against fp32 Adam, 100 steps of random gradients, seeds 0-3: worst tensor's "
+          "‖Δ8bit − Δfp32‖ / ‖Δfp32‖, largest |update| / lr")
+    for preset in ("deep-mlp", "transformer-tiny"):
+        figures = [adam8bit_against_adam(preset, steps=100, seed=seed) for seed in range(4)]
+        print(f"  {preset}: distance ≤ {max(f[0] for f in figures):.2%}, update ≤ {max(f[1] for f in figures):.2f}x lr")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Plain fp32 Adam is 4 + 4 + 8 = 16 B/param. Mixed precision keeps 16-bit weights and grads for compute, an fp32
 master copy that takes the updates, and fp32 moments: 2 + 2 + 4 + 8 = 16 B/param. 8-bit Adam stores m and v as
-int8 in 2,048-element blocks per tensor, each block with one fp32 scale (absmax/127): ~2 B/param of state, so
+one byte each (a dynamic code) in 2,048-element blocks per tensor, each block with one fp32 absmax: ~2 B/param, so
 fp32 training drops from 16 to ~10 B/param. SGD here is plain SGD (no momentum buffer). The loss scaler's one
 scalar and counter are left out.
 """
@@ -24,7 +24,7 @@ def optimizer_state_bytes(config, tensors):
     if config.optimizer == "adam":
         moment_bytes = FP32_BYTES if config.mixed_precision else DTYPE_BYTES[config.dtype]
         return 2 * count * moment_bytes
-    # adam8bit: two int8 moments, each with one fp32 scale per 2,048-element block of every tensor.
+    # adam8bit: two one-byte moments, each with one fp32 absmax per 2,048-element block of every tensor.
     scales = sum(_blocks(t.numel) * t.copies for t in tensors)
     return 2 * (count + scales * FP32_BYTES)
 

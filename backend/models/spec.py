@@ -75,8 +75,8 @@ OPTIMIZER = f.Variants("optimizer", "type", "the step after backward, and the st
               "weight; weight decay is decoupled: it shrinks the weights directly", (
                   _LR, _BETAS, _weight_decay(0.01, "decoupled: each step multiplies the weights by "
                                                    "1 − lr·weight_decay"))),
-    "adam8bit": ("Adam with m and v stored as int8, one float32 scale (absmax/127) per 2,048-element block: "
-                 "state 2 B per weight instead of 8; weight decay is L2", (
+    "adam8bit": ("Adam with m and v stored as one byte each on a dynamic (exponent + fraction) code, one "
+                 "float32 absmax per 2,048-element block: state 2 B per weight instead of 8; weight decay is L2", (
                      _LR, _BETAS, _weight_decay(0.0, "L2: weight_decay·weight is added to the gradient"))),
 }, default="none", ignored=("lr",))
 

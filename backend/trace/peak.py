@@ -6,7 +6,7 @@ or an optimizer buffer's parameter), so the page can group any step the same way
 KIND_WORDS = {"input": "the input batch", "param": "the parameters", "activation": "activations",
               "grad": "gradients", "optimizer": "optimizer state", "weight_copy": "the weights' low-precision copies"}
 OPTIMIZER_STATE = {"adam": "Adam's m and v", "adamw": "AdamW's m and v", "sgd": "SGD's momentum buffers",
-                   "adam8bit": "8-bit Adam's int8 m and v with their block scales"}
+                   "adam8bit": "8-bit Adam's one-byte m and v with their block absmaxes"}
 
 
 def assign_scopes(tensors, storages):

@@ -46,7 +46,7 @@ def editor(page, live_server):
         "Failed to load resource" in m.text and m.location.get("url", "").endswith(expected_failures)) else None)
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.goto(live_server + "/")
-    page.wait_for_selector(".explorer[data-ready=true]", timeout=20000)
+    page.wait_for_selector(".explorer[data-ready=true]", timeout=30000)
 
     class Editor:
         def __init__(self):
@@ -58,7 +58,7 @@ def editor(page, live_server):
                 """name => window.tapescope.getTrace()?.spec.name === name
                    && document.querySelector('.explorer').dataset.ready === 'true'
                    && JSON.parse(document.querySelector('[data-testid=spec-json]').value).name === name""",
-                arg=preset, timeout=20000)
+                arg=preset, timeout=30000)
 
         def traces(self):
             return page.evaluate("window.tapescope.traceCount()")
@@ -67,7 +67,7 @@ def editor(page, live_server):
             """Wait until the editor dispatched a trace after `before` and the explorer finished showing it."""
             page.wait_for_function(
                 "n => window.tapescope.traceCount() > n && document.querySelector('.explorer').dataset.ready === 'true'",
-                arg=before, timeout=20000)
+                arg=before, timeout=30000)
             return page.evaluate("window.tapescope.getTrace()")
 
         def field(self, path):

@@ -37,7 +37,7 @@ def wait_manual(page, ids):
         f"""ids => {{
              const s = window.tapescope.getTrace()?.schedule;
              return s && s.policy === 'manual' && JSON.stringify(s.params.recompute) === JSON.stringify(ids) && {READY};
-           }}""", arg=ids, timeout=20000)
+           }}""", arg=ids, timeout=30000)
     return page.evaluate("window.tapescope.getTrace()")
 
 
@@ -47,7 +47,7 @@ def with_sgd(page):
     spec["optimizer"] = {"type": "sgd", "lr": 0.01}
     page.get_by_test_id("spec-json").fill(json.dumps(spec, indent=2))
     page.get_by_test_id("apply").click()
-    page.wait_for_function(f"() => window.tapescope.getTrace()?.spec.optimizer.type === 'sgd' && {READY}", timeout=20000)
+    page.wait_for_function(f"() => window.tapescope.getTrace()?.spec.optimizer.type === 'sgd' && {READY}", timeout=30000)
     page.locator("#editor-tab-form").click()
 
 
@@ -104,11 +104,11 @@ def test_manual_recompute_of_the_first_softmax(page, live_server, errors, bodies
 
     # the set survives a re-trace with the same spec (tensor ids are stable)
     page.get_by_test_id("checkpoint-rng").set_checked(False)
-    page.wait_for_function(f"() => window.tapescope.getTrace()?.schedule?.preserve_rng_state === false && {READY}", timeout=20000)
+    page.wait_for_function(f"() => window.tapescope.getTrace()?.schedule?.preserve_rng_state === false && {READY}", timeout=30000)
     assert bodies[-1]["checkpoint"]["recompute"] == [target]
     expect(chips).to_have_count(1)
     page.get_by_test_id("checkpoint-rng").set_checked(True)
-    page.wait_for_function(f"() => window.tapescope.getTrace()?.schedule?.preserve_rng_state === true && {READY}", timeout=20000)
+    page.wait_for_function(f"() => window.tapescope.getTrace()?.schedule?.preserve_rng_state === true && {READY}", timeout=30000)
     assert bodies[-1]["checkpoint"] == {"policy": "manual", "recompute": [target], "preserve_rng_state": True}
 
     # a tensor the server refuses (a view) shows its problem at the control; removing its chip clears it
@@ -154,7 +154,7 @@ def test_a_spec_edit_clears_the_manual_set(page, live_server, errors, bodies):
     wait_manual(page, [gelu["output"]])
     expect(page.locator(".manual-reset")).to_contain_text("Editing the model clears this set")
     page.locator('#editor-panel .editor-form [data-field="batch"] > [data-path="batch"]').fill("3")
-    page.wait_for_function(f"() => window.tapescope.getTrace()?.spec.batch === 3 && {READY}", timeout=20000)
+    page.wait_for_function(f"() => window.tapescope.getTrace()?.spec.batch === 3 && {READY}", timeout=30000)
     wait_manual(page, [])
     assert bodies[-1]["checkpoint"]["recompute"] == []
     expect(page.get_by_test_id("manual-set").locator("li")).to_have_count(0)

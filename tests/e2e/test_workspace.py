@@ -47,7 +47,7 @@ def field(page, path):
 def traced_after(page, count, check="true"):
     """Wait for a trace shown after `count` that satisfies the JS expression `check` (t is the trace)."""
     page.wait_for_function(f"n => window.tapescope.traceCount() > n && {READY} && (t => {check})(window.tapescope.getTrace())",
-                           arg=count, timeout=20000)
+                           arg=count, timeout=30000)
     return page.evaluate("window.tapescope.getTrace()")
 
 
@@ -66,7 +66,7 @@ def session(page, base):
 
 
 def opened_where_it_was(page, spec, checkpoint, step, selected, peak):
-    page.wait_for_selector(".explorer[data-ready=true]", timeout=20000)
+    page.wait_for_selector(".explorer[data-ready=true]", timeout=30000)
     assert page.evaluate("window.tapescope.traceCount()") == 1          # no other model (seed-tape) drawn first
     assert page.evaluate("window.tapescope.getTrace().spec") == spec
     assert page.evaluate("window.tapescope.getCheckpoint()")["policy"] == checkpoint
@@ -107,8 +107,8 @@ def test_edit_policy_step_and_selection_survive_a_reload_and_ledger_then_back(pa
     page.click("nav a[href='/ledger']")
     page.wait_for_url(f"{live_server}/ledger*")
     page.go_back()
-    page.wait_for_function("() => window.tapescope && window.tapescope.getTrace()", timeout=20000)
-    page.wait_for_selector(".explorer[data-ready=true]", timeout=20000)
+    page.wait_for_function("() => window.tapescope && window.tapescope.getTrace()", timeout=30000)
+    page.wait_for_selector(".explorer[data-ready=true]", timeout=30000)
     assert page.evaluate("window.tapescope.getTrace().spec") == trace["spec"]
     assert page.evaluate("window.tapescope.getStep()") == 14
     assert page.evaluate("window.tapescope.getSelected()") == selected
@@ -117,7 +117,7 @@ def test_edit_policy_step_and_selection_survive_a_reload_and_ledger_then_back(pa
     # undo is where it was too: one undo goes back to the preset's width with sqrt still chosen
     page.get_by_test_id("undo").click()
     page.wait_for_function(f"() => window.tapescope.getTrace().spec.layers[0].layers[0].out === 48 && {READY}"
-                           " && window.tapescope.getCheckpoint().policy === 'none'", timeout=20000)
+                           " && window.tapescope.getCheckpoint().policy === 'none'", timeout=30000)
     saved(page)                                   # the tab that came Back saves without a conflict with itself
     expect(page.get_by_test_id("conflict-banner")).to_be_hidden()
     assert session(page, live_server)["checkpoint"]["policy"] == "none"
@@ -135,7 +135,7 @@ def test_a_second_tab_with_a_stale_version_gets_a_409_banner_and_nothing_is_lost
         second_context.add_cookies(first_context.cookies())             # the same browser's other tab
         second = second_context.new_page()
         second.goto(f"{live_server}/")
-        second.wait_for_selector(".explorer[data-ready=true]", timeout=20000)
+        second.wait_for_selector(".explorer[data-ready=true]", timeout=30000)
         assert second.evaluate("window.tapescope.getTrace().spec.batch") == 100
 
         edit(first, "batch", 120, "t.spec.batch === 120")
@@ -166,7 +166,7 @@ def test_the_address_opens_a_preset_at_a_step_with_a_selection(page, live_server
     trace = preset_trace(page, live_server, "deep-mlp")
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{live_server}/?preset=deep-mlp#step=14&select=t7")
-    page.wait_for_selector(".explorer[data-ready=true]", timeout=20000)
+    page.wait_for_selector(".explorer[data-ready=true]", timeout=30000)
     assert page.evaluate("window.tapescope.getTrace().spec.name") == "deep-mlp"
     assert page.evaluate("window.tapescope.getStep()") == 14
     assert live_bytes(page) == trace["steps"][14]["live_bytes"]
@@ -185,7 +185,7 @@ def test_a_snapshot_link_with_a_step_opens_there_and_reads_with_a_mouse(page, li
     url = api_post(live_server, "/api/snapshots", {"spec": trace["spec"], "view": {"step": 3}})["url"]
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{live_server}{url}#step=20")
-    page.wait_for_selector(".explorer[data-ready=true]", timeout=20000)
+    page.wait_for_selector(".explorer[data-ready=true]", timeout=30000)
     assert page.evaluate("window.tapescope.getStep()") == 20
     assert live_bytes(page) == trace["steps"][20]["live_bytes"]
     expect(page.get_by_test_id("preset")).to_have_value("deep-mlp")
@@ -285,7 +285,7 @@ def test_a_slider_drag_compares_with_where_it_started_and_a_pin_holds(page, live
 
     # the pin survives a reload
     page.reload()
-    page.wait_for_selector(".explorer[data-ready=true]", timeout=20000)
+    page.wait_for_selector(".explorer[data-ready=true]", timeout=30000)
     expect(page.get_by_test_id("compare-label")).to_have_text("baseline: no checkpointing, batch 256")
     assert page.evaluate("window.tapescope.getTrace().spec.batch") == final["spec"]["batch"]
 

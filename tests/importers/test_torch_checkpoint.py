@@ -1,8 +1,6 @@
 """Checkpoint what-ifs on real torch models: every checkpointed run is a valid document the server accepts, its
 gradients are the plain step's, and our prediction from the plain document alone meets torch's measured peak."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -18,6 +16,7 @@ from backend.importers.torch_checkpoint import (CheckpointRequestError, parse_po
 from backend.planner.torch_timeline import TorchBase, predict_live_bytes  # noqa: E402
 from backend.trace.document_versions import pack, unpack  # noqa: E402
 from backend.trace.intake import load_posted_document  # noqa: E402
+from tests.lazy import Lazy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
@@ -36,7 +35,7 @@ def build_of(model):
 
 @pytest.fixture(scope="module")
 def runs():
-    return {model: what_ifs(build_of(model), parse_policies(POLICIES)) for model in MODELS}
+    return Lazy(lambda model: what_ifs(build_of(model), parse_policies(POLICIES)))
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -149,11 +148,12 @@ def test_checkpoint_flags_are_checked_before_the_users_file_runs():
         main(["no/such/model.py", "--blocks", "transformer.h.0"])
 
 
-def test_the_command_line_writes_the_run_with_its_schedules(tmp_path):
+def test_the_command_line_writes_the_run_with_its_schedules(tmp_path, capsys, monkeypatch):
+    """In-process through main(argv); tests/importers/test_torch_import.py runs the command line as a subprocess."""
     out = tmp_path / "run.json"
-    result = subprocess.run([sys.executable, "-m", "backend.importers.torch", "examples/torch/transformer_tiny.py",
-                             "--checkpoint", "every_k=1", "--out", str(out)], cwd=ROOT, capture_output=True,
-                            text=True, check=True)
+    monkeypatch.chdir(ROOT)
+    main(["examples/torch/transformer_tiny.py", "--checkpoint", "every_k=1", "--out", str(out)])
+    result = capsys.readouterr()
     written = json.loads(out.read_text())
     jsonschema.validate(written, SCHEMA)
     document = load_posted_document(written)
@@ -161,7 +161,7 @@ def test_the_command_line_writes_the_run_with_its_schedules(tmp_path):
     assert document["schedule"]["policy"] == "none"
     every = document["schedules"][1]
     assert every["regions"] == [[f"layers.{i}"] for i in range(5)] and every["executed_by"].startswith("torch ")
-    assert f"{every['executed_peak_bytes']:,} B measured by torch" in result.stderr
+    assert f"{every['executed_peak_bytes']:,} B measured by torch" in result.err
 
 
 def test_regions_are_runs_of_k_blocks():

@@ -16,6 +16,7 @@ from backend.importers.torch import load_build, record_step, run_step, unpack_bu
 from backend.importers.torch_profile import existing_bytes, live_by_step, plain_peak, profiled  # noqa: E402
 from backend.importers.torch_recorder import _tensors  # noqa: E402
 from backend.trace.document_versions import pack, unpack  # noqa: E402
+from tests.lazy import Lazy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
@@ -30,7 +31,7 @@ def fresh(example):
 
 @pytest.fixture(scope="module")
 def documents():
-    return {example: record_step(*fresh(example)) for example in EXAMPLES}
+    return Lazy(lambda example: record_step(*fresh(example)))
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
@@ -195,16 +196,18 @@ def test_every_recorded_document_passes_the_servers_checks(documents, example):
     assert load_posted_document(posted) is posted
 
 
-def test_the_command_line_shares_the_document_and_prints_its_link(tmp_path):
+def test_the_command_line_shares_the_document_and_prints_its_link(tmp_path, capsys, monkeypatch):
+    """In-process through main(argv) (test_the_command_line_writes_the_document is the subprocess smoke test)."""
     from app import create_app
+    from backend.importers.torch import main
     from tests.live import serving
     from tests.settings import app_config
+    monkeypatch.chdir(ROOT)
     with serving(create_app(app_config(f"sqlite:///{tmp_path / 'tapescope.sqlite'}"))) as server:
-        result = subprocess.run([sys.executable, "-m", "backend.importers.torch", "examples/torch/mlp.py",
-                                 "--share", server], cwd=ROOT, capture_output=True, text=True)
-        assert result.returncode == 0, result.stderr
-        link = result.stdout.strip()
-        assert re.fullmatch(re.escape(server) + r"/s/[\w-]+", link), result.stdout
+        main(["examples/torch/mlp.py", "--share", server])
+        printed = capsys.readouterr()
+        link = printed.out.strip()
+        assert re.fullmatch(re.escape(server) + r"/s/[\w-]+", link), printed
         snapshot = json.loads(urllib.request.urlopen(f"{server}/api/snapshots/{link.rsplit('/', 1)[1]}").read())
     assert snapshot["trace"]["source"]["model"] == "Sequential"
     assert snapshot["title"] == f"Sequential (torch {torch.__version__})"

@@ -17,19 +17,26 @@ def planner(request):
     return Planner(validate_spec(presets.get(request.param)))
 
 
-def requests_for(planner):
-    """Every policy, with every k for every_k and a manual pick of one activation from each block."""
-    n = planner.base.n_blocks
-    base = planner.selective_base
-    some_ids = [base.tape[e]["output"] for e in range(len(base.tape)) if base.recomputable(e)][::3]
-    budgets = {point["budget_bytes"] for point in planner.pareto()}
-    return ([*REQUESTS, *({"policy": "every_k", "k": k} for k in range(2, n + 1)),
-             {"policy": "manual", "recompute": some_ids},
-             *({"policy": "optimal", "budget_bytes": b} for b in budgets)])
+FAMILIES = ["named", "every_k", "manual", "optimal"]
 
 
-def test_every_policy_is_predicted_byte_for_byte_with_bitwise_equal_grads(planner):
-    for raw in requests_for(planner):
+def requests_for(planner, family):
+    """Every policy of `family`: the named requests, every k for every_k, a manual pick of one activation in three,
+    and the optimal plan at every budget on the Pareto front."""
+    if family == "named":
+        return REQUESTS
+    if family == "every_k":
+        return [{"policy": "every_k", "k": k} for k in range(2, planner.base.n_blocks + 1)]
+    if family == "manual":
+        base = planner.selective_base
+        some_ids = [base.tape[e]["output"] for e in range(len(base.tape)) if base.recomputable(e)][::3]
+        return [{"policy": "manual", "recompute": some_ids}]
+    return [{"policy": "optimal", "budget_bytes": b} for b in sorted({point["budget_bytes"] for point in planner.pareto()})]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_policy_is_predicted_byte_for_byte_with_bitwise_equal_grads(planner, family):
+    for raw in requests_for(planner, family):
         schedule = planner.schedule(validate(raw, planner.base.n_blocks, set(planner.entry_activations)))
         assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"], raw
         assert schedule["grads_match"] is True, raw

@@ -16,9 +16,12 @@ STOPS_IN_BACKWARD = {"version-error"}      # nothing to checkpoint: tests/trace/
 
 
 def _plannable(preset):
-    """A gradient penalty refuses checkpoint plans (tests/trace/test_double_backward_trace.py), and a backward that
-    stops at a version error has nothing to checkpoint."""
-    return preset not in STOPS_IN_BACKWARD and "gradient_penalty" not in presets.get(preset)["loss"]
+    """A gradient penalty refuses checkpoint plans (tests/trace/test_double_backward_trace.py), a backward that
+    stops at a version error has nothing to checkpoint, and the planner refuses accumulate and precision
+    (tests/api/test_training_knobs.py): those run without a policy only."""
+    spec = presets.get(preset)
+    return (preset not in STOPS_IN_BACKWARD and "gradient_penalty" not in spec["loss"]
+            and spec.get("accumulate", 1) == 1 and "precision" not in spec)
 
 
 @pytest.fixture(scope="module", params=[(p, i) for p in presets.PRESETS for i in range(len(POLICIES))
@@ -26,9 +29,6 @@ def _plannable(preset):
                 ids=lambda param: f"{param[0]}-{(POLICIES[param[1]] or {'policy': 'none'})['policy']}")
 def document(request):
     preset, policy = request.param
-    spec = presets.get(preset)
-    if POLICIES[policy] and (spec.get("accumulate", 1) > 1 or "precision" in spec):
-        pytest.skip("the planner refuses accumulate and precision (tests/api/test_training_knobs.py)")
     return trace_spec(presets.get(preset), checkpoint=POLICIES[policy], measure=False)
 
 
