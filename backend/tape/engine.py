@@ -122,7 +122,11 @@ def _seed_array(root_tensor, gradient):
         return np.ones_like(root_tensor.data)
     if isinstance(gradient, Tensor):
         gradient = gradient.data
-    return np.array(gradient, dtype=root_tensor.data.dtype).reshape(root_tensor.data.shape)
+    shape, wanted = np.shape(gradient), root_tensor.data.shape
+    if shape != wanted and not (np.size(gradient) == 1 and root_tensor.data.size == 1):
+        raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {list(shape)} and output[0] has a "
+                           f"shape of {list(wanted)}.")
+    return np.array(gradient, dtype=root_tensor.data.dtype).reshape(wanted)
 
 
 def _leading_to(pending, capture):

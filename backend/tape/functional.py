@@ -110,6 +110,9 @@ def transpose(x, dim0=-2, dim1=-1):
 def getitem(x, key):
     if isinstance(key, Tensor):
         key = key.data
+    for part in key if isinstance(key, tuple) else (key,):
+        if isinstance(part, slice) and part.step is not None and part.step <= 0:
+            raise ValueError("step must be greater than zero")          # torch has no negative-stride views
     return apply(OPS["getitem"], (x,), {"key": key})
 
 

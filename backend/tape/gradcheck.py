@@ -38,15 +38,16 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0):
 
 
 def _numeric_grad(fn, inputs, t, weight, eps):
-    grad = np.zeros_like(t.data)
-    flat, grad_flat = t.data.reshape(-1), grad.reshape(-1)
+    """Central differences, one element at a time, written into t.data itself by index: a reshape(-1) of an
+    F-ordered or strided array is a copy, and perturbing the copy would leave the input, and the answer, unchanged."""
+    grad = np.zeros(t.data.shape, dtype=t.data.dtype)
     with no_grad():
-        for i in range(flat.size):
-            original = flat[i]
-            flat[i] = original + eps
+        for index in np.ndindex(t.data.shape):
+            original = t.data[index]
+            t.data[index] = original + eps
             plus = np.sum(np.asarray(fn(*inputs).data) * weight)
-            flat[i] = original - eps
+            t.data[index] = original - eps
             minus = np.sum(np.asarray(fn(*inputs).data) * weight)
-            flat[i] = original
-            grad_flat[i] = (plus - minus) / (2 * eps)
+            t.data[index] = original
+            grad[index] = (plus - minus) / (2 * eps)
     return grad

@@ -10,20 +10,35 @@ from backend.tape.storage import Storage, next_uid
 class Tensor:
     """A node's value. Leaves (no grad_fn) that require grad collect `.grad`; everything else is on the tape."""
 
-    __slots__ = ("data", "storage", "requires_grad", "grad_fn", "name", "uid",
+    __slots__ = ("data", "storage", "_requires_grad", "grad_fn", "name", "uid",
                  "_grad", "_grad_storage", "recipe", "__weakref__")
     __array_ufunc__ = None          # numpy defers `ndarray op Tensor` to our reflected operators
 
     def __init__(self, data, storage, requires_grad=False, grad_fn=None, name=None):
         self.data = data
         self.storage = storage
-        self.requires_grad = requires_grad
+        self._requires_grad = requires_grad      # trusted here: ops only mark float outputs; users go through the setter
         self.grad_fn = grad_fn
         self.name = name
         self.uid = next_uid()
         self._grad = None
         self._grad_storage = None
         self.recipe = None          # set when selective recomputation re-derives this value in backward
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        """torch's rules: only floating-point tensors may require grad, and only a leaf's flag may be turned off."""
+        if value and not differentiable(self.data.dtype):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if not value and self.grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                               "computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        self._requires_grad = bool(value)
 
     # ----- construction -------------------------------------------------------------------------
     @classmethod
@@ -177,12 +192,22 @@ class SavedTensor(Tensor):
 def tensor(data, requires_grad=False, name=None):
     """A leaf input. A numpy array keeps its dtype; Python floats become float32, as in PyTorch."""
     array = _as_array(data)
-    return Tensor.allocate(array, "input", requires_grad=requires_grad, name=name)
+    made = Tensor.allocate(array, "input", name=name)
+    made.requires_grad = requires_grad
+    return made
 
 
 def parameter(data, name=None, requires_grad=True):
     """A leaf counted as a parameter; it requires grad unless frozen (torch's `p.requires_grad_(False)`)."""
-    return Tensor.allocate(_as_array(data), "param", requires_grad=requires_grad, name=name)
+    made = Tensor.allocate(_as_array(data), "param", name=name)
+    made.requires_grad = requires_grad
+    return made
+
+
+def differentiable(dtype) -> bool:
+    """Floating point or complex, ml_dtypes' bfloat16 and float8 kinds included (numpy files them as void)."""
+    dtype = np.dtype(dtype)
+    return dtype.kind in "fc" or dtype.name.startswith(("bfloat", "float"))
 
 
 def _as_array(data):

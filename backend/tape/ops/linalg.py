@@ -38,7 +38,9 @@ def _matrix_vjp(g, a, b, a_shape, b_shape, needs):
     if needs[1]:
         if len(b_shape) == 2:
             # a weight shared across the batch: fold the batch into rows instead of a [batch, K, N] temporary
-            b_grad = _product(A.swapaxes(A.reshape(a, (-1, a.shape[-1]))), A.reshape(g, (-1, g.shape[-1])))
+            # (the row count spelled out: -1 is ambiguous when K or N is 0, and torch gives zeros there)
+            rows = int(np.prod(a.shape[:-1]))
+            b_grad = _product(A.swapaxes(A.reshape(a, (rows, a.shape[-1]))), A.reshape(g, (rows, g.shape[-1])))
         else:
             b_grad = unbroadcast(_product(A.swapaxes(a), g), b_shape)
     return a_grad, b_grad
