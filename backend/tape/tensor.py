@@ -32,8 +32,7 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, value):
         """torch's rules: only floating-point tensors may require grad, and only a leaf's flag may be turned off."""
-        if value and not differentiable(self.data.dtype):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        _check_can_require_grad(self.data, value)
         if not value and self.grad_fn is not None:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
@@ -192,16 +191,21 @@ class SavedTensor(Tensor):
 def tensor(data, requires_grad=False, name=None):
     """A leaf input. A numpy array keeps its dtype; Python floats become float32, as in PyTorch."""
     array = _as_array(data)
-    made = Tensor.allocate(array, "input", name=name)
-    made.requires_grad = requires_grad
-    return made
+    _check_can_require_grad(array, requires_grad)
+    return Tensor.allocate(array, "input", requires_grad=requires_grad, name=name)
 
 
 def parameter(data, name=None, requires_grad=True):
     """A leaf counted as a parameter; it requires grad unless frozen (torch's `p.requires_grad_(False)`)."""
-    made = Tensor.allocate(_as_array(data), "param", name=name)
-    made.requires_grad = requires_grad
-    return made
+    array = _as_array(data)
+    _check_can_require_grad(array, requires_grad)
+    return Tensor.allocate(array, "param", requires_grad=requires_grad, name=name)
+
+
+def _check_can_require_grad(array, requires_grad):
+    """Checked before the tensor exists: an allocation's listeners read requires_grad as it is born."""
+    if requires_grad and not differentiable(array.dtype):
+        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
 
 
 def differentiable(dtype) -> bool:

@@ -138,10 +138,25 @@ def _live_bytes(storages, n_steps):
 
 
 def _saved_bytes(tape, tensors, storages):
-    """Unique storages the tape holds at the end of forward, parameters included (saved_tensors_hooks' count)."""
-    nbytes = {s["id"]: s["nbytes"] for s in storages}
+    """The most bytes of unique storages the forward tape holds for backward at once, parameters included.
+
+    One micro-batch: everything it saved, alive together at the end of forward (saved_tensors_hooks' count). With
+    `accumulate`, each micro-batch's backward frees its saves before the next forward runs, so the figure is the
+    largest micro-batch's (with the parameters once), never their sum: a subset of what is alive at one step, so
+    never above the peak.
+    """
     held = {tensors[uid]["storage"] for entry in tape if entry["phase"] == "forward" for uid in entry["saved"]}
-    return int(sum(nbytes[s] for s in held))
+    change = {}
+    for storage in storages:
+        if storage["id"] in held:
+            change[storage["born"]] = change.get(storage["born"], 0) + storage["nbytes"]
+            if storage["freed"] is not None:
+                change[storage["freed"] + 1] = change.get(storage["freed"] + 1, 0) - storage["nbytes"]
+    most = running = 0
+    for step in sorted(change):
+        running += change[step]
+        most = max(most, running)
+    return int(most)
 
 
 def graph_of(tape, tensors):

@@ -307,8 +307,8 @@ def _check_timeline(document, problems):
     tensors = {t["id"]: t for t in document["tensors"]}
     saved = _saved_bytes(document["tape"], tensors, storages)
     if summary["saved_bytes"] != saved:
-        problems.add("summary.saved_bytes", f"is {summary['saved_bytes']:,}; the forward tape saves {saved:,} bytes "
-                                            "of unique storages.")
+        problems.add("summary.saved_bytes", f"is {summary['saved_bytes']:,}; the forward tape holds at most {saved:,} "
+                                            "bytes of unique storages at once.")
     peak = summary.get("peak")
     if peak is not None:
         _check_peak_explanation(peak, peak_step, peak_bytes, problems)
