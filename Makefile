@@ -9,7 +9,7 @@ run: install
 	$(PY) app.py
 
 test: install torch-deps
-	$(PY) -m pytest -q -n auto --durations=15
+	$(PY) -m pytest -q -n auto --dist loadgroup --durations=15
 
 install: system-deps python-deps frontend-deps
 

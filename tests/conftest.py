@@ -3,13 +3,20 @@
 `database_url` is a SQLite file unless a module asks for `each_database_url`: the store, session, snapshot and
 rate-limit tests run on SQLite and on a throwaway PostgreSQL cluster (tests/postgres.py) alike.
 """
-import pytest
-from sqlalchemy import create_engine
+import os
 
-from app import create_app
-from backend import driver
-from tests.postgres import Unavailable, throwaway_cluster
-from tests.settings import app_config
+# One BLAS thread per test process: pytest-xdist already puts a process on every core, and BLAS threads on top only
+# contend with it (set before numpy loads OpenBLAS; a value you export wins).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import pytest  # noqa: E402
+from sqlalchemy import create_engine  # noqa: E402
+
+from app import create_app  # noqa: E402
+from backend import driver  # noqa: E402
+from tests.postgres import Unavailable, throwaway_cluster  # noqa: E402
+from tests.settings import app_config  # noqa: E402
 
 # The engine's deadline is wall-clock time (backend/driver): on a machine shared by the whole suite a test about
 # what a run *contains* must not fail because a neighbour was busy. tests/driver keeps the real figure.

@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install torch==2.13.0)")
+# One worker records this file's models (make test runs --dist loadgroup): spread over workers, each would build
+# every model again.
+pytestmark = pytest.mark.xdist_group("torch-checkpoint")
 
 from backend.importers.torch import load_build, main, unpack_build  # noqa: E402
 from backend.importers.torch_blocks import BlocksError, find_blocks, named_blocks  # noqa: E402

@@ -11,6 +11,9 @@ import jsonschema
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install torch==2.13.0)")
+# One worker records this file's models (make test runs --dist loadgroup): spread over workers, each would build
+# every model again.
+pytestmark = pytest.mark.xdist_group("torch-import")
 
 from backend.importers.torch import load_build, record_step, run_step, unpack_build  # noqa: E402
 from backend.importers.torch_profile import existing_bytes, live_by_step, plain_peak, profiled  # noqa: E402
