@@ -10,6 +10,8 @@ total, counted from when profiling began. Two figures come out of it:
   is that storage's death — and, per step, the most bytes the allocator held at any moment of it.
   Allocations the document has no storage for (a kernel's scratch) stay in the step they happen in.
 """
+import gc
+
 import torch
 from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile
@@ -32,9 +34,21 @@ def allocation_events(prof):
 
 
 def profiled(fn):
-    """(fn(), allocation events while it ran)."""
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        result = fn()
+    """(fn(), allocation events while it ran).
+
+    The profiler sees every allocation in the process, so garbage left by earlier work is collected first and the
+    collector is paused inside the window: a cycle of old tensors freed mid-step would otherwise land among the
+    step's own events (seen in the test suite, where earlier tests leave such garbage).
+    """
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            result = fn()
+    finally:
+        if was_enabled:
+            gc.enable()
     return result, allocation_events(prof)
 
 
