@@ -11,7 +11,7 @@ and a second moment is never rounded to zero: a positive v below the smallest co
 bitsandbytes rounds it to 0), so no element's update can become lr·m̂/ε.
 
 State is 2 B per parameter plus 8 B per block (two absmaxes): resident 16 → 10 + 8/2048 B/param against fp32 Adam.
-The moments are rounded, so the updates are close to Adam's, not equal (docs/training-knobs.md gives the figure).
+The moments are rounded, so the updates are close to Adam's, not equal (docs/api.md gives the measured figure).
 """
 import numpy as np
 

@@ -63,7 +63,7 @@ def build_document(recorder, spec, engine_version, loss, cuts=(), backward_error
         "summary": {
             "peak_bytes": int(live[peak_step]),
             "peak_step": peak_step,
-            "saved_bytes": _saved_bytes(recorder.tape, recorder.tensors, storages),
+            "saved_bytes": _saved_bytes(recorder.tape, recorder.tensors, storages, len(steps)),
             "by_kind_at_peak": {kind: int(by_kind[kind][peak_step]) for kind in KINDS},
             # What the next training step starts from: params, grads and the optimizer's state (momentum, m, v).
             "by_kind_at_end": {kind: int(by_kind[kind][len(steps) - 1]) for kind in KINDS},
@@ -137,7 +137,7 @@ def _live_bytes(storages, n_steps):
     return sum(by_kind.values()), by_kind
 
 
-def _saved_bytes(tape, tensors, storages):
+def _saved_bytes(tape, tensors, storages, n_steps):
     """The most bytes of unique storages the forward tape holds for backward at once, parameters included.
 
     One micro-batch: everything it saved, alive together at the end of forward (saved_tensors_hooks' count). With
@@ -146,17 +146,8 @@ def _saved_bytes(tape, tensors, storages):
     never above the peak.
     """
     held = {tensors[uid]["storage"] for entry in tape if entry["phase"] == "forward" for uid in entry["saved"]}
-    change = {}
-    for storage in storages:
-        if storage["id"] in held:
-            change[storage["born"]] = change.get(storage["born"], 0) + storage["nbytes"]
-            if storage["freed"] is not None:
-                change[storage["freed"] + 1] = change.get(storage["freed"] + 1, 0) - storage["nbytes"]
-    most = running = 0
-    for step in sorted(change):
-        running += change[step]
-        most = max(most, running)
-    return int(most)
+    live, _ = _live_bytes([s for s in storages if s["id"] in held], n_steps)
+    return int(live.max(initial=0))
 
 
 def graph_of(tape, tensors):
