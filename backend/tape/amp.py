@@ -10,12 +10,18 @@ Inside `autocast("float16")` the dispatcher asks `inputs_for(op, inputs)` which 
   as nn.Linear's bias does inside F.linear); other inputs are used as they are.
 
 Each cast is a recorded `cast` entry when its input requires grad. A parameter is cast once per autocast region
-(torch's cast cache), and that copy lives as long as some entry saves it: the low-precision weight copies.
+(torch's cast cache), and that copy lives as long as some entry saves it: the low-precision weight copies. A cast
+made while recording is off (inside a checkpoint region's forward) is not cached: its copy has no history, and a
+later recorded use of the same parameter needs one.
+
+`state()` is the autocast state in force; `running_as(state)` re-enters one, with a fresh cast cache, as a
+checkpoint's recompute does for the state its region was recorded under.
 """
 from contextlib import contextmanager
 
 import numpy as np
 
+from backend.tape import modes
 from backend.tape.ops.precision import LOW_PRECISION
 from backend.tape.registry import OPS
 
@@ -32,11 +38,23 @@ FLOAT32_DTYPE = np.dtype(np.float32)
 @contextmanager
 def autocast(dtype_name):
     """Run the block with `dtype_name` ("float16" or "bfloat16") as the compute dtype."""
-    global active, compute_dtype, _copies
     if dtype_name not in LOW_PRECISION:
         raise ValueError(f"autocast computes in float16 or bfloat16, not {dtype_name!r}")
+    with running_as(dtype_name):
+        yield
+
+
+def state():
+    """The autocast state in force: the compute dtype's name, or None outside autocast."""
+    return _name(compute_dtype) if active else None
+
+
+@contextmanager
+def running_as(dtype_name):
+    """Run the block under the autocast state `state()` returned: that compute dtype, or none."""
+    global active, compute_dtype, _copies
     previous = (active, compute_dtype, _copies)
-    active, compute_dtype, _copies = True, LOW_PRECISION[dtype_name], {}
+    active, compute_dtype, _copies = dtype_name is not None, LOW_PRECISION.get(dtype_name), {}
     try:
         yield
     finally:
@@ -73,7 +91,7 @@ def _cast(t, dtype):
     if cached is not None:
         return cached
     out = apply(OPS["cast"], (t,), {"dtype": _name(dtype), "source": _name(t.data.dtype)})
-    if _is_master(t):
+    if _is_master(t) and modes.enabled:
         _copies[t.uid] = out
     return out
 

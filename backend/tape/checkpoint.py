@@ -2,10 +2,11 @@
 
 `checkpoint(fn, *inputs)` follows torch.utils.checkpoint (non-reentrant semantics): the forward runs `fn`
 under no_grad and appends one "checkpoint" entry to the tape that saves only the region's inputs (and the
-RNG state). Its vjp re-runs `fn` with recording (the "recompute" phase), backs through the recomputed
-sub-graph with the engine, hands back the inputs' gradients and lets the recomputed activations go.
+RNG state and the autocast state). Its vjp re-runs `fn` with recording (the "recompute" phase) under the autocast
+state of the original forward, so the recomputed activations have the dtypes and bytes they had; it backs through
+the recomputed sub-graph with the engine, hands back the inputs' gradients and lets the recomputed activations go.
 """
-from backend.tape import events, modes
+from backend.tape import amp, events, modes
 from backend.tape import random as tape_random
 from backend.tape.engine import backward
 from backend.tape.node import Node
@@ -27,7 +28,7 @@ def _recompute_vjp(adjoint, saved, node):
     outer_state = tape_random.get_rng_state()
     if attrs["rng_state"] is not None:
         tape_random.set_rng_state(attrs["rng_state"])      # the dropout masks replay bit for bit
-    with modes.enable_grad():
+    with modes.enable_grad(), amp.running_as(attrs["autocast"]):     # the state the region was recorded under
         out = attrs["fn"](*leaves)
     if attrs["rng_state"] is not None:
         tape_random.set_rng_state(outer_state)
@@ -74,8 +75,8 @@ def checkpoint(fn, *inputs, preserve_rng_state=True):
         return fn(*inputs)
     needs = tuple(t.requires_grad for t in inputs)
     state = tape_random.get_rng_state() if preserve_rng_state else None
-    node = Node(CHECKPOINT, {"fn": fn, "rng_state": state, "preserve_rng_state": preserve_rng_state},
-                inputs, needs)
+    node = Node(CHECKPOINT, {"fn": fn, "rng_state": state, "preserve_rng_state": preserve_rng_state,
+                             "autocast": amp.state()}, inputs, needs)
     if events.active:
         events.emit("record", node=node, inputs=inputs, out_shape=())
     for i, t in enumerate(inputs):
