@@ -68,7 +68,12 @@ def hvp(fn, x, v, mode="reverse-over-reverse"):
     if mode == "reverse-over-reverse":
         leaf = Tensor.view_of(x.data, x, requires_grad=True, name=x.name)
         with modes.enable_grad():
-            (first,) = grad(fn(leaf), leaf, create_graph=True)
+            out = fn(leaf)
+            if not out.requires_grad:           # fn ignores x: no gradient, no curvature
+                return np.zeros_like(x.data)
+            (first,) = grad(out, leaf, create_graph=True, allow_unused=True)
+            if first is None or not first.requires_grad:
+                return np.zeros_like(x.data)    # a gradient constant in x (linear, relu-gated): H = 0, as in torch
             (second,) = grad(first, leaf, grad_outputs=make_tensor(v), allow_unused=True)
         return np.zeros_like(x.data) if second is None else np.array(second.data)
     if mode == "forward-over-reverse":
@@ -80,5 +85,6 @@ def hvp(fn, x, v, mode="reverse-over-reverse"):
 def _gradient_of(fn, carrier):
     carrier.requires_grad = True            # the JVP sweep's carrier becomes a leaf the forward is recorded from
     with modes.enable_grad():
-        (gradient,) = grad(fn(carrier), carrier, allow_unused=True)
+        out = fn(carrier)
+        (gradient,) = grad(out, carrier, allow_unused=True) if out.requires_grad else (None,)
     return gradient if gradient is not None else Tensor.allocate(np.zeros_like(carrier.data), "grad")

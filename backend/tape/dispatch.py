@@ -55,13 +55,10 @@ def apply_inplace(op, target, others, attrs=NO_ATTRS):
     On a view, the history rebased is the base's (views.through_view), and the view's own is regenerated from it.
     """
     inputs = [target, *others]
-    if dual.active:
-        if modes.enabled and True in [t.requires_grad for t in inputs]:
-            raise RuntimeError(f"in-place {op.name} inside a JVP sweep that also records (forward-over-reverse) is "
-                               "not supported: write the function out-of-place")
-        return _dual_inplace(op, target, others, attrs)
     needs = tuple([t.requires_grad for t in inputs])
     recording = modes.enabled and True in needs
+    if dual.active and not recording:
+        return _dual_inplace(op, target, others, attrs)
     base = target.base if type(target) is View else None
     if recording:
         if base is None and needs[0] and target.grad_fn is None:
@@ -81,11 +78,15 @@ def apply_inplace(op, target, others, attrs=NO_ATTRS):
         node.next = (views.edge_to(base), *node.next[1:])    # the region's old values came from the base's history
     if events.active:
         events.emit("record", node=node, inputs=inputs, out_shape=target.data.shape)
+    # Recorded inside a JVP sweep (forward-over-reverse): the write's tangent, from the values before it.
+    tangent = _inplace_tangent(op, attrs, inputs, *run_forward(op, attrs, [t.data for t in inputs])) if dual.active else None
     _save(node, inputs, None, None, before_write=True)
     _write(op, attrs, target, inputs)
     views.rebase(target if base is None else base, node)
     if base is not None:
         target.grad_fn                                    # regenerate the view's own history now, as PyTorch does
+    if tangent is not None:
+        _set_written_tangent(target, tangent)
     _save(node, inputs, target, None, before_write=False)
     return target
 
@@ -118,34 +119,41 @@ def _carry_tangent(op, attrs, inputs, arrays, out, extras, output):
 
 
 def _dual_inplace(op, target, others, attrs):
-    """Forward mode, in place: the write lands in the target's value and the jvp's result in its tangent
-    (for a view, in its region of the base's tangent, so every view of that base sees it)."""
+    """Forward mode, in place: the write lands in the target's value and the jvp's result in its tangent."""
     inputs = [target, *others]
-    arrays = [t.data for t in inputs]
-    tangents = tuple([dual.tangent_of(t) for t in inputs])
-    out, extras = run_forward(op, attrs, arrays)
-    tangent = None
-    if _carries(tangents):
-        tangent = _fitted(op.jvp(tangents, _jvp_values(op, arrays, out, extras), attrs), out)   # reads values before the write
+    out, extras = run_forward(op, attrs, [t.data for t in inputs])
+    tangent = _inplace_tangent(op, attrs, inputs, out, extras)       # reads the values before the write
     target.data[...] = out
     target.storage.version += 1
     if events.active:
         events.emit("inplace", tensor=target, version=target.storage.version)
-    if tangent is None:
-        if events.active:
-            events.emit("tangent", op=op, attrs=attrs, inputs=inputs, output=target)
-        return target
-    if type(target) is View:
-        base = target.base
-        base_tangent = dual.tangent_of(base)
-        base_tangent = np.zeros_like(base.data) if base_tangent is None else np.array(base_tangent, copy=True)
-        base_tangent.reshape(-1)[views.ViewOf(base.data.shape, target.chain).index()] = tangent
-        dual.set_tangent(base, base_tangent)
-    else:
-        dual.set_tangent(target, tangent)
+    if tangent is not None:
+        _set_written_tangent(target, tangent)
     if events.active:
         events.emit("tangent", op=op, attrs=attrs, inputs=inputs, output=target)
     return target
+
+
+def _inplace_tangent(op, attrs, inputs, out, extras):
+    """The tangent an in-place write gives its target (None when no input carries one), read before the write."""
+    tangents = tuple([dual.tangent_of(t) for t in inputs])
+    if not _carries(tangents):
+        return None
+    return _fitted(op.jvp(tangents, _jvp_values(op, [t.data for t in inputs], out, extras), attrs), out)
+
+
+def _set_written_tangent(target, tangent):
+    """The written target's tangent; for a view, its region of the base's tangent, so every view of that base
+    sees it."""
+    if type(target) is not View:
+        dual.set_tangent(target, tangent)
+        return
+    base = target.base
+    base_tangent = dual.tangent_of(base)
+    base_tangent = np.zeros_like(base.data) if base_tangent is None else np.array(base_tangent, copy=True)
+    # put() writes by flat C-order position whatever the layout (a reshape of an F-ordered copy is a copy)
+    np.put(base_tangent, views.ViewOf(base.data.shape, target.chain).index(), tangent)
+    dual.set_tangent(base, base_tangent)
 
 
 def _carries(tangents):
@@ -224,13 +232,14 @@ def _any_needed(needs, indices):
 def _save_original(node, saved_name, target):
     """An in-place op's target as it was before the write: a clone, as PyTorch saves `original_self`, whose
     history is the target's before the write (read before the rebase)."""
-    _save_extra(node, saved_name, target.data.copy(), views.edge_to(target))
+    tangent = dual.tangent_of(target) if dual.active else None
+    _save_extra(node, saved_name, target.data.copy(), views.edge_to(target), tangent)
 
 
-def _save_extra(node, saved_name, array, producer=None):
+def _save_extra(node, saved_name, array, producer=None, tangent=None):
     """An extra the forward computed only for backward (a dropout mask, normalization statistics)."""
     uid = next_uid()
     storage = Storage(array.nbytes, array.dtype, "activation", uid)
     if events.active:
         events.emit("alloc_extra", uid=uid, storage=storage, array=array, node=node, name=saved_name)
-    node.save(saved_name, array, storage, uid, node.name(), producer)
+    node.save(saved_name, array, storage, uid, node.name(), producer, tangent)

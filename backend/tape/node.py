@@ -130,10 +130,9 @@ def _saved_tensor(array, storage, node, producer, uid):
     """A saved value as a Tensor over its storage: the leaf itself, an output of its producer, or a constant."""
     from backend.tape.tensor import SavedTensor as Tensor
     if producer is OWN_OUTPUT:
-        if "view" in node.attrs:
-            raise RuntimeError(
-                f"double backward through {node.name()} is not supported: the in-place op on a view saved its own "
-                "output, whose history is the base's (AsStrided). Make the in-place op out-of-place.")
+        if "view" in node.attrs:            # an in-place op on a view (CopySlices): the view of its new base
+            from backend.tape.views import output_through_view     # views builds on this module
+            return output_through_view(array, storage, uid, node)
         return Tensor.over(array, storage, uid, node)
     if producer is None:
         return Tensor.over(array, storage, uid, None)

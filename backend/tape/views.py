@@ -15,7 +15,7 @@ from backend.tape import arrays as A
 from backend.tape import events
 from backend.tape.node import Node
 from backend.tape.registry import Op, register
-from backend.tape.tensor import Tensor
+from backend.tape.tensor import SavedTensor, Tensor
 
 VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
 LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -153,6 +153,24 @@ AS_STRIDED = register(Op(
     flops=lambda shapes, out_shape, attrs: 0, backward="AsStridedBackward",
     why="a view whose base was changed in place reads the base's new history: no bytes, its vjp scatters.",
 ))
+
+
+def output_through_view(array, storage, uid, node):
+    """What a CopySlices entry saved of its own output (the written view's values), as a Tensor for a recorded
+    vjp: the entry's output is the base, so the value's history is AsStrided of it, as torch regenerates it."""
+    view = node.attrs["view"]
+    history = Node(AS_STRIDED, {"view": view}, [_BaseOf(node, view.base_shape, array.dtype)], (True,))
+    history.output_uid = uid
+    return SavedTensor.over(array, storage, uid, history)
+
+
+class _BaseOf:
+    """The two attributes a Node reads from an input: the base the CopySlices entry produced, by its shape."""
+    __slots__ = ("grad_fn", "data")
+
+    def __init__(self, node, shape, dtype):
+        self.grad_fn = node
+        self.data = np.broadcast_to(np.zeros((), dtype=dtype), shape)       # a shape, no bytes
 
 
 _through = {}        # id(op) -> (op, its CopySlices variant)

@@ -194,9 +194,11 @@ def _view(b, x=None):
         spelled = tuple(-1 if j == i and b.rng.random() < 0.5 else d for j, d in enumerate(out))
         expr = f"{x.name}.reshape{spelled}" if len(out) > 1 else f"{x.name}.reshape({spelled[0]})"
         b.emit(expr, out, [x], saves=False, view=True, **flags)
+        b.reshaped.add(x.storage)
     elif kind == "reshape":
         out = (1, shape[0]) if b.rng.random() < 0.5 else (shape[0], 1)
         b.emit(f"{x.name}.reshape{out}", out, [x], saves=False, view=True, **flags)
+        b.reshaped.add(x.storage)
     elif kind == "permute" and ndim >= 3:
         axes = list(range(ndim))
         b.rng.shuffle(axes)
@@ -258,6 +260,8 @@ def _inplace(which):
             base = b.pick(lambda v: b.writable(v) and not v.leaf and not v.view and len(v.shape) >= 1)
             if base is None or not _view(b, base):
                 return False
+            if base.storage in b.reshaped:
+                return True             # the view drawn was a reshape: it stands as a statement, unwritten
             target = b.values[-1] if which == "inplace_view" else base
         if target is None:
             return False

@@ -65,12 +65,16 @@ class Builder:
     def __init__(self, index, families):
         self.seed = BASE_SEED + index
         self.rng = random.Random(self.seed)
+        self.layouts = random.Random(-self.seed)     # its own stream: a leaf's layout never changes the statements
         self.program = Program(index, self.seed)
         self.families = families
         self.values = []
         self.live = []              # names of values no statement has consumed since they last changed
         self.saved = set()          # storages an op may have saved: no in-place write after that
         self.viewed = set()         # storages with a view
+        # Storages with a reshape: a view or a copy by the input's layout, in torch as in numpy ("do not rely on
+        # it", torch's docs say), and the layouts differ (torch.tensor copies a leaf C-ordered): never written.
+        self.reshaped = set()
         self.leaf_storages = set()
         self.storages = 0
         self.statements = 0
@@ -95,10 +99,22 @@ class Builder:
         if reuse and (self.rng.random() < 0.5 or self.leaf_elements > 60):
             return self.rng.choice(reuse)
         low, high = (0.5, 2.0) if positive else (-1.0, 1.0)
-        return self._leaf("p", f"T.parameter(rng.uniform({low}, {high}, {shape}))", shape, True, positive=positive)
+        values = self.laid_out(f"rng.uniform({low}, {high}, {shape})", shape)
+        return self._leaf("p", f"T.parameter({values})", shape, True, positive=positive)
 
     def const(self, shape):
-        return self._leaf("c", f"T.tensor(rng.uniform(-1.0, 1.0, {tuple(shape)}))", shape, False)
+        return self._leaf("c", f"T.tensor({self.laid_out(f'rng.uniform(-1.0, 1.0, {tuple(shape)})', shape)})",
+                          shape, False)
+
+    def laid_out(self, values, shape):
+        """The same values in C order, Fortran order or as a strided view (every other column of a wider
+        array): layout must never change a result, and PyTorch's copy of the leaf is C-ordered either way."""
+        layout = self.layouts.choice(["C", "F", "strided"] if len(shape) >= 2 else ["C", "strided"])
+        if layout == "F":
+            return f"np.asfortranarray({values})"
+        if layout == "strided" and len(shape) >= 1:
+            return f"np.repeat({values}, 2, axis=-1)[..., ::2]"
+        return values
 
     def indices(self, high, shape, expr=None):
         return self._leaf("i", expr or f"T.tensor(rng.integers(0, {high}, {tuple(shape)}))", shape, False)
@@ -170,7 +186,7 @@ class Builder:
 
     def writable(self, v):
         """May take an in-place write: an intermediate (or a view of one) that nothing saved yet."""
-        return (v.storage not in self.leaf_storages and v.storage not in self.saved
+        return (v.storage not in self.leaf_storages and v.storage not in self.saved and v.storage not in self.reshaped
                 and (len(v.shape) > 0 or self.allows("inplace_0d")))
 
     def allows(self, family):

@@ -251,3 +251,34 @@ def test_grad_of_several_outputs_sums_their_seeded_gradients():
     y = x.tanh()
     (twice,) = grad([y, y], x, grad_outputs=[tensor(np.ones(2)), tensor(np.array([2.0, 3.0]))])
     np.testing.assert_allclose(twice.data, np.array([3.0, 4.0]) * (1 - np.tanh(x.data) ** 2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["reverse-over-reverse", "forward-over-reverse"])
+@pytest.mark.parametrize("fn", [lambda x: (x * 2.0).sum(), lambda x: x.relu().sum(), lambda x: x.sum(),
+                                lambda x: T.tensor(np.ones(3)).sum()], ids=["linear", "relu", "sum", "constant"])
+def test_hvp_of_a_gradient_constant_in_x_is_zero(fn, mode):
+    """The first gradient does not depend on x (or fn ignores x): H = 0, as torch.autograd.functional.hvp says."""
+    product = T.hvp(fn, np.array([0.5, -1.0, 2.0]), np.ones(3), mode=mode)
+    np.testing.assert_array_equal(product, np.zeros(3))
+
+
+def test_double_backward_through_an_in_place_write_on_a_view():
+    """relu_ on a transposed view saves its own output, whose history is AsStrided of the written base."""
+    def fn(x):
+        h = x @ x.T
+        view = h.T
+        view.relu_()
+        return (h * h * h).sum()
+
+    at = np.array([[0.5, -1.0], [2.0, 0.25]])
+    direction = np.array([[1.0, 0.5], [-0.25, 2.0]])
+    torch = pytest.importorskip("torch")
+
+    def torch_fn(x):
+        h = x @ x.T
+        h.T.relu_()
+        return (h * h * h).sum()
+
+    _, expected = torch.autograd.functional.hvp(torch_fn, torch.tensor(at), torch.tensor(direction))
+    for mode in ("reverse-over-reverse", "forward-over-reverse"):
+        np.testing.assert_allclose(T.hvp(fn, at, direction, mode=mode), expected.numpy(), rtol=1e-12)

@@ -273,3 +273,14 @@ def test_a_wrong_jvp_is_caught():
     _, tangent = jvp(lambda a: apply(wrong, (a,)), (x,), (direction,))
     numeric = _directional_difference(lambda a: a.tanh(), x.data, direction)
     assert not np.allclose(tangent.data, numeric, rtol=1e-5, atol=1e-7)
+
+
+def test_an_in_place_write_on_a_view_of_a_fortran_ordered_tensor_keeps_its_tangent():
+    def f(a):
+        h = a.T + 0.0                   # numpy keeps the transpose's layout: h is Fortran-ordered
+        h[0].mul_(2.0)
+        return h
+
+    out, tangent = jvp(f, (tensor(np.arange(6.0).reshape(2, 3)),), (np.ones((2, 3)),))
+    np.testing.assert_array_equal(out.data, [[0.0, 6.0], [1.0, 4.0], [2.0, 5.0]])
+    np.testing.assert_array_equal(tangent.data, [[2.0, 2.0], [1.0, 1.0], [1.0, 1.0]])     # torch's, row 0 doubled

@@ -1,5 +1,7 @@
 """Random programs over the public ops (tests/tape/programs.py): every leaf gradient against finite differences,
-and against PyTorch when it is installed. A failure names the program and prints it as a script to paste.
+and against PyTorch when it is installed, as are forward mode (jvp) and both Hessian-vector products. Leaves come
+C-ordered, Fortran-ordered or strided, and programs write in place on views of them. A failure names the program
+and prints it as a script to paste.
 
     .venv/bin/python -m pytest "tests/tape/test_random_programs.py::test_gradients_match_finite_differences[17]"
     .venv/bin/python -m tests.tape.programs 17          # print program 17
@@ -7,10 +9,15 @@ and against PyTorch when it is installed. A failure names the program and prints
 import numpy as np
 import pytest
 
-from backend.tape import gradcheck
+from backend.tape import gradcheck, hvp, jvp
+from tests.tape.program_ops import FAMILIES
 from tests.tape.programs import build, ours, torch_lib
 
 PROGRAMS = 300
+# Second order runs on every family whose ops record their vjp: layer_norm, rms_norm, cross_entropy and attention
+# have fused vjps that refuse create_graph by design (each says so; test_double_backward checks it).
+SECOND_ORDER = {**FAMILIES, **{family: False for family in (
+    "norm", "loss", "cross_entropy_options", "attention", "attention_causal_rect", "attention_v_only")}}
 
 
 def _compile_ours(program):
@@ -59,3 +66,70 @@ def test_values_and_gradients_match_pytorch(index):
                                        theirs, rtol=1e-7, atol=1e-9, err_msg=f"{name}.grad (ours, then torch)")
     except Exception as error:
         raise _fail(program, "disagrees with PyTorch", error) from error
+
+
+def _weighted(program, forward, others, weight, lib_sum):
+    """The program as a scalar function of its first leaf (always a parameter), the other leaves held fixed."""
+    return lambda x: lib_sum(forward(x, *others) * weight)
+
+
+def _direction(program, shape, salt):
+    return np.random.default_rng(program.seed + salt).standard_normal(shape)
+
+
+@pytest.mark.parametrize("index", range(PROGRAMS))
+def test_jvp_matches_pytorch(index):
+    torch = pytest.importorskip("torch")
+    program = build(index)
+    leaves, forward = _compile_ours(program)
+    torch_leaves, torch_forward = program.compile(torch_lib())
+    grad_leaves = [i for i, leaf in enumerate(torch_leaves) if leaf.requires_grad]
+    tangents = [_direction(program, torch_leaves[i].shape, i) for i in grad_leaves]
+
+    def of_grad_leaves(lib_leaves, call):
+        def fn(*varying):
+            args = list(lib_leaves)
+            for i, value in zip(grad_leaves, varying):
+                args[i] = value
+            return call(*args)
+        return fn
+
+    try:
+        with torch.no_grad():
+            primals = [torch_leaves[i].detach() for i in grad_leaves]
+        expected_out, expected = torch.func.jvp(of_grad_leaves(torch_leaves, torch_forward), tuple(primals),
+                                                tuple(torch.tensor(t) for t in tangents))
+    except Exception as error:
+        raise _fail(program, "is refused by torch.func.jvp (fix the generator)", error) from error
+    try:
+        out, tangent = jvp(of_grad_leaves(leaves, forward), tuple(leaves[i] for i in grad_leaves), tuple(tangents))
+        np.testing.assert_allclose(out.data, expected_out.numpy(), rtol=1e-7, atol=1e-9, err_msg="output")
+        np.testing.assert_allclose(tangent.data, expected.numpy(), rtol=1e-7, atol=1e-9,
+                                   err_msg="tangent (ours, then torch)")
+    except Exception as error:
+        raise _fail(program, "has a tangent unlike PyTorch's", error) from error
+
+
+@pytest.mark.parametrize("mode", ["reverse-over-reverse", "forward-over-reverse"])
+@pytest.mark.parametrize("index", range(PROGRAMS))
+def test_hvp_matches_pytorch(index, mode):
+    """H·v for the first leaf, against torch.autograd.functional.hvp; a gradient constant in that leaf (a linear
+    or relu-gated program) has H = 0 in both."""
+    torch = pytest.importorskip("torch")
+    program = build(index, SECOND_ORDER)
+    leaves, forward = _compile_ours(program)
+    torch_leaves, torch_forward = program.compile(torch_lib())
+    expected_out = torch_forward(*torch_leaves)
+    weight = np.random.default_rng(program.seed).standard_normal(tuple(expected_out.shape))
+    direction = _direction(program, torch_leaves[0].shape, 99)
+    try:
+        torch_fn = _weighted(program, torch_forward, torch_leaves[1:], torch.tensor(weight), torch.sum)
+        _, expected = torch.autograd.functional.hvp(torch_fn, torch_leaves[0].detach(), torch.tensor(direction))
+    except Exception as error:
+        raise _fail(program, "is refused by torch.autograd.functional.hvp (fix the generator)", error) from error
+    try:
+        ours_fn = _weighted(program, forward, leaves[1:], weight, lambda x: x.sum())
+        product = hvp(ours_fn, leaves[0], direction, mode=mode)
+        np.testing.assert_allclose(product, expected.numpy(), rtol=1e-7, atol=1e-9, err_msg="H·v (ours, then torch)")
+    except Exception as error:
+        raise _fail(program, f"has an H·v ({mode}) unlike PyTorch's", error) from error
