@@ -3,9 +3,11 @@ import math
 
 import numpy as np
 
+from backend.tape import amp
 from backend.tape import random as tape_random
 from backend.tape.dispatch import apply
 from backend.tape.ops.nn import REDUCTIONS
+from backend.tape.promotion import DEFAULT_FLOAT, FLOATING, binary_operands, category, operand_as
 from backend.tape.registry import OPS
 from backend.tape.tensor import Tensor
 
@@ -44,19 +46,23 @@ def gelu(x, approximate="tanh"):
 
 
 def add(a, b):
-    return apply(OPS["add"], (a, as_tensor(b, a)))
+    return apply(OPS["add"], binary_operands(OPS["add"], a, b))
 
 
 def sub(a, b):
-    return apply(OPS["sub"], (a, as_tensor(b, a)))
+    return apply(OPS["sub"], binary_operands(OPS["sub"], a, b))
 
 
 def mul(a, b):
-    return apply(OPS["mul"], (a, as_tensor(b, a)))
+    return apply(OPS["mul"], binary_operands(OPS["mul"], a, b))
 
 
 def div(a, b):
-    return apply(OPS["div"], (a, as_tensor(b, a)))
+    """True division: integer operands divide in the default float dtype, as torch's does."""
+    a, b = binary_operands(OPS["div"], a, b)
+    if category(a.data.dtype) != FLOATING:
+        a, b = operand_as(a, DEFAULT_FLOAT), operand_as(b, DEFAULT_FLOAT)
+    return apply(OPS["div"], (a, b))
 
 
 def pow(x, exponent):   # noqa: A001 - torch's name
@@ -68,7 +74,16 @@ def pow(x, exponent):   # noqa: A001 - torch's name
 
 
 def matmul(a, b):
+    """a @ b. matmul does not promote: mixed dtypes are refused, as in torch (autocast casts both first)."""
+    if not amp.active and a.data.dtype != b.data.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_name(a.data.dtype)} != "
+                           f"{_c_name(b.data.dtype)}")
     return apply(OPS["matmul"], (a, b))
+
+
+def _c_name(dtype):
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int"}.get(dtype.name, dtype.name)
 
 
 def sum(x, axis=None, keepdims=False):  # noqa: A001

@@ -2,12 +2,13 @@
 
 from backend.tape import functional as F
 from backend.tape.dispatch import apply_inplace
+from backend.tape.promotion import inplace_operand
 from backend.tape.registry import OPS
 from backend.tape.tensor import Tensor
 
 
 def _reflected(fn):
-    return lambda self, other: fn(F.as_tensor(other, self), self)
+    return lambda self, other: fn(other, self)      # the number stays weakly typed: promotion sees it as one
 
 
 def _setitem(self, key, value):
@@ -36,7 +37,7 @@ def _inplace(name):
     op = OPS[name]
     if len(op.inputs) == 1:
         return lambda self: apply_inplace(op, self, ())
-    return lambda self, other: apply_inplace(op, self, (F.as_tensor(other, self),))
+    return lambda self, other: apply_inplace(op, self, (inplace_operand(self, other),))
 
 
 METHODS = {
