@@ -393,7 +393,7 @@ class TorchRecorder(TorchDispatchMode):
             grad = next(filter(_is_given, grad_outputs), None)
             adjoint = None
             if grad is not None:
-                uid = self.known(grad, "grad", None)
+                uid = self._gradient_of(grad, entry["output"])
                 adjoint = {"tensor": uid, "shape": list(grad.shape)}
                 self._describe(adjoint, grad, with_values=False)
             self.sweep.append({"step": self.step, "entry": index, "op": entry["op"], "backward": entry["backward"],
@@ -417,10 +417,30 @@ class TorchRecorder(TorchDispatchMode):
                     parent = self._node_entry.get(target)
                     to = self.tape[parent]["output"] if parent is not None else None
                 if to is not None:
-                    item["contributions"].append({"to": to, "grad": self.known(grad, "grad", None),
+                    item["contributions"].append({"to": to, "grad": self._gradient_of(grad, to),
                                                   "shape": list(grad.shape)})
             return None
         return end
+
+    def _gradient_of(self, grad, owner):
+        """The record of `grad` as the gradient of tensor record `owner`: d<owner's name>, grad_of the owner. A
+        buffer a vjp passed through (AddBackward hands one tensor to both inputs) is the gradient of several
+        tensors: each gets a record of its own over that storage, as a view does."""
+        uid = self.known(grad, "grad", None)
+        if owner is None:
+            return uid
+        record = self.tensors[uid]
+        if record.get("grad_of") not in (None, owner):
+            if record["kind"] != "grad":
+                return uid
+            uid = self.tensor(grad, "grad", None)              # a second record over the same storage
+            record = self.tensors[uid]
+        elif record["kind"] != "grad" or record["produced_by"] is not None:
+            return uid                  # a forward value handed back as a gradient keeps its own name
+        record["grad_of"] = owner
+        if not record["name"].endswith(".grad"):
+            record["name"] = f"d{self.tensors[owner]['name']}"
+        return uid
 
     def _accumulate(self, node, grad_outputs):
         param = self.lookup(self._variable_of[node])

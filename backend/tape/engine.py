@@ -206,7 +206,8 @@ class Sweep:
                 if type(parent) is Node:
                     self._arrive(parent)
                 continue
-            contribution = _tensor_adjoint(grad, adjoint) if self.on_tape else _adjoint_for(grad, adjoint, produced, node)
+            contribution = (_tensor_adjoint(grad, adjoint) if self.on_tape
+                            else _adjoint_for(grad, adjoint, produced, _gradient_owner(parent)))
             self.deliver(parent, contribution, node)
         del grads, produced, adjoint
         if not self.retain_graph:
@@ -300,8 +301,14 @@ def _accumulate_leaf_on_tape(leaf, contribution, node):
         events.emit("accumulate_leaf", leaf=leaf, parts=(contribution,), first=first)
 
 
-def _adjoint_for(grad, incoming, produced, node):
-    """Wrap a vjp output: a pass-through of the incoming adjoint shares its storage, anything else is new."""
+def _gradient_owner(parent):
+    """The uid of the tensor a gradient delivered to `parent` is the gradient of: its output, or the leaf."""
+    return parent.output_uid if type(parent) is Node else parent.uid
+
+
+def _adjoint_for(grad, incoming, produced, owner_uid):
+    """Wrap a vjp output (the gradient of tensor `owner_uid`): a pass-through of the incoming adjoint shares its
+    storage, anything else is new."""
     if isinstance(grad, Adjoint):
         return grad
     # Fresh ufunc results own their memory (base is None): only views need the overlap check.
@@ -312,7 +319,7 @@ def _adjoint_for(grad, incoming, produced, node):
     if key in produced:                         # one array handed to two parents: neither owns it
         produced[key].exclusive = False
         return Adjoint(grad, produced[key].storage)
-    produced[key] = _fresh(grad, node.output_uid)
+    produced[key] = _fresh(grad, owner_uid)
     return produced[key]
 
 

@@ -5,6 +5,7 @@ It only collects; document.py derives live bytes, intervals and the summary from
 import math
 
 from backend.tape import amp, modes
+from backend.tape.storage import next_uid
 from backend.trace.deadline import check as check_deadline
 from backend.trace.values import MAX_VALUE_ELEMENTS, ValueTable
 
@@ -31,6 +32,7 @@ class Recorder:
         self._holders = {}           # storage address -> live Tensor objects over it
         self._running = []           # sweep items of the nodes running now (a checkpoint's backward nests)
         self._phases = []            # the phase to return to when a recompute ends
+        self._aliases = {}           # (gradient storage uid, tensor uid) -> the record naming it that tensor's
         self.micro_batch = None      # 1..N while an accumulated step runs its micro-batches, else None
         self.scaler = None           # the loss scaler's step, when the run used mixed precision
 
@@ -138,9 +140,8 @@ class Recorder:
         self.storages[storage.address]["extra"] = True      # held by the tape only, never by a Tensor
 
     def on_alloc_grad(self, storage, array, owner):
-        owner_name = self.tensors[owner]["name"] if owner in self.tensors else f"t{owner}"
-        self._tensor(storage.uid, storage, array.shape, array.dtype, f"d{owner_name}", "grad", None, array,
-                     grad_of=owner)
+        self._tensor(storage.uid, storage, array.shape, array.dtype, f"d{self._name_of(owner)}", "grad", None,
+                     array, grad_of=owner)
 
     def on_grad(self, tensor, storage):
         if storage.uid not in self.tensors:
@@ -205,17 +206,19 @@ class Recorder:
         entry = self.tape[index]
         self.sweep.append({
             "step": self.step, "entry": index, "op": entry["op"], "backward": entry["backward"],
-            "adjoint": self._adjoint(adjoint), "reads": list(entry["saved"]), "why": entry["why"],
+            "adjoint": self._adjoint(adjoint, node.output_uid), "reads": list(entry["saved"]), "why": entry["why"],
             "contributions": [], "accumulations": [], "freed": [], "ready": [], "pending": {},
         })
         self._running.append(self.sweep[-1])
 
-    def _adjoint(self, adjoint):
-        """The incoming adjoint: its values live once in its tensor record, or here when that has only statistics."""
+    def _adjoint(self, adjoint, owner):
+        """The incoming adjoint (the gradient of tensor `owner`): its values live once in its tensor record, or
+        here when that has only statistics."""
         if adjoint is None:
             return None
-        described = {"tensor": adjoint.storage.uid, "shape": list(adjoint.array.shape)}
-        in_record = adjoint.storage.uid in self.tensors and adjoint.array.size <= SMALL_TENSOR_ELEMENTS
+        uid = self._gradient_of(adjoint, owner)
+        described = {"tensor": uid, "shape": list(adjoint.array.shape)}
+        in_record = uid in self.tensors and adjoint.array.size <= SMALL_TENSOR_ELEMENTS
         self.values.add(described, adjoint.array, not in_record and adjoint.array.size <= MAX_VALUE_ELEMENTS)
         return described
 
@@ -225,13 +228,40 @@ class Recorder:
             self._waiting[parent.seq] = parent
         else:
             target = parent.uid
-        self._running[-1]["contributions"].append({"to": target, "grad": adjoint.storage.uid,
+        self._running[-1]["contributions"].append({"to": target, "grad": self._gradient_of(adjoint, target),
                                                 "shape": list(adjoint.array.shape)})
+
+    def _gradient_of(self, adjoint, owner):
+        """The record of `adjoint` as the gradient of tensor `owner`: named d<owner>, its grad_of the owner.
+
+        A vjp that passes its adjoint through (add hands the same buffer to both inputs) makes one buffer the
+        gradient of several tensors: each gets a record of its own over that storage, as a view does."""
+        uid = adjoint.storage.uid
+        record = self.tensors.get(uid)
+        if record is None:
+            return uid
+        if record.get("grad_of") in (None, owner):
+            made_by = record["produced_by"]
+            if made_by is not None and self.tape[made_by]["phase"] == "forward":
+                return uid                  # a forward value (never an adjoint, but never renamed either)
+            record["grad_of"] = owner
+            if not record["name"].endswith(".grad"):
+                record["name"] = f"d{self._name_of(owner)}"
+            return uid
+        alias = self._aliases.get((uid, owner))
+        if alias is None:
+            alias = self._aliases[(uid, owner)] = next_uid()
+            self._tensor(alias, adjoint.storage, adjoint.array.shape, adjoint.array.dtype,
+                         f"d{self._name_of(owner)}", "grad", None, adjoint.array, grad_of=owner, view=True)
+        return alias
+
+    def _name_of(self, uid):
+        return self.tensors[uid]["name"] if uid in self.tensors else f"t{uid}"
 
     def on_accumulate(self, target, parts, total):
         self._running[-1]["accumulations"].append({
-            "tensor": target, "parts": [p.storage.uid for p in parts], "total": total.storage.uid,
-            "into": "buffer"})
+            "tensor": target, "parts": [self._aliases.get((p.storage.uid, target), p.storage.uid) for p in parts],
+            "total": total.storage.uid, "into": "buffer"})
 
     def on_accumulate_leaf(self, leaf, parts, first):
         self._running[-1]["accumulations"].append({

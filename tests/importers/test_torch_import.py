@@ -19,6 +19,7 @@ from backend.importers.torch import load_build, record_step, run_step, unpack_bu
 from backend.importers.torch_profile import existing_bytes, live_by_step, plain_peak, profiled  # noqa: E402
 from backend.importers.torch_recorder import _tensors  # noqa: E402
 from backend.trace.document_versions import pack, unpack  # noqa: E402
+from tests.gradient_names import misnamed_gradients  # noqa: E402
 from tests.lazy import Lazy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,3 +215,8 @@ def test_the_command_line_shares_the_document_and_prints_its_link(tmp_path, caps
         snapshot = json.loads(urllib.request.urlopen(f"{server}/api/snapshots/{link.rsplit('/', 1)[1]}").read())
     assert snapshot["trace"]["source"]["model"] == "Sequential"
     assert snapshot["title"] == f"Sequential (torch {torch.__version__})"
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_each_adjoint_is_named_after_the_tensor_it_is_the_gradient_of(documents, example):
+    assert misnamed_gradients(documents[example]) == []

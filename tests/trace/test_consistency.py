@@ -3,6 +3,7 @@ import pytest
 
 from backend.models import presets
 from backend.driver import trace_spec
+from tests.gradient_names import misnamed_gradients
 
 PRESETS = list(presets.PRESETS)
 
@@ -93,3 +94,9 @@ def test_saved_bytes_is_the_most_the_forward_tape_holds_at_any_one_step(document
               and (s["freed"] is None or step <= s["freed"])) for step in range(len(document["steps"]))]
     assert document["summary"]["saved_bytes"] == max(at, default=0)
     assert document["summary"]["saved_bytes"] <= document["summary"]["peak_bytes"]
+
+
+def test_each_adjoint_is_named_after_the_tensor_it_is_the_gradient_of(document):
+    """Step k's incoming adjoint belongs to its entry's output, and what it sends to an input X is dX (deep-mlp's
+    TanhBackward of tanh(t19) → t20 once read dt21 in, dt20 out)."""
+    assert misnamed_gradients(document) == []
