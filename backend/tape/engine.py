@@ -12,10 +12,10 @@ import heapq
 
 import numpy as np
 
-from backend.tape import dual, events, modes
+from backend.tape import dual, events, hooks, modes
 from backend.tape.node import Node
 from backend.tape.storage import Storage, next_uid
-from backend.tape.tensor import Tensor
+from backend.tape.tensor import SavedTensor, Tensor
 
 
 class Adjoint:
@@ -89,6 +89,7 @@ def backward_many(roots, gradients, retain_graph=None, capture=None, create_grap
                 sweep.buffers[root] = sweep.sum(root.output_uid, existing, seed_adjoint)
         del seed_adjoint
     if not nodes:
+        sweep.deliver_hooked_leaves()
         return sweep.captured_adjoints()
     sweep.pending = dependencies(nodes)
     if not accumulate:
@@ -100,6 +101,7 @@ def backward_many(roots, gradients, retain_graph=None, capture=None, create_grap
     while sweep.ready:
         _, node = heapq.heappop(sweep.ready)
         sweep.run_node(node, sweep.buffers.pop(node, None))     # None: no gradient reached it
+    sweep.deliver_hooked_leaves()
     return sweep.captured_adjoints()
 
 
@@ -164,6 +166,7 @@ class Sweep:
         self.capturing = capture is not None
         self.capture = {_capture_key(t): t for t in capture or ()}
         self.captured = {}
+        self.hooked_leaves = {}                          # leaf -> its summed gradient, hooked when the sweep ends
 
     def captured_adjoints(self):
         return [self.captured.get(key) for key in self.capture] if self.capturing else None
@@ -182,6 +185,8 @@ class Sweep:
         listening = events.active
         if listening:
             events.emit("node_begin", node=node, adjoint=adjoint)
+        if adjoint is not None and node.hooks:
+            adjoint = self._hooked(node.hooks, adjoint, node.output_uid)
         if adjoint is not None and node.output_uid in self.capture:
             self.captured[node.output_uid] = adjoint
         if adjoint is None or (self.useful is not None and node not in self.useful):
@@ -223,7 +228,36 @@ class Sweep:
             existing = self.buffers.get(parent)
             self.buffers[parent] = contribution if existing is None else self.sum(parent.output_uid, existing, contribution)
             self._arrive(parent)
-        elif parent.uid in self.capture:
+        elif hooks.of_leaf(parent) is not None:
+            existing = self.hooked_leaves.get(parent)
+            self.hooked_leaves[parent] = (contribution, node) if existing is None else (
+                self.sum(parent.uid, existing[0], contribution), node)
+        else:
+            self._deliver_to_leaf(parent, contribution, node)
+
+    def deliver_hooked_leaves(self):
+        """A hooked leaf's gradient, summed over everything that reached it, goes through its hooks, then on."""
+        while self.hooked_leaves:
+            leaf, (total, node) = self.hooked_leaves.popitem()
+            self._deliver_to_leaf(leaf, self._hooked(hooks.of_leaf(leaf) or {}, total, leaf.uid), node)
+
+    def _hooked(self, table, adjoint, owner_uid):
+        """The adjoint after the tensor's hooks: replaced by what a hook returned, in a storage of its own."""
+        if self.on_tape:
+            replaced = hooks.run(table, adjoint.array)
+            if replaced is None:
+                return adjoint
+            if not isinstance(replaced, Tensor):
+                replaced = Tensor.allocate(np.asarray(replaced, dtype=adjoint.array.dtype), "grad")
+            return Adjoint(replaced, replaced.storage)
+        over = SavedTensor.over(adjoint.array, adjoint.storage, adjoint.storage.uid, None)   # no new bytes
+        replaced = hooks.run(table, over)
+        if replaced is None:
+            return adjoint
+        return _fresh(np.array(getattr(replaced, "data", replaced), dtype=adjoint.array.dtype), owner_uid)
+
+    def _deliver_to_leaf(self, parent, contribution, node):
+        if parent.uid in self.capture:
             existing = self.captured.get(parent.uid)
             self.captured[parent.uid] = contribution if existing is None else self.sum(parent.uid, existing, contribution)
         elif self.accumulate:

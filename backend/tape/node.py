@@ -23,7 +23,8 @@ class Node:
     """One entry of the Wengert list. `next` holds, per input, the producing Node, the leaf Tensor, or None."""
 
     __slots__ = ("op", "attrs", "next", "needs", "shapes", "saved", "seq", "output_uid",
-                 "retained", "released", "had_saved", "scope", "recipes", "tangents", "phase", "__weakref__")
+                 "retained", "released", "had_saved", "scope", "recipes", "tangents", "phase", "hooks",
+                 "__weakref__")
 
     def __init__(self, op, attrs, inputs, needs):
         self.op = op
@@ -42,6 +43,7 @@ class Node:
         self.recipes = None       # saved name -> (Recipe, tensor uid) for outputs recomputed, not pinned
         self.tangents = None      # saved name -> tangent, when recorded inside a JVP sweep (forward-over-reverse)
         self.phase = modes.phase  # "forward", or "backward" for a vjp's own op recorded under create_graph
+        self.hooks = None         # gradient hooks registered on this entry's output (hooks.register)
 
     def name(self):
         return self.op.backward_name

@@ -86,6 +86,11 @@ class Tensor:
         if events.active:
             events.emit("grad", tensor=self, storage=storage)
 
+    def register_hook(self, hook):
+        """Call `hook(grad)` with this tensor's gradient in backward; a returned Tensor replaces it (torch's)."""
+        from backend.tape import hooks              # hooks reads Tensors' grad_fn: it builds on this module
+        return hooks.register(self, hook)
+
     def retain_grad(self):
         """Keep this non-leaf's gradient in .grad after backward (intermediate gradients are freed otherwise)."""
         if self.grad_fn is not None:

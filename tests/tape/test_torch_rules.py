@@ -4,6 +4,7 @@ gradcheck perturbs the input itself even when it is F-ordered. Each is checked a
 import numpy as np
 import pytest
 
+import backend.tape as T
 from backend.tape import gradcheck, parameter, tensor
 
 try:
@@ -65,3 +66,53 @@ def test_gradcheck_perturbs_an_f_ordered_input_itself():
     x = parameter(np.asfortranarray(np.random.default_rng(0).normal(size=(3, 4))))
     assert x.data.flags["F_CONTIGUOUS"] and not x.data.flags["C_CONTIGUOUS"]
     assert gradcheck(lambda a: (a * a).tanh().sum(), [x])
+
+
+def _hooked_run(lib, make, clip):
+    """A leaf used twice and a non-leaf whose gradient a hook scales; the leaf's hook clips the summed gradient."""
+    seen = []
+    w = make(np.array([1.0, -2.0, 3.0]))
+    h = w * 2.0
+    h.register_hook(lambda g: g * 10.0)
+    w.register_hook(lambda g: (seen.append(np.array(getattr(g, "data", g)) if not hasattr(g, "detach")
+                                           else g.detach().numpy().copy()), g.clamp(-clip, clip) if hasattr(g, "clamp")
+                               else T.tensor(np.clip(g.data, -clip, clip)))[1])
+    ((h * h).sum() + (w * 3.0).sum()).backward()
+    grad = w.grad.numpy() if hasattr(w.grad, "numpy") else w.grad
+    return grad, seen
+
+
+def test_register_hook_replaces_a_gradient_and_a_leaf_hook_sees_the_summed_gradient_once():
+    grad, seen = _hooked_run(T, T.parameter, 100.0)
+    np.testing.assert_array_equal(seen[0], [83.0, -157.0, 243.0])      # 10·8w + 3, once: both uses summed first
+    assert len(seen) == 1
+    np.testing.assert_array_equal(grad, [83.0, -100.0, 100.0])         # the clipped value is what lands
+    if torch is None:
+        return
+    theirs, their_seen = _hooked_run(torch, lambda a: torch.tensor(a, requires_grad=True), 100.0)
+    np.testing.assert_array_equal(grad, theirs)
+    np.testing.assert_array_equal(seen[0], their_seen[0])
+
+
+def test_a_removed_hook_no_longer_runs_and_grad_sees_hooked_gradients():
+    w = T.parameter(np.array([1.0, 2.0]))
+    h = w * 3.0
+    handle = h.register_hook(lambda g: g * 0.0)
+    handle.remove()
+    h.sum().backward()
+    np.testing.assert_array_equal(w.grad, [3.0, 3.0])
+    x = T.parameter(np.array([1.0, 2.0]))
+    y = x * x
+    y.register_hook(lambda g: g * 2.0)
+    (gx,) = T.grad(y.sum(), x)
+    np.testing.assert_array_equal(gx.data, [4.0, 8.0])                # 2 · 2x
+
+
+def test_hook_errors_are_torchs():
+    with pytest.raises(RuntimeError, match="cannot register a hook on a tensor that doesn't require gradient"):
+        T.tensor(np.ones(2)).register_hook(lambda g: g)
+    w = T.parameter(np.ones(2))
+    h = w * 2.0
+    h.register_hook(lambda g: T.tensor(np.ones(3)))
+    with pytest.raises(RuntimeError, match="has changed the size of value"):
+        h.sum().backward()
