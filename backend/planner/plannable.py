@@ -9,15 +9,10 @@ def plan_refusal(spec, error=None):
     document error (a backward stopped by an in-place op); the spec's own reasons come first, as a request is
     refused for them before its base run is recorded."""
     if "gradient_penalty" in spec["loss"]:
-        return ("cannot be planned for a spec with loss.gradient_penalty: a checkpointed region's backward is a "
-                "nested sweep of plain arrays, which create_graph cannot record; trace it without a checkpoint, or "
-                "remove loss.gradient_penalty")
-    if spec.get("accumulate", 1) > 1:
-        return (f"cannot be planned with accumulate {spec['accumulate']} yet (the planner models one forward and "
-                "backward): set accumulate to 1 to checkpoint")
-    if spec.get("precision") is not None:
-        return ("cannot be planned under mixed precision yet (a recomputed region would run outside autocast): "
-                "remove precision to checkpoint")
+        return ("cannot be planned for a spec with loss.gradient_penalty yet: checkpoint() runs under create_graph "
+                "(its regions recompute into the recorded backward), but the planner cannot yet predict the memory of "
+                "a recorded backward and a second one through it; trace it without a checkpoint, or remove "
+                "loss.gradient_penalty")
     if error is not None:
         return (f"has nothing to plan: this model's backward stops at step {error['step']} ({error['backward']}: "
                 "an in-place op overwrote a saved tensor); trace it without a checkpoint to see where, and fix the "

@@ -13,6 +13,10 @@ holds it, with the engine's rules:
 - the adjoint that enters a region is held until the region's nested sweep ends;
 - everything else keeps its base interval, re-timed.
 
+Under gradient accumulation every micro-batch runs its own forward and backward, and each checkpoints the same
+regions: a region is then one per micro-batch, keyed (micro-batch, region), each with its own input, recompute
+and nested sweep.
+
 Live bytes at a step are the storages with born ≤ step ≤ freed, exactly as the trace document counts them,
 so the predicted peak is checked byte for byte against the executed run.
 """
@@ -31,9 +35,11 @@ class BaseRun:
     entry_block: list           # forward tape index -> block index or None
     holders: dict               # storage id -> forward tape indices that saved a tensor on it
     output_storage: dict        # forward tape index -> storage id of its output
-    block_inputs: list          # block index -> storage id entering it
+    block_inputs: dict          # (micro-batch, block index) -> storage id entering it
     flops: list                 # forward tape index -> FLOPs
     n_blocks: int
+    entry_micro_batch: list     # forward tape index -> its micro-batch (1 without accumulation)
+    unrecorded_block: dict      # forward step with no entry (autocast's cast of x) -> (micro-batch, block)
 
     @classmethod
     def from_document(cls, document):
@@ -44,17 +50,27 @@ class BaseRun:
         for t in document["tensors"]:
             for index in t["saved_by"]:
                 holders.setdefault(t["storage"], set()).add(index)
-        inputs = {b["path"]: b["input_storage"] for b in document["blocks"]}
         blocks = BlockIndex(paths)
+        born_scope = {}             # step -> the scope of a tensor born there (an unrecorded op's output)
+        for t in document["tensors"]:
+            if t["produced_by"] is None and t.get("scope"):
+                born_scope.setdefault(t["born"], t["scope"])
+        unrecorded = {s["index"]: (s.get("micro_batch") or 1, blocks.block_of(born_scope[s["index"]]))
+                      for s in document["steps"]
+                      if s["phase"] == "forward" and s["entry"] is None and s["index"] in born_scope}
         return cls(
             steps=[(s["phase"], s["entry"]) for s in document["steps"]],
             storages=document["storages"],
             entry_block=[blocks.block_of(e["scope"]) for e in tape],
             holders=holders,
             output_storage={e["index"]: storage_of.get(e["output"]) for e in tape},
-            block_inputs=[inputs.get(path) for path in paths],
+            block_inputs={(micro, b): storage for b, block in enumerate(document["blocks"])
+                          for micro, storage in enumerate(block.get("micro_batch_inputs", [block["input_storage"]]),
+                                                          start=1)},
             flops=[e["flops"] for e in tape],
             n_blocks=len(paths),
+            entry_micro_batch=[e.get("micro_batch") or 1 for e in tape],
+            unrecorded_block=unrecorded,
         )
 
 
@@ -63,13 +79,17 @@ class Timeline:
 
     def __init__(self, base, regions):
         region_of_block = {block: r for r, region in enumerate(regions) for block in region}
-        self.region_of_entry = [region_of_block.get(b) if b is not None else None for b in base.entry_block]
+        self.unrecorded_region = {step: (micro, region_of_block[block])
+                                  for step, (micro, block) in base.unrecorded_block.items() if block in region_of_block}
+        self.region_of_entry = [(m, region_of_block[b]) if b in region_of_block else None   # keyed per micro-batch
+                                for b, m in zip(base.entry_block, base.entry_micro_batch)]
         self.new = {}                    # base step -> checkpointed step (first forward / backward / optimizer)
         self.recompute = {}              # base forward step in a region -> its recompute step
         self.region_forward = {}         # region -> base forward steps
         self.region_backward = {}        # region -> base backward steps
         self.backward_step_of = {}       # forward tape index -> base backward step
         self.sweep_end = {}              # region -> checkpointed step of its nested sweep's last node
+        self.unrecorded_in = set()       # base forward steps of unrecorded ops inside a region
         n = 0
         for s, (phase, entry) in enumerate(base.steps):
             region = self.region_at(base, s)
@@ -77,6 +97,8 @@ class Timeline:
                 if region is not None and region not in self.region_forward:
                     self.region_forward[region] = []
                     n += 1                                  # the checkpoint entry's own step
+                if region is not None and entry is None:
+                    self.unrecorded_in.add(s)
                 if region is not None:
                     self.region_forward[region].append(s)
                 self.new[s], n = n, n + 1
@@ -90,7 +112,10 @@ class Timeline:
                 self.region_backward[region] = []
                 n += 1                                      # the checkpoint node's step
                 for f in self.region_forward[region]:
-                    self.recompute[f], n = n, n + 1
+                    if f in self.unrecorded_in:     # an unrecorded op re-runs within the step before it
+                        self.recompute[f] = n - 1
+                    else:
+                        self.recompute[f], n = n, n + 1
             elif self.region_backward[region][-1] != s - 1:
                 raise ValueError("a region's backward is not contiguous: the chain model does not fit this graph")
             self.region_backward[region].append(s)
@@ -100,6 +125,8 @@ class Timeline:
 
     def region_at(self, base, step):
         phase, entry = base.steps[step]
+        if phase == "forward" and entry is None:
+            return self.unrecorded_region.get(step)
         if phase not in ("forward", "backward") or entry is None or entry >= len(self.region_of_entry):
             return None
         return self.region_of_entry[entry]
@@ -128,12 +155,13 @@ def latest_release(steps):
 
 
 def _intervals(base, regions, t):
-    input_of = {}                       # storage id -> region whose checkpoint entry saves it
-    for r, region in enumerate(regions):
-        storage = base.block_inputs[region[0]]
-        if storage is None:
-            raise ValueError("the base run did not report block inputs; record it with the block driver")
-        input_of[storage] = r
+    input_of = {}                       # storage id -> (micro-batch, region) whose checkpoint entry saves it
+    for micro in sorted(set(base.entry_micro_batch)):
+        for r, region in enumerate(regions):
+            storage = base.block_inputs.get((micro, region[0]))
+            if storage is None:
+                raise ValueError("the base run did not report block inputs; record it with the block driver")
+            input_of[storage] = (micro, r)
     for st in base.storages:
         born, freed, nbytes = st["born"], st["freed"], st["nbytes"]
         phase = base.steps[born][0]
@@ -183,7 +211,12 @@ def _region_forward_copies(base, st, region, t, input_of, tensor_held):
     steps = []
     if tensor_held:
         inside = t.region_at(base, dropped) == region and base.steps[dropped][0] == "forward"
-        steps.append(t.recompute[dropped] if inside else t.sweep_end[region])
+        if inside:
+            steps.append(t.recompute[dropped])
+        elif st["kind"] == "weight_copy":   # autocast's cache held it; the recompute's own cache ends with it
+            steps.append(t.recompute[t.region_forward[region][-1]])
+        else:
+            steps.append(t.sweep_end[region])
     for entry in base.holders.get(st["id"], ()):
         if t.region_of_entry[entry] == region:
             steps.append(t.new[t.backward_step_of[entry]])

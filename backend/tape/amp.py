@@ -11,8 +11,9 @@ Inside `autocast("float16")` the dispatcher asks `inputs_for(op, inputs)` which 
 
 Each cast is a recorded `cast` entry when its input requires grad. A parameter is cast once per autocast region
 (torch's cast cache), and that copy lives as long as some entry saves it: the low-precision weight copies. A cast
-made while recording is off (inside a checkpoint region's forward) is not cached: its copy has no history, and a
-later recorded use of the same parameter needs one.
+made while recording is off (inside a checkpoint region's forward) is cached apart, for unrecorded uses only: its
+copy has no history, and a later recorded use of the same parameter needs one. Either lives until the region ends,
+as torch's cache holds it.
 
 `state()` is the autocast state in force; `running_as(state)` re-enters one, with a fresh cast cache, as a
 checkpoint's recompute does for the state its region was recorded under.
@@ -27,7 +28,7 @@ from backend.tape.registry import OPS
 
 active = False
 compute_dtype = None
-_copies = {}                    # parameter uid -> its low-precision copy in this region
+_copies = {}                    # (parameter uid, recorded) -> its low-precision copy in this region
 
 LOWER = frozenset({"matmul", "attention"})
 FLOAT32 = frozenset({"softmax", "log_softmax", "cross_entropy", "layernorm", "rmsnorm", "sum", "mean", "exp",
@@ -87,12 +88,16 @@ def _is_master(t):
 
 def _cast(t, dtype):
     from backend.tape.dispatch import apply           # dispatch imports this module: its hook calls back here
-    cached = _copies.get(t.uid) if _is_master(t) else None
-    if cached is not None:
-        return cached
+    master = _is_master(t)
+    if master:
+        cached = _copies.get((t.uid, True))                 # a recorded copy serves any use
+        if cached is None and not modes.enabled:
+            cached = _copies.get((t.uid, False))            # an unrecorded one only unrecorded uses
+        if cached is not None:
+            return cached
     out = apply(OPS["cast"], (t,), {"dtype": _name(dtype), "source": _name(t.data.dtype)})
-    if _is_master(t) and modes.enabled:
-        _copies[t.uid] = out
+    if master:
+        _copies[(t.uid, modes.enabled)] = out
     return out
 
 

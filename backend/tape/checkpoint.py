@@ -8,7 +8,7 @@ the recomputed sub-graph with the engine, hands back the inputs' gradients and l
 """
 from backend.tape import amp, events, modes
 from backend.tape import random as tape_random
-from backend.tape.engine import backward
+from backend.tape.engine import backward_many, running_sweep
 from backend.tape.node import Node
 from backend.tape.registry import Op, register
 from backend.tape.tensor import Tensor
@@ -18,10 +18,20 @@ def _recompute_vjp(adjoint, saved, node):
     """Re-run the region with recording, back through it from `adjoint`, and hand back each input's gradient.
 
     The nested sweep seeds from the incoming Adjoint itself and captures the inputs' gradients in buffers, so
-    every gradient keeps one storage, as it would have without the checkpoint.
-    """
+    every gradient keeps one storage, as it would have without the checkpoint. It runs inside the outer sweep
+    and as it does: a parameter's gradient goes back to it (to .grad, or nowhere under grad()), and under
+    create_graph the nested vjps are recorded and the region re-runs on its inputs with their history, so a
+    second backward goes through the recomputed region to what came before it (torch's non-reentrant
+    checkpoint does the same)."""
     attrs = node.attrs
-    leaves = [_leaf_over(node.saved[f"inputs[{i}]"], need) for i, need in enumerate(node.needs)]
+    if attrs.get("replayed"):        # a later sweep after a create_graph one: the recomputed region is the graph
+        return (adjoint,)
+    outer = running_sweep()
+    on_tape = isinstance(adjoint.array, Tensor)
+    if on_tape:
+        leaves = [node.saved_as_tensor(f"inputs[{i}]") for i in range(len(node.needs))]
+    else:
+        leaves = [_leaf_over(node.saved[f"inputs[{i}]"], need) for i, need in enumerate(node.needs)]
     del saved
     if events.active:
         events.emit("recompute_begin", node=node)
@@ -35,9 +45,18 @@ def _recompute_vjp(adjoint, saved, node):
     if events.active:
         events.emit("recompute_end", node=node)
     wanted = [leaf for leaf, need in zip(leaves, node.needs) if need]
-    captured = iter(backward(out, adjoint, capture=wanted) if out.requires_grad else [None] * len(wanted))
+    captured = iter(backward_many([out], [adjoint], capture=wanted, create_graph=outer.create_graph,
+                                  accumulate=outer.accumulate, outer=outer)
+                    if out.requires_grad else [None] * len(wanted))
+    grads = tuple(next(captured) if need else None for need in node.needs)
+    if on_tape and outer.retain_graph and out.grad_fn is not None:
+        # The recorded first backward reads the recomputed region's values; a second backward must meet them
+        # there, so from now on this entry hands its adjoint to the recomputed region (whose history reaches
+        # this entry's inputs): both paths sum at the same nodes, as they do in the plain run and in torch,
+        # where the unpacked values keep the original nodes as their history.
+        attrs["replayed"], attrs["rebase_to"] = True, out
     del out
-    return tuple(next(captured) if need else None for need in node.needs)
+    return grads
 
 
 def _leaf_over(saved_entry, requires_grad):
@@ -63,7 +82,6 @@ CHECKPOINT = register(Op(
     "checkpoint", "checkpoint", ("inputs",), saves={"inputs": ()}, variadic=True,
     forward=lambda attrs, *arrays: None,      # never dispatched: checkpoint() runs the region itself
     vjp=_recompute_vjp, jvp=_region_jvp, takes_adjoint=True,
-    not_recordable="its vjp re-runs the region and backs through it with a nested sweep of plain arrays",
     flops=lambda shapes, out_shape, attrs: 0,  # the region's FLOPs are counted on its recompute entries
     why="checkpoint saves only the region's inputs: its backward re-runs the region to get the rest back.",
 ))
@@ -81,7 +99,8 @@ def checkpoint(fn, *inputs, preserve_rng_state=True):
         events.emit("record", node=node, inputs=inputs, out_shape=())
     for i, t in enumerate(inputs):
         origin = t.grad_fn.name() if t.grad_fn is not None else None
-        node.save(f"inputs[{i}]", t.data, t.storage, t.uid, origin)
+        producer = t.grad_fn if t.grad_fn is not None else (t if t.requires_grad else None)
+        node.save(f"inputs[{i}]", t.data, t.storage, t.uid, origin, producer)    # its history: for create_graph
     if events.active:
         events.emit("checkpoint_begin", node=node)
     with modes.no_grad(), modes.watching_for_grad() as touched_grad:

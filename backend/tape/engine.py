@@ -36,13 +36,16 @@ def _fresh(array, owner_uid):
     return Adjoint(array, storage, exclusive=True)
 
 
-def dependencies(roots):
-    """How many edges point at each node reachable from `roots` (a node or a list of them; an iterative walk)."""
+def dependencies(roots, stops=()):
+    """How many edges point at each node reachable from `roots` (a node or a list of them; an iterative walk).
+    The walk does not go past a node in `stops` (a nested sweep's boundary: its gradient is captured there)."""
     roots = [roots] if type(roots) is Node else list(roots)
     counts = {root: 0 for root in roots}
     stack = list(roots)
     while stack:
         node = stack.pop()
+        if node in stops:
+            continue
         for parent in node.next:
             if type(parent) is Node:
                 if parent in counts:
@@ -51,6 +54,14 @@ def dependencies(roots):
                     counts[parent] = 1
                     stack.append(parent)
     return counts
+
+
+_running = []          # the sweeps running now, innermost last: a checkpoint's nested sweep reads its outer one
+
+
+def running_sweep():
+    """The innermost sweep running now, or None."""
+    return _running[-1] if _running else None
 
 
 def backward(root_tensor, gradient=None, retain_graph=None, capture=None, create_graph=False, accumulate=True):
@@ -66,14 +77,27 @@ def backward(root_tensor, gradient=None, retain_graph=None, capture=None, create
     return backward_many([root_tensor], [gradient], retain_graph, capture, create_graph, accumulate)
 
 
-def backward_many(roots, gradients, retain_graph=None, capture=None, create_graph=False, accumulate=True):
-    """One sweep from several outputs at once, each seeded with its gradient (see `backward`)."""
+def backward_many(roots, gradients, retain_graph=None, capture=None, create_graph=False, accumulate=True,
+                  outer=None):
+    """One sweep from several outputs at once, each seeded with its gradient (see `backward`).
+
+    `outer` makes this a checkpoint's nested sweep inside that running sweep: it stops at the captured tensors'
+    producers (their gradients go back to the checkpoint entry), records its vjps when the outer one does, and
+    hands every other leaf's gradient to the outer sweep, which accumulates or captures it as its caller asked."""
     if retain_graph is None:
         retain_graph = create_graph
     for index, root_tensor in enumerate(roots):
         if not root_tensor.requires_grad:
             raise RuntimeError(f"element {index} of tensors does not require grad and does not have a grad_fn")
-    sweep = Sweep(retain_graph, capture, create_graph, accumulate)
+    sweep = Sweep(retain_graph, capture, create_graph, accumulate, outer)
+    _running.append(sweep)
+    try:
+        return _sweep(sweep, roots, gradients)
+    finally:
+        _running.pop()
+
+
+def _sweep(sweep, roots, gradients):
     nodes = []
     for root_tensor, gradient in zip(roots, gradients):
         seed_adjoint = _seed(root_tensor, gradient, sweep.on_tape)
@@ -91,9 +115,10 @@ def backward_many(roots, gradients, retain_graph=None, capture=None, create_grap
     if not nodes:
         sweep.deliver_hooked_leaves()
         return sweep.captured_adjoints()
-    sweep.pending = dependencies(nodes)
-    if not accumulate:
-        sweep.useful = _leading_to(sweep.pending, sweep.capture)
+    sweep.pending = dependencies(nodes, sweep.stops)
+    if not sweep.accumulate:
+        sweep.wanted_uids = sweep.wanted()
+        sweep.useful = _leading_to(sweep.pending, sweep.wanted_uids)
     if events.active:
         events.emit("backward_begin", root=nodes[0], dependencies=sweep.pending)
     sweep.ready = [(-root.seq, root) for root in nodes if sweep.pending[root] == 0]
@@ -154,9 +179,10 @@ def _leading_to(pending, capture):
 class Sweep:
     """The state of one adjoint sweep: buffers per node, dependency counts, the ready queue."""
 
-    def __init__(self, retain_graph, capture, create_graph=False, accumulate=True):
+    def __init__(self, retain_graph, capture, create_graph=False, accumulate=True, outer=None):
         self.retain_graph = retain_graph
         self.create_graph = create_graph
+        self.outer = outer
         self.on_tape = create_graph or dual.active      # the adjoints are Tensors and the vjps run on Tensors
         self.accumulate = accumulate
         self.useful = None                               # with accumulate=False: the nodes worth running
@@ -167,6 +193,12 @@ class Sweep:
         self.capture = {_capture_key(t): t for t in capture or ()}
         self.captured = {}
         self.hooked_leaves = {}                          # leaf -> its summed gradient, hooked when the sweep ends
+        # A nested sweep ends at its captured tensors' producers: their vjps belong to the outer sweep.
+        self.stops = {t.grad_fn for t in capture or () if t.grad_fn is not None} if outer is not None else ()
+
+    def wanted(self):
+        """The uids whose gradients this sweep must produce: its own captures, and its outer sweep's."""
+        return self.capture.keys() | (self.outer.wanted() if self.outer is not None else set())
 
     def captured_adjoints(self):
         return [self.captured.get(key) for key in self.capture] if self.capturing else None
@@ -189,6 +221,8 @@ class Sweep:
             adjoint = self._hooked(node.hooks, adjoint, node.output_uid)
         if adjoint is not None and node.output_uid in self.capture:
             self.captured[node.output_uid] = adjoint
+        if node in self.stops:
+            return                      # the boundary of a nested sweep: the outer sweep runs this node
         if adjoint is None or (self.useful is not None and node not in self.useful):
             grads = (None,) * len(node.next)
         elif self.useful is not None:
@@ -215,6 +249,8 @@ class Sweep:
                             else _adjoint_for(grad, adjoint, produced, _gradient_owner(parent)))
             self.deliver(parent, contribution, node)
         del grads, produced, adjoint
+        if node.op.takes_adjoint and "rebase_to" in node.attrs:      # see checkpoint._recompute_vjp
+            node.next, node.needs = (node.attrs.pop("rebase_to").grad_fn,), (True,)
         if not self.retain_graph:
             node.release()
         if listening:
@@ -228,6 +264,14 @@ class Sweep:
             existing = self.buffers.get(parent)
             self.buffers[parent] = contribution if existing is None else self.sum(parent.output_uid, existing, contribution)
             self._arrive(parent)
+        else:
+            self._leaf_gets(parent, contribution, node)
+
+    def _leaf_gets(self, parent, contribution, node):
+        """A leaf's gradient: to the outer sweep from a nested one (a parameter inside a checkpoint region), into a
+        hooked leaf's buffer, or captured / accumulated."""
+        if self.outer is not None and parent.uid not in self.capture:
+            self.outer._leaf_gets(parent, contribution, node)
         elif hooks.of_leaf(parent) is not None:
             existing = self.hooked_leaves.get(parent)
             self.hooked_leaves[parent] = (contribution, node) if existing is None else (
@@ -266,9 +310,9 @@ class Sweep:
     def _pruned_vjp(self, node, adjoint):
         """The vjp asked only for the gradients that lead to a captured tensor (as PyTorch's grad() does): with
         create_graph, a weight's gradient nobody asked for would otherwise be recorded and never swept."""
-        needs = node.needs
-        node.needs = tuple([need and (type(parent) is Node and (parent in self.useful or parent.output_uid in self.capture)
-                                      or type(parent) is not Node and parent is not None and parent.uid in self.capture)
+        needs, wanted = node.needs, self.wanted_uids
+        node.needs = tuple([need and (type(parent) is Node and (parent in self.useful or parent.output_uid in wanted)
+                                      or type(parent) is not Node and parent is not None and parent.uid in wanted)
                             for need, parent in zip(needs, node.next)])
         try:
             if self.on_tape:
@@ -281,6 +325,8 @@ class Sweep:
     def _recorded_vjp(self, node, adjoint):
         """The node's vjp on Tensors (run_node has set the grad mode): recorded when create_graph, carrying
         tangents in a JVP sweep."""
+        if node.op.takes_adjoint:           # a checkpoint re-runs its region and records its own nested sweep
+            return node.op.vjp(adjoint, None, node)
         saved = node.unpack_tensors()
         if node.retained is not None:
             _keep_retained(node, adjoint)
@@ -310,6 +356,8 @@ def _keep_retained(node, adjoint):
 
 def _tensor_adjoint(grad, incoming):
     """A recorded vjp's output as an Adjoint: a Tensor (a plain array, e.g. a zero, becomes a constant one)."""
+    if isinstance(grad, Adjoint):           # a checkpoint's nested sweep hands back its captured Adjoints
+        return grad
     if not isinstance(grad, Tensor):
         grad = Tensor.allocate(np.asarray(grad), "grad")
     return Adjoint(grad, grad.storage)

@@ -103,6 +103,15 @@ class Node:
                 dual.set_tangent(values[saved_name], self.tangents[saved_name])
         return values
 
+    def saved_as_tensor(self, saved_name):
+        """One saved value as a Tensor whose history is its producer (after the version check)."""
+        array, storage, version, origin, uid, producer = self.saved[saved_name]
+        if self.released and self.had_saved:
+            raise RuntimeError(SECOND_BACKWARD)
+        if storage.version != version:
+            self._checked(array, storage, version, origin)
+        return _saved_tensor(array, storage, self, producer, uid)
+
     def _checked(self, array, storage, version, origin):
         if storage.version != version:
             shape = ", ".join(str(d) for d in array.shape)

@@ -27,6 +27,7 @@ class Recorder:
         self.dependencies = {}       # tape index -> consumers counted when backward began
         self._waiting = {}           # nodes that hold part of their adjoint, not yet run
         self.blocks = []             # {path, input_storage} per block, when the driver reports them
+        self._block_cursor = 0       # the block a later micro-batch's next reported input belongs to
         self._checkpoints = []       # tape indices of the checkpoints whose forward is running
         self._in_checkpoint = 0      # > 0 while a checkpoint's forward runs its region without recording
         self._holders = {}           # storage address -> live Tensor objects over it
@@ -94,8 +95,20 @@ class Recorder:
             self.storages[address]["dropped"] = self.step
 
     def note_block_input(self, path, tensor):
-        """The model's driver tells which storage enters each block (what a checkpoint of it must keep)."""
-        self.blocks.append({"path": path, "input_storage": self._storage(tensor.storage)["id"]})
+        """The model's driver tells which storage enters each block (what a checkpoint of it must keep). Under
+        accumulation every micro-batch tells: the blocks are the first's, each with every micro-batch's input."""
+        storage = self._storage(tensor.storage)["id"]
+        if self.micro_batch is None:
+            self.blocks.append({"path": path, "input_storage": storage})
+            return
+        if self.micro_batch == 1:
+            self.blocks.append({"path": path, "input_storage": storage, "micro_batch_inputs": [storage]})
+            self._block_cursor = 0
+            return
+        block = self.blocks[self._block_cursor % len(self.blocks)]      # the same blocks, in the same order
+        if len(block["micro_batch_inputs"]) < self.micro_batch:
+            block["micro_batch_inputs"].append(storage)
+        self._block_cursor += 1
 
     def on_op(self, op, attrs):
         if self._in_checkpoint:       # the region's forward, unrecorded: a step per op keeps its transients apart

@@ -46,7 +46,7 @@ def run_model(spec, regions=(), preserve_rng_state=True, recorder=None, recomput
     for k, (inputs, target) in enumerate(model.micro_batches(), start=1):
         begin("forward", numbered(k))
         with _autocasting(precision):
-            h = _forward(model, inputs, regions, preserve_rng_state, recorder if k == 1 else None)
+            h = _forward(model, inputs, regions, preserve_rng_state, recorder)
             loss = model.loss(h, target)
         del h
         if micro_batches > 1 and model.loss_is_mean:
@@ -101,7 +101,7 @@ def _autocasting(precision):
 
 
 def _forward(model, h, regions, preserve_rng_state, recorder):
-    """The blocks on one (micro-)batch; `recorder` hears each block's input (the first micro-batch only)."""
+    """The blocks on one (micro-)batch; `recorder` hears each block's input."""
     first_of = {region[0]: region for region in regions}
     index = 0
     while index < len(model.blocks):

@@ -16,8 +16,6 @@ SCHEMAS = {version: json.loads((ROOT / "docs" / name).read_text())
 # One preset per reason, and the words that say which reason it is.
 REASONS = {
     "gradient-penalty": "loss.gradient_penalty",
-    "grad-accumulation": "set accumulate to 1",
-    "mixed-precision": "remove precision",
     "version-error": "backward stops at step",
 }
 
@@ -47,12 +45,14 @@ def test_a_plannable_run_states_null_and_its_plan_runs(client):
     assert unpack(planned.get_json())["summary"]["plan_refusal"] is None
 
 
-def test_a_spec_with_two_reasons_is_refused_with_the_first_both_ways(client):
+def test_accumulate_and_precision_together_plan_with_bitwise_gradients(client):
     spec = {**presets.get("deep-mlp"), "accumulate": 2, "precision": {"compute": "bfloat16"}}
-    stated = unpack(client.post("/api/trace", json={"spec": spec}).get_json())["summary"]["plan_refusal"]
-    assert "accumulate 2" in stated
-    refused = client.post("/api/trace", json={"spec": spec, "checkpoint": {"policy": "sqrt"}})
-    assert refused.get_json()["problems"] == [{"path": "checkpoint", "message": stated}]
+    assert unpack(client.post("/api/trace", json={"spec": spec}).get_json())["summary"]["plan_refusal"] is None
+    planned = client.post("/api/trace", json={"spec": spec, "checkpoint": {"policy": "sqrt"}})
+    assert planned.status_code == 200, planned.get_json()
+    schedule = unpack(planned.get_json())["schedule"]
+    assert schedule["grads_match"] is True
+    assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"]
 
 
 def test_a_document_without_the_field_still_validates(client):

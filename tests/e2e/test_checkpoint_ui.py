@@ -215,11 +215,9 @@ def test_scale_up_link_carries_the_models_shape_to_the_ledger(page, live_server,
 
 
 # Stepped as traced, without a policy: a gradient penalty refuses checkpoint plans (a 400). Left out: the version-error
-# preset's backward stops at a version error, nothing to checkpoint (tests/e2e/test_layer_knobs.py), and the planner
-# refuses accumulate and precision by name (tests/api/test_training_knobs.py).
+# preset's backward stops at a version error, nothing to checkpoint (tests/e2e/test_layer_knobs.py).
 UNPLANNABLE = [p for p in preset_specs.PRESETS if "gradient_penalty" in preset_specs.get(p)["loss"]]
-UNTRACED = {p for p in preset_specs.PRESETS if p == "version-error" or preset_specs.get(p).get("accumulate", 1) > 1
-            or preset_specs.get(p).get("precision")}
+UNTRACED = {"version-error"}
 PLANNABLE = [p for p in preset_specs.PRESETS if p not in UNPLANNABLE and p not in UNTRACED]
 
 

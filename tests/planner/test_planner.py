@@ -7,14 +7,27 @@ from backend.models import presets, validate_spec
 from backend.planner import Planner, PolicyError, validate
 from backend.planner.chain import min_peak_segments
 
-PRESETS = ["seed-tape", "lab1-mlp", "residual-unit", "deep-mlp", "transformer-tiny"]
+# mixed-precision recomputes under autocast; grad-accumulation checkpoints every micro-batch's regions
+PRESETS = ["seed-tape", "lab1-mlp", "residual-unit", "deep-mlp", "transformer-tiny", "mixed-precision",
+           "grad-accumulation"]
 REQUESTS = [{"policy": "none"}, {"policy": "every_k", "k": 1}, {"policy": "sqrt"}, {"policy": "selective"},
             {"policy": "optimal", "budget_bytes": 1}, {"policy": "manual", "recompute": []}]
 
 
-@pytest.fixture(scope="module", params=PRESETS)
+# Knobs on top of a preset: float16 overflows in lab1-mlp (inf in both runs counts as equal), and accumulate with
+# precision checkpoints every micro-batch's regions under autocast.
+VARIANTS = {
+    "lab1-mlp+float16": ("lab1-mlp", {"dtype": "float32", "precision": {"compute": "float16"}}),
+    "residual-unit+accumulate2+bfloat16": ("residual-unit", {"dtype": "float32", "accumulate": 2,
+                                                             "precision": {"compute": "bfloat16"}}),
+    "transformer-tiny+accumulate2+float16": ("transformer-tiny", {"accumulate": 2, "precision": {"compute": "float16"}}),
+}
+
+
+@pytest.fixture(scope="module", params=PRESETS + list(VARIANTS))
 def planner(request):
-    return Planner(validate_spec(presets.get(request.param)))
+    name, extra = VARIANTS.get(request.param, (request.param, {}))
+    return Planner(validate_spec({**presets.get(name), **extra}))
 
 
 FAMILIES = ["named", "every_k", "manual", "optimal"]
