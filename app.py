@@ -1,8 +1,12 @@
 """Tapescope's web entry point: the Flask application factory; `python app.py` serves 127.0.0.1:5000."""
 import os
 
-from flask import Flask
-from werkzeug.middleware.proxy_fix import ProxyFix
+from backend import blas
+
+blas.set_environment()          # before numpy loads its BLAS: the work price assumes one thread (backend/blas.py)
+
+from flask import Flask  # noqa: E402
+from werkzeug.middleware.proxy_fix import ProxyFix  # noqa: E402
 
 
 def _env_flag(name: str) -> bool:
@@ -40,6 +44,7 @@ def create_app(test_config=None, instance_path=None):
 
     from backend.api import register_blueprints
     register_blueprints(app)
+    blas.pin_one_thread()           # and every BLAS the engine and the planner loaded, whoever imported numpy first
     from backend.api.limits import init_rate_limits
     init_rate_limits(app)
     return app

@@ -7,6 +7,10 @@ sessions — at once, and a second trace in the same worker gets 503 + Retry-Aft
 """
 import multiprocessing
 
+from backend import blas
+
+blas.set_environment()      # one BLAS thread per worker, before any worker loads numpy (backend/blas.py)
+
 bind = "127.0.0.1:8000"
 workers = multiprocessing.cpu_count()        # one engine per core
 worker_class = "gthread"

@@ -1,7 +1,8 @@
 """Reading a request body as JSON without trusting it: content type, size, syntax, depth and finite numbers.
 
-Flask's get_json lets a deeply nested body surface as RecursionError (a 500); this reader turns every
-malformed body into a 4xx sentence instead.
+Flask's get_json lets a deeply nested body surface as RecursionError (a 500), and a lone surrogate escape
+("\\ud800") parses into a string nothing downstream can encode (a 500 where it is stored); this reader turns
+every malformed body into a 4xx sentence instead.
 """
 import json
 import math
@@ -24,21 +25,47 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def json_depth_exceeds(value, max_depth: int) -> bool:
-    """Walk the value without recursion; True as soon as nesting goes deeper than max_depth."""
-    stack = [(value, 1)]
+def body_problem(value, max_depth: int):
+    """One walk of the parsed body, without recursion: (path, sentence) for nesting deeper than `max_depth` or for
+    a string that is not text (JSON's "\\ud800" escape parses to a lone surrogate, which no store or page can
+    encode), or None when the body is sound."""
+    stack = [(value, 1, "")]
     while stack:
-        node, depth = stack.pop()
+        node, depth, path = stack.pop()
         if isinstance(node, dict):
-            children = node.values()
+            items = node.items()
         elif isinstance(node, list):
-            children = node
+            items = enumerate(node)
         else:
             continue
         if depth > max_depth:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
+            return path or "body", f"The JSON body is nested too deeply; the limit is {max_depth} levels."
+        for key, child in items:
+            for text in (key, child):
+                if isinstance(text, str) and not _encodable(text):
+                    where = _joined(path, key if _encodable(str(key)) else ascii(key))[:200]
+                    return where, (f"The JSON body holds a string that is not text at {where} (a lone surrogate "
+                                   "escape such as \\ud800); send UTF-8 text.")
+            # only containers go on the stack: a list of 300,000 numbers once pushed 300,000 tuples (17 MB)
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1, _joined(path, key)))
+    return None
+
+
+def _joined(path, key):
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def _encodable(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _cut_at_the_cap(raw: bytes) -> bool:
@@ -66,8 +93,10 @@ def json_body():
         raise ApiError(400, f"The JSON body is nested too deeply; the limit is {MAX_JSON_DEPTH} levels.")
     except ValueError as error:  # includes JSONDecodeError and UnicodeDecodeError
         raise ApiError(400, f"The body is not valid JSON: {error}.")
-    if json_depth_exceeds(value, MAX_JSON_DEPTH):
-        raise ApiError(400, f"The JSON body is nested too deeply; the limit is {MAX_JSON_DEPTH} levels.")
+    problem = body_problem(value, MAX_JSON_DEPTH)
+    if problem is not None:
+        path, sentence = problem
+        raise ApiError(400, sentence, [{"path": path, "message": sentence}])
     return value
 
 

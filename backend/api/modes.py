@@ -15,6 +15,7 @@ from backend.models import validate_spec
 from backend.sweeps.chain import matrix_chain
 from backend.sweeps.report import modes_report, sweeps_needed
 from backend.sweeps.subject import sweep_counts
+from backend.trace.failure import is_version_error
 
 modes_api = Blueprint("modes_api", __name__)
 
@@ -31,8 +32,16 @@ def modes():
     normalized = validate_spec(body["spec"])
     counts = sweep_counts(normalized)
     element = _direction(body.get("direction"), counts["inputs"])
-    report = run_on_engine(normalized, None, lambda spec, limits: modes_report(spec, element),
-                           runs=sweeps_needed(counts), **engine_limits())
+    try:
+        report = run_on_engine(normalized, None, lambda spec, limits: modes_report(spec, element),
+                               runs=sweeps_needed(counts), **engine_limits())
+    except RuntimeError as error:
+        if not is_version_error(error):
+            raise
+        raise ApiError(400, "This model's backward stops at a version error, so there is no Jacobian to build.", [{
+            "path": "spec.layers", "message": "an in-place op overwrites a tensor an earlier op saved for backward: "
+                                              "make it out of place (\"inplace\": false) to compare the modes; "
+                                              f"the engine said: {str(error)[:300]}"}]) from None
     return jsonify(report)
 
 

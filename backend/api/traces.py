@@ -10,12 +10,14 @@ from backend.api.bodies import json_body
 from backend.api.errors import ApiError
 from backend.api.payloads import TITLE_MAX_CHARS
 from backend.api.snapshots import store_snapshot
+from backend.trace import deadline
 from backend.trace.document_versions import upgrade
 from backend.trace.intake import PostedDocumentError, PostedDocumentTooLarge, load_posted_document
 
 traces_api = Blueprint("traces_api", __name__)
 
 UPLOAD_MAX_BYTES_DEFAULT = 4 * 1024 * 1024     # the posted JSON (the small GPT's is 0.8 MB); checked in ~1.5 s
+UPLOAD_DEADLINE_S_DEFAULT = 8.0                # past it the check stops and the answer is a 503, as the engine's
 OPENING_VIEW = {"step": 0, "selected": None, "zoom": None}
 
 
@@ -24,7 +26,8 @@ def post_trace():
     request.max_content_length = current_app.config.get("TRACE_UPLOAD_MAX_BYTES", UPLOAD_MAX_BYTES_DEFAULT)
     try:
         posted = json_body()
-        document = load_posted_document(posted)
+        with deadline.running(current_app.config.get("TRACE_UPLOAD_DEADLINE_S", UPLOAD_DEADLINE_S_DEFAULT)):
+            document = load_posted_document(posted)
     except PostedDocumentTooLarge as error:
         raise ApiError(413, f"{error} Record a smaller step.", [{"path": error.cap, "message": str(error)}],
                        cap=error.cap, limit=error.limit, requested=error.size)

@@ -21,6 +21,7 @@ The page decodes version 2 in static/js/trace-document.js; `unpack` is the same 
 """
 import copy
 
+from backend.trace.deadline import check as check_deadline
 from backend.trace.document import graph_of
 
 CURRENT_VERSION = 2
@@ -235,6 +236,7 @@ def unpack(packed):
 
 
 def _rows(name, table, scopes):
+    check_deadline()                 # a posted document is unpacked under the upload route's deadline
     rows = [{} for _ in range(table["count"])]
     optional = set(table.get("optional", ()))
     for field, column in table["columns"].items():
@@ -251,8 +253,9 @@ def _rows(name, table, scopes):
 def _values(column, count):
     if isinstance(column, list):
         return column
-    if "index" in column:
-        return [copy.deepcopy(column["values"][i]) for i in column["index"]]
+    if "index" in column:          # a distinct value is a scalar or a flat object (the schema's): no deep copy
+        values = column["values"]
+        return [dict(values[i]) if isinstance(values[i], dict) else values[i] for i in column["index"]]
     keys = list(column["columns"])
     return [{key: column["columns"][key][i] for key in keys} for i in range(count)]
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import jsonschema
 
 from backend.problems import Problems
+from backend.trace.deadline import check as check_deadline
 from backend.trace.document import KINDS, _live_bytes, _saved_bytes
-from backend.trace.document_versions import ACCEPTED_VERSIONS, unpack
+from backend.trace.document_versions import ACCEPTED_VERSIONS, TABLES, unpack
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 SCHEMA_PATHS = {1: DOCS / "trace.v1.schema.json", 2: DOCS / "trace.schema.json"}
@@ -79,12 +80,14 @@ def load_posted_document(obj):
                                                  f"schema_version {' or '.join(map(str, ACCEPTED_VERSIONS))}."}])
     document = obj
     if version == 2:
+        _check_table_shapes(obj)                            # before anything is built from a count or an index
         _check_schema(obj, 2)
         document = _unpacked(obj)
     _check_counts(document)
     _check_schema({**document, "schema_version": 1}, 1)      # the expanded records, whichever version came
     problems = Problems()
     for check in (_check_ids, _check_intervals, _check_bytes, _check_references, _check_timeline):
+        check_deadline()             # the upload route runs under a deadline (backend/api/traces.py)
         check(document, problems)
         if problems.count:           # later checks stand on earlier ones (ids resolve before bytes are summed)
             raise PostedDocumentError("The document's figures do not add up; nothing was saved.", problems)
@@ -100,6 +103,57 @@ def _unpacked(packed):
         raise PostedDocumentError("The document's tables cannot be unpacked; nothing was saved.", [{
             "path": "body", "message": f"a column does not line up with its table ({type(error).__name__}: "
                                        f"{str(error)[:120]}); write the document with the recorder"}])
+
+
+def _check_table_shapes(packed):
+    """A version 2 document's tables, bounded before a row is built: each count within its COUNT_CAPS entry and
+    every column (plain, coded index, nested) exactly count long, coded indices within their values, sparse rows
+    within the count. Unpacking then allocates no more than the body already holds, row for row."""
+    problems = Problems()
+    for name in TABLES:
+        table = packed.get(name)
+        if not isinstance(table, dict):
+            continue                                    # the schema names a missing or mistyped table
+        count = table.get("count")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            continue
+        if count > COUNT_CAPS[name]:
+            raise PostedDocumentTooLarge(name, count, COUNT_CAPS[name])
+        columns = table.get("columns")
+        for field, column in (columns.items() if isinstance(columns, dict) else ()):
+            for where, length, bound in _column_lengths(column):
+                path = f"{name}.columns.{field}{where}"
+                if length != count:
+                    problems.add(path, f"has {length:,} entries for a table of {count:,} rows; every column is one "
+                                       "value per row")
+                elif bound is not None:
+                    problems.add(path, bound)
+        sparse = table.get("sparse")
+        for field, values in (sparse.items() if isinstance(sparse, dict) else ()):
+            if isinstance(values, dict) and any(not key.isdigit() or int(key) >= count for key in values):
+                problems.add(f"{name}.sparse.{field}", f"names a row outside the table's {count:,}")
+    if problems.count:
+        raise PostedDocumentError("The document's tables do not line up; nothing was saved.", problems)
+
+
+def _column_lengths(column):
+    """(where, length, a problem with its values or None) for each array a column holds."""
+    if isinstance(column, list):
+        return [("", len(column), None)]
+    if not isinstance(column, dict):
+        return []
+    if "index" in column:
+        index, values = column.get("index"), column.get("values")
+        if not isinstance(index, list) or not isinstance(values, list):
+            return []
+        bad = next((i for i in index if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(values)),
+                   None)
+        problem = None if bad is None else f"holds {bad!r}, not an index into its {len(values)} values"
+        return [(".index", len(index), problem)]
+    nested = column.get("columns")
+    if isinstance(nested, dict):
+        return [(f".columns.{key}", len(values), None) for key, values in nested.items() if isinstance(values, list)]
+    return []
 
 
 def _check_counts(document):
