@@ -10,6 +10,7 @@ from backend.driver import EngineBusy, TimeBudgetExceeded
 from backend.models.errors import CapError, SpecError
 from backend.planner.policies import PolicyError
 from backend.problems import Problems
+from backend.store.budget import BudgetFull
 from backend.store.engine import StorageBusy, StorageFull, StorageReadOnly, StorageUnavailable
 
 api_errors = Blueprint("api_errors", __name__)
@@ -81,6 +82,8 @@ def over_time(error: TimeBudgetExceeded):
 UNAVAILABLE = {
     StorageFull: (507, "The server's disk is full, so nothing was saved; everything saved before is safe. "
                        "Try again later.", 300),
+    BudgetFull: (507, "The server's storage budget is full of shared links still within their retention, so "
+                      "nothing was saved; everything saved before is safe. Try again later.", 3600),
     StorageReadOnly: (503, "The server's database is read-only just now: links and workspaces can be read but "
                            "not changed, and nothing was saved. Try again later.", 300),
     StorageBusy: (503, "The database is busy and nothing was saved; try again in a moment.", 5),

@@ -28,7 +28,9 @@ DEFAULT_RATE_LIMITS = {
     "snapshot_create": "10 per minute; 100 per day",   # POST /api/snapshots: runs the engine, stores ≤ 2 MiB
     "snapshot_copy": "30 per minute",                  # POST /api/snapshots/<id>/copy
     "trace_upload": "10 per minute; 100 per day",      # POST /api/traces: checks ≤ 4 MiB of JSON, stores ≤ 2 MiB
-    "workspace_create": "10 per hour; 50 per day",     # a write from a browser without a workspace yet
+    # a write from a browser without a workspace yet: a class of 60 behind one address fits many times over; the
+    # storage budget, not this, bounds the disk (backend/store/budget.py)
+    "workspace_create": "600 per hour; 3000 per day",
 }
 
 ROUTE_LIMITS = {                                       # endpoint -> the limit its writes count against

@@ -10,7 +10,7 @@ from backend.api.bodies import json_body
 from backend.api.errors import ApiError
 from backend.api.payloads import fit_session, parse_snapshot_request, push_undo
 from backend.api.workspace_cookie import current_workspace, save_workspace, workspace_response_body
-from backend.store import current_db, jsontext
+from backend.store import current_db, jsontext, storage_budget
 from backend.store import snapshots as stored_snapshots
 from backend.store.ids import is_snapshot_id
 from backend.api.trace import engine_limits
@@ -71,7 +71,8 @@ def store_snapshot(*, spec, checkpoint, view, trace, title, smaller):
         snapshot_id = stored_snapshots.create(
             current_db(), spec=spec, checkpoint=checkpoint, view=view, trace=trace, title=title,
             max_trace_bytes=config.get("SNAPSHOT_MAX_TRACE_BYTES", TRACE_MAX_BYTES_DEFAULT),
-            max_stored_bytes=config.get("SNAPSHOT_MAX_STORED_BYTES", STORED_MAX_BYTES_DEFAULT))
+            max_stored_bytes=config.get("SNAPSHOT_MAX_STORED_BYTES", STORED_MAX_BYTES_DEFAULT),
+            budget=storage_budget())
     except stored_snapshots.StoredValueTooLarge as error:
         raise ApiError(413, f"{error} {smaller}", cap=error.cap, limit=error.limit_bytes, requested=error.size_bytes)
     url = f"/s/{snapshot_id}"
@@ -114,7 +115,7 @@ def copy_snapshot(snapshot_id: str):
     document = fit_session({"spec": record.spec, "checkpoint": record.checkpoint,
                             "view": {"zoom": None, **record.view}, "history": history,
                             "origin": {"kind": "copy", "title": title or "a shared snapshot"}, "baseline": None})
-    response = jsonify(workspace_response_body(save_workspace(document, workspace=workspace)))
+    response = jsonify(workspace_response_body(save_workspace(document, workspace=workspace, replace=True)))
     response.headers["Cache-Control"] = "no-store"
     return response
 

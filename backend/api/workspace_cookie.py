@@ -10,7 +10,8 @@ looks costs nothing, and one cookie holds one workspace. Each creation counts ag
 from flask import session as cookie
 
 from backend.api.limits import count_workspace_creation
-from backend.store import current_db, prune_if_due
+from backend.store import current_db, prune_if_due, storage_budget
+from backend.store.budget import make_room
 from backend.store import sessions as stored_sessions
 from backend.store.sessions import EMPTY_VIEW, Workspace
 
@@ -33,16 +34,23 @@ def _new_workspace() -> Workspace:
 
 
 def save_workspace(document: dict, base_version: str | None = None,
-                   workspace: Workspace | None = None) -> Workspace:
+                   workspace: Workspace | None = None, replace: bool = False) -> Workspace:
     """Replace this browser's workspace document, creating the workspace first if it has none (`workspace`, when
     the caller already read it, saves a second read).
 
-    With `base_version`, raises stored_sessions.StaleVersion when another tab saved since that version.
+    Raises stored_sessions.StaleVersion when another tab saved since `base_version`, and when a save names no
+    version for a workspace that exists (two tabs opened before it did: the second must not overwrite the first),
+    unless `replace` (a copy of a snapshot, which keeps the old document on its undo list). Room is made in the
+    storage budget first (backend/store/budget.py): the longest idle workspaces go, never this one.
     """
     db = current_db()
     existing = workspace or current_workspace()
     if existing is None:  # the first save creates the row; a version from a pruned workspace is moot
         base_version = None
+    elif base_version is None and not replace:
+        raise stored_sessions.StaleVersion(existing)
+    make_room(db, stored_sessions.document_bytes(document), storage_budget(),
+              keep_session=existing.id if existing is not None else None)
     workspace = existing or _new_workspace()
     saved = stored_sessions.save(db, workspace.id, document, base_version)
     if saved is None:  # pruned between the read and the write: start again under a new id

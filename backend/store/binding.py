@@ -17,6 +17,7 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, scoped_session, sessionmaker
 
 from backend.store import ratelimits, sessions
+from backend.store.budget import Budget
 from backend.store.engine import StorageReadOnly, StorageUnavailable, make_engine, unavailable_kind
 from backend.store.migrate import current_revision, head_revision, upgrade
 from backend.store.models import utc_now
@@ -25,6 +26,8 @@ log = logging.getLogger(__name__)
 EXTENSION_KEY = "tapescope.store"
 SESSION_MAX_IDLE_DAYS_DEFAULT = 30      # a workspace untouched this long is deleted (snapshots never are)
 PRUNE_EVERY_S_DEFAULT = 3600            # how often one process prunes, at most
+STORAGE_MAX_BYTES_DEFAULT = 2 * 1024 ** 3    # workspaces and snapshots together (backend/store/budget.py)
+SNAPSHOT_RETENTION_DAYS_DEFAULT = 365   # a shared link is kept at least this long, whatever the budget
 
 
 class Store:
@@ -115,6 +118,15 @@ def init_store(app: Flask) -> Store:
 
 def session_max_idle(app: Flask) -> timedelta:
     return timedelta(days=app.config.get("SESSION_MAX_IDLE_DAYS", SESSION_MAX_IDLE_DAYS_DEFAULT))
+
+
+def storage_budget(app: Flask | None = None) -> Budget:
+    """The app's storage budget: STORAGE_MAX_BYTES for workspaces and snapshots together, and how long a snapshot
+    is kept whatever the budget (SNAPSHOT_RETENTION_DAYS)."""
+    config = (app or current_app).config
+    return Budget(max_bytes=config.get("STORAGE_MAX_BYTES", STORAGE_MAX_BYTES_DEFAULT),
+                  snapshot_retention=timedelta(days=config.get("SNAPSHOT_RETENTION_DAYS",
+                                                               SNAPSHOT_RETENTION_DAYS_DEFAULT)))
 
 
 def prune_if_due() -> None:

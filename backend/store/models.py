@@ -71,6 +71,8 @@ class Snapshot(Base):
     engine_version: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
     title: Mapped[str | None] = mapped_column(String(120), nullable=True)
+    # sha256 of everything the row holds: an identical snapshot is stored once (null on rows from before 0005)
+    content_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
 
 
 class RateLimitCounter(Base):

@@ -116,6 +116,12 @@ def save(db: Session, session_id: str, document: dict, base_version: str | None 
                      origin=document.get("origin"), baseline=document.get("baseline"))
 
 
+def document_bytes(document: dict) -> int:
+    """What a workspace document costs stored (its columns' JSON text), for the storage budget."""
+    return sum(len(jsontext.dump(document.get(field))) for field in ("spec", "checkpoint", "view", "history",
+                                                                        "origin", "baseline"))
+
+
 def _parse_version(version: str) -> datetime | None:
     try:
         return datetime.fromisoformat(version)

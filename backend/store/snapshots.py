@@ -2,7 +2,9 @@
 
 Two caps guard a row: the trace document's JSON (what a read sends back) and the row's bytes on disk (the
 compressed trace plus spec, checkpoint, view and title), each raising StoredValueTooLarge before anything is written.
+An identical snapshot is stored once (its content hash); the storage budget makes room before a new row.
 """
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -10,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.store import jsontext
+from backend.store.budget import Budget, make_room
 from backend.store.engine import write_transaction
 from backend.store.ids import is_snapshot_id, new_snapshot_id
 from backend.store.models import Snapshot
@@ -38,11 +41,18 @@ class SnapshotRecord:
 
 
 def create(db: Session, *, spec: dict, checkpoint: dict | None, view: dict, trace: dict,
-           title: str | None = None, max_trace_bytes: int | None = None, max_stored_bytes: int | None = None) -> str:
-    """Store a snapshot and return its new id. 128 random bits make a collision not worth a retry loop."""
+           title: str | None = None, max_trace_bytes: int | None = None, max_stored_bytes: int | None = None,
+           budget: Budget | None = None) -> str:
+    """Store a snapshot and return its id: an identical one already stored is that one's id (nothing is written);
+    a new one gets 128 random bits, which make a collision not worth a retry loop. With `budget`, room is made
+    for it first (backend/store/budget.py)."""
     trace_json = jsontext.dump(trace)
     if max_trace_bytes is not None and len(trace_json) > max_trace_bytes:
         raise StoredValueTooLarge("trace document", len(trace_json), max_trace_bytes, "trace_bytes")
+    content_hash = _content_hash(spec, checkpoint, view, trace_json, title)
+    same = db.scalar(select(Snapshot.id).where(Snapshot.content_hash == content_hash).limit(1))
+    if same is not None:
+        return same
     row = Snapshot(
         id=new_snapshot_id(),
         spec_json=jsontext.dump(spec),
@@ -52,12 +62,26 @@ def create(db: Session, *, spec: dict, checkpoint: dict | None, view: dict, trac
         schema_version=str(trace.get("schema_version", "")),
         engine_version=str(trace.get("engine_version", "")),
         title=title,
+        content_hash=content_hash,
     )
-    if max_stored_bytes is not None and (size := stored_bytes(row)) > max_stored_bytes:
+    size = stored_bytes(row)
+    if max_stored_bytes is not None and size > max_stored_bytes:
         raise StoredValueTooLarge("snapshot, compressed,", size, max_stored_bytes, "snapshot_stored_bytes")
+    if budget is not None:
+        make_room(db, size, budget)
     with write_transaction(db):
         db.add(row)
     return row.id
+
+
+def _content_hash(spec, checkpoint, view, trace_json, title) -> str:
+    """sha256 over every value a snapshot holds, each length-prefixed so no two documents run together."""
+    digest = hashlib.sha256()
+    for text in (jsontext.dump(spec), jsontext.dump(checkpoint), jsontext.dump(view), trace_json, title or ""):
+        data = text.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()
 
 
 def stored_bytes(row: Snapshot) -> int:

@@ -31,3 +31,4 @@ def make_app(database_url):
     def build(**config):
         return create_app(app_config(database_url, **config))
     return build
+

@@ -2,6 +2,7 @@
 import pytest
 
 from tests.settings import GENEROUS_RATE_LIMITS
+from tests.api.workspace import save_session
 
 DOCUMENT = {"spec": {"preset": "lab1-mlp"}, "view": {"step": 1}}
 
@@ -25,8 +26,8 @@ def _assert_429(response):
 def test_rapid_session_writes_get_429_and_reads_still_work(make_app):
     client = _limited(make_app, session_write="3 per minute").test_client()
     for _ in range(3):
-        assert client.put("/api/session", json=DOCUMENT).status_code == 200
-    _assert_429(client.put("/api/session", json=DOCUMENT))
+        assert save_session(client, DOCUMENT).status_code == 200
+    _assert_429(save_session(client, DOCUMENT))
     assert client.get("/api/session").get_json()["spec"] == DOCUMENT["spec"]      # reads are never limited
 
 
@@ -44,27 +45,27 @@ def test_rapid_snapshots_and_copies_get_429(make_app, fake_trace):
 def test_a_client_that_drops_its_cookie_cannot_make_workspaces_without_end(make_app):
     app = _limited(make_app, workspace_create="3 per hour")
     for _ in range(3):
-        assert app.test_client().put("/api/session", json=DOCUMENT).status_code == 200   # a fresh cookie jar each
-    refused = app.test_client().put("/api/session", json=DOCUMENT)
+        assert save_session(app.test_client(), DOCUMENT).status_code == 200   # a fresh cookie jar each
+    refused = save_session(app.test_client(), DOCUMENT)
     _assert_429(refused)
     assert "new workspaces" in refused.get_json()["error"]
     keeper = app.test_client()
     keeper.environ_base["REMOTE_ADDR"] = "127.0.0.2"                          # another client is not affected
-    assert keeper.put("/api/session", json=DOCUMENT).status_code == 200
+    assert save_session(keeper, DOCUMENT).status_code == 200
     for step in range(5):                                                      # and a kept cookie never counts
-        assert keeper.put("/api/session", json={**DOCUMENT, "view": {"step": step}}).status_code == 200
+        assert save_session(keeper, {**DOCUMENT, "view": {"step": step}}).status_code == 200
 
 
 def test_workers_on_one_database_count_together(make_app):
     """Two apps on one database stand for two gunicorn workers: the limit is the client's, not the worker's."""
     workers = [_limited(make_app, session_write="4 per minute") for _ in range(2)]
     cookie_jar = workers[0].test_client()
-    cookie_jar.put("/api/session", json=DOCUMENT)
+    save_session(cookie_jar, DOCUMENT)
     statuses = []
     for index in range(5):
         client = workers[index % 2].test_client()
         client.set_cookie("session", cookie_jar.get_cookie("session").value)
-        statuses.append(client.put("/api/session", json=DOCUMENT).status_code)
+        statuses.append(save_session(client, DOCUMENT).status_code)
     assert statuses == [200, 200, 200, 429, 429]
 
 

@@ -7,6 +7,7 @@ from sqlalchemy import create_engine, text
 from backend.api.payloads import HISTORY_MAX_ENTRIES, SESSION_MAX_BYTES, SPEC_MAX_BYTES
 from backend.store import close_store
 from tests.concurrency import run_threads
+from tests.api.workspace import save_session
 
 DOCUMENT = {
     "spec": {"preset": "lab1-mlp", "hidden": [8, 8]},
@@ -52,7 +53,7 @@ def test_a_cookieless_get_answers_the_empty_workspace_and_writes_nothing(app, cl
 def test_the_first_put_creates_the_row_and_sets_the_cookie(app, client):
     client.get("/api/session")
     before = _session_rows(app)
-    response = client.put("/api/session", json=DOCUMENT)
+    response = save_session(client, DOCUMENT)
     assert response.status_code == 200 and response.get_json()["version"]
     set_cookie = response.headers["Set-Cookie"]
     assert "HttpOnly" in set_cookie and "SameSite=Lax" in set_cookie and "Expires=" in set_cookie
@@ -78,14 +79,14 @@ def test_a_stale_put_is_409_with_the_current_document_and_changes_nothing(app):
 def test_origin_and_baseline_round_trip(client):
     document = {**DOCUMENT, "origin": {"kind": "preset", "preset": "deep-mlp"},
                 "baseline": {"spec": {"name": "deep-mlp"}, "checkpoint": {"policy": "sqrt"}, "label": "sqrt, batch 64"}}
-    client.put("/api/session", json=document)
+    save_session(client, document)
     body = client.get("/api/session").get_json()
     assert body["origin"] == document["origin"] and body["baseline"] == document["baseline"]
 
 
 def test_one_cookie_holds_one_workspace_however_often_it_writes(app, client):
     for step in range(5):
-        assert client.put("/api/session", json={**DOCUMENT, "view": {"step": step}}).status_code == 200
+        assert save_session(client, {**DOCUMENT, "view": {"step": step}}).status_code == 200
     for _ in range(3):
         client.get("/api/session")
     assert _session_rows(app) == 1
@@ -93,19 +94,19 @@ def test_one_cookie_holds_one_workspace_however_often_it_writes(app, client):
 
 def test_put_replaces_the_workspace_and_get_returns_it(client):
     client.get("/api/session")
-    response = client.put("/api/session", json=DOCUMENT)
+    response = save_session(client, DOCUMENT)
     assert response.status_code == 200
     body = client.get("/api/session").get_json()
     assert {key: body[key] for key in DOCUMENT} == DOCUMENT
 
 
 def test_put_without_a_prior_get_still_binds_a_workspace(client):
-    assert client.put("/api/session", json=DOCUMENT).status_code == 200
+    assert save_session(client, DOCUMENT).status_code == 200
     assert client.get("/api/session").get_json()["spec"] == DOCUMENT["spec"]
 
 
 def test_the_session_id_never_appears_in_a_body(client):
-    body = client.put("/api/session", json=DOCUMENT).get_data(as_text=True)
+    body = save_session(client, DOCUMENT).get_data(as_text=True)
     assert "id" not in client.get("/api/session").get_json()
     from flask.sessions import SecureCookieSessionInterface
     serializer = SecureCookieSessionInterface().get_signing_serializer(client.application)
@@ -116,7 +117,7 @@ def test_the_session_id_never_appears_in_a_body(client):
 def test_a_restarted_server_brings_the_user_back(make_app):
     app = make_app()
     client = app.test_client()
-    client.put("/api/session", json=DOCUMENT)
+    save_session(client, DOCUMENT)
     cookie = _session_cookie(client)
     close_store(app)
 
@@ -127,16 +128,16 @@ def test_a_restarted_server_brings_the_user_back(make_app):
 
 def test_two_browsers_never_see_each_other(app):
     alice, bob = app.test_client(), app.test_client()
-    alice.put("/api/session", json=DOCUMENT)
+    save_session(alice, DOCUMENT)
     assert bob.get("/api/session").get_json()["spec"] is None
-    bob.put("/api/session", json={"spec": {"bob": True}})
+    save_session(bob, {"spec": {"bob": True}})
     assert alice.get("/api/session").get_json()["spec"] == DOCUMENT["spec"]
     assert _session_cookie(alice) != _session_cookie(bob)
 
 
 def test_a_tampered_cookie_gets_a_fresh_workspace(app):
     alice = app.test_client()
-    alice.put("/api/session", json=DOCUMENT)
+    save_session(alice, DOCUMENT)
     cookie = _session_cookie(alice)
 
     mallory = app.test_client()
@@ -151,7 +152,7 @@ def test_a_tampered_cookie_gets_a_fresh_workspace(app):
 def test_a_cookie_signed_with_another_key_is_rejected(make_app):
     forger_app = make_app(SECRET_KEY="attacker-key")
     forger = forger_app.test_client()
-    forger.put("/api/session", json=DOCUMENT)
+    save_session(forger, DOCUMENT)
 
     victim_server = make_app().test_client()
     victim_server.set_cookie("session", _session_cookie(forger))
@@ -159,7 +160,7 @@ def test_a_cookie_signed_with_another_key_is_rejected(make_app):
 
 
 def test_shape_errors_are_400_with_paths(client):
-    response = client.put("/api/session", json={
+    response = save_session(client, {
         "spec": [1, 2], "view": {"step": -1, "selected": 7, "zoom": "big", "extra": 1}, "history": {"undo": [3]},
         "surprise": True})
     assert response.status_code == 400
@@ -170,20 +171,20 @@ def test_shape_errors_are_400_with_paths(client):
 
 def test_history_length_is_capped(client):
     history = {"undo": [{"n": i} for i in range(HISTORY_MAX_ENTRIES + 1)], "redo": []}
-    response = client.put("/api/session", json={"history": history})
+    response = save_session(client, {"history": history})
     assert response.status_code == 400
     assert response.get_json()["problems"][0]["path"] == "history.undo"
 
 
 def test_spec_size_is_capped(client):
-    response = client.put("/api/session", json={"spec": {"blob": "x" * SPEC_MAX_BYTES}})
+    response = save_session(client, {"spec": {"blob": "x" * SPEC_MAX_BYTES}})
     assert response.status_code == 400
     assert response.get_json()["problems"][0]["path"] == "spec"
 
 
 def test_the_whole_workspace_size_is_capped_with_a_413_naming_the_cap(client):
     entry = {"blob": "x" * 60_000}
-    response = client.put("/api/session", json={"history": {"undo": [entry] * 3, "redo": [entry] * 2}})
+    response = save_session(client, {"history": {"undo": [entry] * 3, "redo": [entry] * 2}})
     assert response.status_code == 413
     body = response.get_json()
     assert body["cap"] == "SESSION_MAX_BYTES" and body["limit"] == SESSION_MAX_BYTES == 256 * 1024
@@ -197,8 +198,8 @@ def test_a_body_over_max_content_length_is_413_json(client):
 
 
 def test_a_cross_site_write_is_refused(client):
-    client.put("/api/session", json=DOCUMENT)
-    response = client.put("/api/session", json={"spec": {"evil": 1}}, headers={"Sec-Fetch-Site": "cross-site"})
+    save_session(client, DOCUMENT)
+    response = save_session(client, {"spec": {"evil": 1}}, headers={"Sec-Fetch-Site": "cross-site"})
     assert response.status_code == 403 and response.is_json
     assert client.get("/api/session").get_json()["spec"] == DOCUMENT["spec"]
 
@@ -213,7 +214,7 @@ def test_eight_browsers_saving_at_once_each_keep_their_own_work(app):
             client.get("/api/session")
             barrier.wait()
             for step in range(25):
-                response = client.put("/api/session", json={"spec": {"who": index}, "view": {"step": step}})
+                response = save_session(client, {"spec": {"who": index}, "view": {"step": step}})
                 assert response.status_code == 200, response.get_json()
             body = client.get("/api/session").get_json()
             assert body["spec"] == {"who": index} and body["view"]["step"] == 24
@@ -226,12 +227,12 @@ def test_eight_browsers_saving_at_once_each_keep_their_own_work(app):
 
 def test_the_graphs_unfolded_groups_round_trip_and_bad_ones_are_400_naming_the_field(client):
     document = {**DOCUMENT, "view": {**DOCUMENT["view"], "unfolded": ["layers[1]", "layers[0][0–5]#range"]}}
-    assert client.put("/api/session", json=document).status_code == 200
+    assert save_session(client, document).status_code == 200
     assert client.get("/api/session").get_json()["view"]["unfolded"] == ["layers[1]", "layers[0][0–5]#range"]
-    assert client.put("/api/session", json={**DOCUMENT, "view": {**DOCUMENT["view"], "unfolded": "all"}}).status_code == 200
+    assert save_session(client, {**DOCUMENT, "view": {**DOCUMENT["view"], "unfolded": "all"}}).status_code == 200
     assert client.get("/api/session").get_json()["view"]["unfolded"] == "all"
     for bad in ("some", ["x"] * 501, [""], [7], {"layers[1]": True}):
-        response = client.put("/api/session", json={**DOCUMENT, "view": {**DOCUMENT["view"], "unfolded": bad}})
+        response = save_session(client, {**DOCUMENT, "view": {**DOCUMENT["view"], "unfolded": bad}})
         assert response.status_code == 400
         problems = response.get_json()["problems"]
         assert [p["path"] for p in problems] == ["view.unfolded"] and "group id" in problems[0]["message"]

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from backend.store import close_store, jsontext, snapshots
 from backend.store.binding import current_store
 from backend.store.engine import StorageBusy, StorageFull, StorageReadOnly, unavailable_kind
+from tests.api.workspace import save_session
 
 DOCUMENT = {"spec": {"preset": "lab1-mlp"}, "checkpoint": None, "view": {"step": 3, "selected": None, "zoom": None},
             "history": {"undo": [], "redo": []}}
@@ -69,9 +70,9 @@ def _age_all_sessions(app, days):
 def test_idle_workspaces_are_pruned_when_a_new_one_is_made(make_app):
     app = make_app(PRUNE_EVERY_S=0, SESSION_MAX_IDLE_DAYS=30)
     old, recent = app.test_client(), app.test_client()
-    old.put("/api/session", json=DOCUMENT)
+    save_session(old, DOCUMENT)
     _age_all_sessions(app, 31)
-    recent.put("/api/session", json=DOCUMENT)
+    save_session(recent, DOCUMENT)
     assert _scalar(app, "SELECT count(*) FROM sessions") == 1
     assert old.get("/api/session").get_json()["spec"] is None           # its cookie now reads as no workspace
     assert recent.get("/api/session").get_json()["spec"] == DOCUMENT["spec"]
@@ -79,8 +80,8 @@ def test_idle_workspaces_are_pruned_when_a_new_one_is_made(make_app):
 
 def test_the_prune_command_deletes_idle_workspaces_and_ended_windows(make_app):
     app = make_app(SESSION_MAX_IDLE_DAYS=7)
-    app.test_client().put("/api/session", json=DOCUMENT)
-    app.test_client().put("/api/session", json=DOCUMENT)
+    save_session(app.test_client(), DOCUMENT)
+    save_session(app.test_client(), DOCUMENT)
     _age_all_sessions(app, 8)
     with _engine(app).begin() as connection:
         connection.execute(text("UPDATE rate_limits SET expires_at = 0"))
@@ -107,11 +108,11 @@ def _fill_the_disk(app):
 def test_a_full_disk_is_507_and_loses_nothing_acknowledged(make_app, fake_trace):
     app = make_app()
     client = app.test_client()
-    assert client.put("/api/session", json=DOCUMENT).status_code == 200
+    assert save_session(client, DOCUMENT).status_code == 200
     shared = client.post("/api/snapshots", json=SNAPSHOT).get_json()["id"]
     free_the_disk = _fill_the_disk(app)
 
-    refused = client.put("/api/session", json=BIG_DOCUMENT)
+    refused = save_session(client, BIG_DOCUMENT)
     assert refused.status_code == 507 and refused.is_json and "disk is full" in refused.get_json()["error"]
     assert int(refused.headers["Retry-After"]) > 0
     big_snapshot = {"spec": {"blob": [f"{i:07d}" for i in range(20_000)]}, "view": {"step": 0}}
@@ -121,20 +122,20 @@ def test_a_full_disk_is_507_and_loses_nothing_acknowledged(make_app, fake_trace)
     assert _scalar(app, "SELECT count(*) FROM snapshots") == 1
 
     free_the_disk()
-    assert client.put("/api/session", json=BIG_DOCUMENT).status_code == 200
+    assert save_session(client, BIG_DOCUMENT).status_code == 200
 
 
 def test_a_simulated_disk_full_error_is_507_not_500(make_app, fake_trace):
     """The same through a raised OperationalError, as another driver would report it."""
     app = make_app()
     client = app.test_client()
-    client.put("/api/session", json=DOCUMENT)
+    save_session(client, DOCUMENT)
 
     def disk_full(_connection, _cursor, statement, *_args):
         if statement.lstrip().upper().startswith(("INSERT INTO SNAPSHOTS", "UPDATE SESSIONS")):
             raise sqlite3.OperationalError("database or disk is full")
     event.listen(_engine(app), "before_cursor_execute", disk_full)
-    assert client.put("/api/session", json={**DOCUMENT, "view": {"step": 9}}).status_code == 507
+    assert save_session(client, {**DOCUMENT, "view": {"step": 9}}).status_code == 507
     assert client.post("/api/snapshots", json=SNAPSHOT).status_code == 507
     event.remove(_engine(app), "before_cursor_execute", disk_full)
     assert client.get("/api/session").get_json()["view"]["step"] == 3
@@ -155,7 +156,7 @@ def test_a_read_only_database_starts_serves_reads_and_refuses_writes_with_503(tm
     path = tmp_path / "tapescope.sqlite"
     writer = make_app()
     client = writer.test_client()
-    client.put("/api/session", json=DOCUMENT)
+    save_session(client, DOCUMENT)
     snapshot_id = client.post("/api/snapshots", json=SNAPSHOT).get_json()["id"]
     cookie = client.get_cookie("session").value
     close_store(writer)
@@ -166,9 +167,9 @@ def test_a_read_only_database_starts_serves_reads_and_refuses_writes_with_503(tm
     assert browser.get(f"/api/snapshots/{snapshot_id}").status_code == 200
     assert browser.get(f"/s/{snapshot_id}").status_code == 200
     assert browser.get("/api/session").get_json()["spec"] == DOCUMENT["spec"]
-    refused = browser.put("/api/session", json=DOCUMENT)
+    refused = save_session(browser, DOCUMENT)
     assert refused.status_code == 503 and "read-only" in refused.get_json()["error"]
-    assert browser.post("/api/snapshots", json=SNAPSHOT).status_code == 503
+    assert browser.post("/api/snapshots", json={**SNAPSHOT, "view": {"step": 3}}).status_code == 503   # a new one
     assert browser.post(f"/api/snapshots/{snapshot_id}/copy", json={}).status_code == 503
     close_store(reader)
 
@@ -196,5 +197,5 @@ def test_a_database_that_refuses_even_to_open_for_writing_is_served_read_only(tm
     assert refusals and "immutable=1" in current_store(reader).url
     client = reader.test_client()
     assert client.get(f"/api/snapshots/{snapshot_id}").status_code == 200
-    assert client.put("/api/session", json=DOCUMENT).status_code == 503
+    assert save_session(client, DOCUMENT).status_code == 503
     close_store(reader)
