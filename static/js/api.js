@@ -32,6 +32,7 @@ async function request(url, options = {}) {
     error.status = response.status;
     error.problems = body.problems || [];
     error.body = body;                      // the whole answer, e.g. a 413's cap, limit and requested
+    error.retryAfter = Number(response.headers.get("Retry-After")) || null;     // seconds, when the server said
     throw error;
   }
   return body;

@@ -1,12 +1,23 @@
 // autosave.js — the workspace reaching PUT /api/session: settled changes debounced (never every frame), one save in
 // flight, the version it started from sent along; a 409 (another tab saved first) stops saving and raises the
-// conflict, resolved by keepMine() or takeTheirs(), each keeping the other version one undo away. Leaving the page
-// sends a pending save with keepalive; coming Back from the back/forward cache checks the session moved on.
+// conflict, resolved by keepMine() or takeTheirs(), each keeping the other version one undo away. A save the server
+// refused otherwise (429, 503, 507, offline) is never silent: the state is "failed" with the reason, the edit stays
+// in this browser (draft.js) and the save is retried after the server's Retry-After. Leaving the page sends a
+// pending save with keepalive; coming Back from the back/forward cache checks the session moved on.
 import { fetchSession, saveSession } from "./api.js";
+import { dropDraft, keepDraft } from "./draft.js";
 import { same } from "./editor-spec.js";
 import { normalizeRequest } from "./schedule.js";
 
 const SAVE_AFTER_MS = 600;        // a settled change reaches the session within a second
+const RETRY_MS = [2000, 5000, 15000, 30000, 60000];   // without a Retry-After: backing off, then once a minute
+const REFUSALS = { 429: "too many saves from your address", 503: "the server is busy", 507: "the server's storage is full" };
+
+/** "in 30 s", "in 5 min", "in 24 h": when the next try is. */
+function inAbout(ms) {
+  const s = Math.round(ms / 1000);
+  return s < 90 ? `in ${s} s` : s < 5400 ? `in ${Math.round(s / 60)} min` : `in ${Math.round(s / 3600)} h`;
+}
 
 /** state: the workspace's state; documentOf(): the document to save; sameEntry(a, b); emit(kind, detail); limit. */
 export function createAutosave({ state, documentOf, sameEntry, emit, limit }) {
@@ -16,13 +27,20 @@ export function createAutosave({ state, documentOf, sameEntry, emit, limit }) {
   let sentOnHide = null;
 
   let settlesAt = 0;        // SAVE_AFTER_MS after the latest change
+  let failures = 0;         // in a row, for the back-off
 
   function schedule() {
     if (state.readOnly || !state.committed || state.conflict) return;
     dirty = true;
-    state.saveState = "pending";
+    if (state.saveState !== "failed") setState("pending");     // a failed save keeps saying so until one lands
     settlesAt = performance.now() + SAVE_AFTER_MS;
     if (!timer) timer = setTimeout(whenSettled, SAVE_AFTER_MS);
+  }
+
+  function setState(saveState, reason = null, detail = null) {
+    state.saveState = saveState;
+    state.saveError = reason;
+    emit("save", { saveState, conflict: state.conflict, reason, detail });
   }
 
   /** The timer is armed once per burst of changes, not cleared and re-armed at each (a step a frame, stepping by hand):
@@ -39,8 +57,10 @@ export function createAutosave({ state, documentOf, sameEntry, emit, limit }) {
     if (!dirty || state.conflict || state.readOnly) return;
     if (saving) { await saving.catch(() => {}); return saveNow(); }
     dirty = false;
-    state.saveState = "saving";
-    saving = save(documentOf());
+    if (state.saveState !== "failed") setState("saving");
+    const body = documentOf();
+    keepDraft(body);                          // until the server has it
+    saving = save(body);
     try { await saving; } finally { saving = null; }
   }
 
@@ -48,21 +68,33 @@ export function createAutosave({ state, documentOf, sameEntry, emit, limit }) {
     try {
       const saved = await saveSession(body);
       state.version = saved.version;
-      state.saveState = dirty ? "pending" : "saved";
+      failures = 0;
+      if (!dirty) dropDraft();
+      setState(dirty ? "pending" : "saved");
     } catch (error) {
       if (error.status === 409) {
         state.conflict = error.body.current;
-        state.saveState = "conflict";
+        setState("conflict", "another tab saved this workspace first");
       } else if (error.status === 413 && state.history.undo.length) {   // over the cap: drop the oldest half, retry
         state.history.undo = state.history.undo.slice(Math.ceil(state.history.undo.length / 2));
         dirty = true;
-        state.saveState = "pending";
+        setState("pending");
         timer = setTimeout(saveNow, 0);
       } else {
-        state.saveState = "failed";
+        retryLater(error);
       }
     }
-    emit("save", { saveState: state.saveState, conflict: state.conflict });
+  }
+
+  /** A refused or lost save: said so, kept in this browser, sent again when the server said it would take it. */
+  function retryLater(error) {
+    const waitMs = error.retryAfter ? 1000 * error.retryAfter : RETRY_MS[Math.min(failures, RETRY_MS.length - 1)];
+    failures += 1;
+    dirty = true;
+    clearTimeout(timer);
+    timer = setTimeout(saveNow, waitMs);
+    const why = REFUSALS[error.status] ?? (error.status ? `the server answered ${error.status}` : "the server could not be reached");
+    setState("failed", `${why}. Kept in this browser; trying again ${inAbout(waitMs)}.`, error.message);
   }
 
   const entryOf = (doc) => (doc?.spec ? { spec: doc.spec, checkpoint: normalizeRequest(doc.checkpoint), origin: doc.origin ?? null } : null);
@@ -96,6 +128,7 @@ export function createAutosave({ state, documentOf, sameEntry, emit, limit }) {
     clearTimeout(timer);
     dirty = false;
     sentOnHide = documentOf();
+    keepDraft(sentOnHide);
     saveSession(sentOnHide, { keepalive: true }).then((saved) => { state.version = saved.version; }).catch(() => {});
   });
 
@@ -108,8 +141,7 @@ export function createAutosave({ state, documentOf, sameEntry, emit, limit }) {
       state.version = current.version;
     } else {
       state.conflict = current;
-      state.saveState = "conflict";
-      emit("save", { saveState: state.saveState, conflict: current });
+      setState("conflict", "another tab saved this workspace first");
     }
   });
 

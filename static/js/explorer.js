@@ -6,6 +6,7 @@
 // A run.json dropped on the page or picked (run-file.js) opens read-only through the workspace's loadDocument.
 import { readAddress } from "./address.js";
 import { fetchPresets, fetchSession, fetchSnapshot } from "./api.js";
+import { readDraft } from "./draft.js";
 import { describeStep } from "./describe.js";
 import { formatBytes } from "./format.js";
 import { createGraphView } from "./graph.js";
@@ -212,6 +213,18 @@ function showOrigin() {
   origin.title = origin.textContent;
 }
 
+const SAVE_WORDS = { saved: "Saved", saving: "Saving…", failed: "Not saved" };
+
+/** The save status beside Share: saved | saving | failed, with the reason when it failed (never silent). */
+function showSaveStatus({ saveState, reason, detail }) {
+  const shown = saveState === "pending" || saveState === "saving" ? "saving"
+    : saveState === "failed" || saveState === "conflict" ? "failed" : "saved";
+  const status = byTestId("save-status");
+  status.dataset.state = shown;
+  status.textContent = shown === "failed" && reason ? `${SAVE_WORDS.failed}: ${reason}` : SAVE_WORDS[shown];
+  status.title = detail ?? reason ?? "";              // the server's own sentence, on hover
+}
+
 function showConflict(conflict) {
   const banner = byTestId("conflict-banner");
   banner.hidden = !conflict;
@@ -232,6 +245,7 @@ workspace.subscribe((kind, detail) => {
   } else if (kind === "save") {
     showConflict(detail.conflict);
     root.dataset.saved = detail.saveState;
+    showSaveStatus(detail);
   }
 });
 
@@ -264,9 +278,13 @@ async function start() {
   }
   const session = await sessionRequest;
   const preset = presets.find((p) => p.id === address.preset);
+  const draft = readDraft();
+  // What opens: the address's preset (a link names it), else this browser's unsent draft, else the saved workspace.
   if (preset) {                                  // /?preset=…: that preset, the session's work one undo away
     workspace.adopt(session, {});
     workspace.loadPreset(preset.id, { step: address.step ?? 0, selected: address.selected ?? null });
+  } else if (draft && await workspace.restoreDraft(draft, session, wanted)) {
+    if (!session?.spec) setStatus("Restored your last edit from this browser: the server no longer had it. Saving it again.");
   } else if (session?.spec) {
     await workspace.restore(session, wanted);
   } else {

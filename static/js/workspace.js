@@ -411,6 +411,18 @@ export async function restore(document, view = {}) {
   } catch { /* a baseline that no longer traces is simply not pinned */ }
 }
 
+/** Open this browser's unsent draft (draft.js) when it holds what the server's workspace does not: its save names
+ * the version it started from, so it lands when the server still has that version, creates the workspace when there
+ * is none (never made, or evicted), and meets the conflict banner when another tab saved since. False when the
+ * server already holds the draft (nothing to open from it). */
+export async function restoreDraft(draft, session, view = {}) {
+  const kept = draft.document;
+  if (session?.spec && ["spec", "checkpoint", "view", "history"].every((field) => same(kept[field], session[field]))) return false;
+  await restore({ ...kept, version: session?.version ? kept.version ?? null : null }, view);
+  scheduleSave();
+  return true;
+}
+
 /** Resolves when the next trace is on screen (or refused). */
 function nextShown() {
   return new Promise((resolve) => {
