@@ -34,3 +34,12 @@ def test_a_storage_moved_by_one_step_breaks_the_series_where_it_moved():
     paths = {p["path"] for p in refused.value.problems}
     assert f"steps[{storage['freed'] + 1}].live_bytes" in paths
     assert f"steps[{storage['freed'] + 1}].by_kind.activation" in paths
+
+
+def test_the_schema_caps_a_table_at_the_largest_count_cap():
+    """docs/trace.schema.json's table maximum and column lengths are intake.SCHEMA_MAX_ROWS: one table of caps."""
+    from backend.trace import intake
+    schema = json.loads((intake.DOCS / "trace.schema.json").read_text())
+    table, column = schema["$defs"]["table"], schema["$defs"]["column"]["oneOf"]
+    assert table["properties"]["count"]["maximum"] == intake.SCHEMA_MAX_ROWS
+    assert column[0]["maxItems"] == column[1]["properties"]["index"]["maxItems"] == intake.SCHEMA_MAX_ROWS
