@@ -106,20 +106,26 @@ def _verdict_by_kind(peak, document):
     share = by_kind[dominant] / total
     if dominant == "activation":
         layer, held = _largest_layer(peak["holders"], "activation")
-        most = f", most of them in {layer} ({format_bytes(held)})" if layer else ""
+        share_word = "most of them" if held > by_kind["activation"] / 2 else "the largest share"   # words that fit
+        most = f", {share_word} in {layer} ({format_bytes(held)})" if layer else ""
         recomputed = (f", {format_bytes(peak['recomputed_bytes'])} of them recomputed in backward"
                       if peak["recomputed_bytes"] else "")
         if "recorded_backward_bytes" in peak:
-            lever = "checkpointing is not available under create_graph, but a smaller batch or fewer layers is"
+            lever = "the planner does not yet plan checkpoints under create_graph, but a smaller batch or fewer layers lowers it"
         else:
             lever = "another schedule may lower it" if peak["checkpointed"] else "checkpointing can lower it"
         return (f"The peak is {where}, where activations kept for backward ({format_bytes(by_kind['activation'])}, "
-                f"{share:.0%} of {format_bytes(total)}{recomputed}) dominate{most}; {lever}.")
+                f"{share:.0%} of {format_bytes(total)}{recomputed}) {_weigh(share)}{most}; {lever}.")
     activations = by_kind["activation"]
     tail = ("checkpointing can trim the activations' part" if activations and activations >= 0.2 * total
             else "checkpointing can do little here")
     return (f"The peak is {where}, where {KIND_WORDS[dominant]} ({format_bytes(by_kind[dominant])}, {share:.0%} of "
-            f"{format_bytes(total)}) dominate; {tail} ({format_bytes(activations)} of activations).")
+            f"{format_bytes(total)}) {_weigh(share)}; {tail} ({format_bytes(activations)} of activations).")
+
+
+def _weigh(share):
+    """"dominate" only for more than half; the largest kind under half is just that."""
+    return "dominate" if share > 0.5 else "are the largest part"
 
 
 def _largest_layer(holders, kind):

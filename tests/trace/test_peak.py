@@ -88,3 +88,21 @@ def test_the_deep_mlp_verdict_names_activations():
 
 def test_format_bytes_writes_what_the_page_writes():
     assert [format_bytes(n) for n in (512, 50483, 1451532, 229776)] == ["512 B", "49.3 KiB", "1.4 MiB", "224 KiB"]
+
+
+def test_the_verdicts_words_match_its_numbers():
+    """gradient-penalty's activations were said to "dominate, most of them in layers[3]" at 20% of them."""
+    import re
+    from backend.driver import trace_spec
+    from backend.models import presets as preset_specs
+    for preset in preset_specs.PRESETS:
+        document = trace_spec(preset_specs.get(preset), measure=False)
+        verdict = document["summary"]["peak"]["verdict"]
+        share = re.search(r"(\d+)% of [\d.]+ \w+(?:, [^)]*)?\) (dominate|are the largest part)", verdict)
+        if share:
+            assert (int(share.group(1)) > 50) == (share.group(2) == "dominate"), (preset, verdict)
+        most = re.search(r"\(([\d.]+) (\w+)[^)]*\) \w[^;]*?, (most of them|the largest share) in \S+ \(([\d.]+) (\w+)\)", verdict)
+        if most:
+            units = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+            whole, part = float(most.group(1)) * units[most.group(2)], float(most.group(4)) * units[most.group(5)]
+            assert (part > whole / 2) == (most.group(3) == "most of them"), (preset, verdict)
