@@ -14,6 +14,7 @@ const [MIN_SCALE, MAX_SCALE] = [0.02, 4];
 const STEP_FACTOR = 1.25;           // one button press or key
 const PAN_MS = 350;
 const FOLLOW_MARGIN = 60;
+const FRAME_MARGIN = 12;            // layout px around the drawn boxes when Fit frames them
 const TOOLS_HEIGHT = 34;            // the search box and zoom buttons over the panel's top, and a top node's saved-bytes badge above it (past the layout's own margin)
 const WHOLE_MAX_NODES = 60;         // a graph this small shown whole stays put while playing
 const READABLE_MAX_NODES = 500;     // up to this many nodes (or a graph under 4,000 px) fit keeps labels legible
@@ -40,6 +41,21 @@ function zoomFilter(event) {
  * workspace saves it), and onSettle({x0, y0, x1, y1}), told what part of the layout is in view after every move.
  * Returns the navigator the graph view drives.
  */
+
+/** The drawn boxes' bounding box ({x0, y0, x1, y1}, layout px; the layout's own size when there are none) and the
+ * box the drawing starts at (the leftmost, the topmost of those). */
+function extentOf(boxes, size) {
+  if (!boxes?.length) return { bounds: { x0: 0, y0: 0, x1: size.width, y1: size.height }, start: { x: 0, y: size.height / 2, width: 0 } };
+  let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+  let start = boxes[0];
+  for (const b of boxes) {
+    x0 = Math.min(x0, b.x - b.width / 2); x1 = Math.max(x1, b.x + b.width / 2);
+    y0 = Math.min(y0, b.y - b.height / 2); y1 = Math.max(y1, b.y + b.height / 2);
+    if (b.x - b.width / 2 < start.x - start.width / 2 - 0.5 || (Math.abs(b.x - b.width / 2 - (start.x - start.width / 2)) <= 0.5 && b.y < start.y)) start = b;
+  }
+  return { bounds: { x0, y0, x1, y1 }, start };
+}
+
 export function createNavigator(svgElement, viewport, controls = {}) {
   const svg = d3.select(svgElement);
   let graph = null;       // {width, height, nodeCount, positions}
@@ -59,20 +75,20 @@ export function createNavigator(svgElement, viewport, controls = {}) {
     controls.onSettle?.(visibleRect(event.transform));
     // Only a person's moves are worth saving (a drag, a wheel, a button or key), not a fit on load or the follow pan.
     if (!event.sourceEvent && !asked) return;
-    if (event.sourceEvent) fitted = false;
+    if (event.sourceEvent) refit = null;
     asked = false;
     const { k, x, y } = event.transform;
     controls.onZoom?.({ k: Number(k.toFixed(4)), x: Math.round(x), y: Math.round(y) });
   });
   let asked = false;   // the running move was asked for by a button, a key, a double-click or a search
-  let fitted = false;  // the view is fit's own (nothing moved it since): a panel that changes size is fitted again
+  let refit = null;    // the view is fit's own (nothing moved it since): a panel that changes size gets it again
   svg.call(zoom);
   if (typeof ResizeObserver === "function") {
     new ResizeObserver(() => {
       const before = panelBox;
       panelBox = svgElement.getBoundingClientRect();
       const resized = before && (before.width !== panelBox.width || before.height !== panelBox.height);
-      if (resized && fitted && graph) moveTo(fitTransform(), true);
+      if (resized && refit && graph) moveTo(refit(), true);
     }).observe(svgElement);
   }
   const box = () => panelBox ?? svgElement.getBoundingClientRect();
@@ -111,16 +127,26 @@ export function createNavigator(svgElement, viewport, controls = {}) {
     moveTo(d3.zoomIdentity.translate(width / 2 - x * k, height / 2 - y * k).scale(k), false, 200);
   }
 
-  /** The view fit opens on: the whole graph when its labels stay legible there (or when it is thousands of nodes
-   * wide, shown far out), else legible from its start (its top left corner) — the minimap shows the rest. */
-  function fitTransform() {
+  /** Fit (the button, the f key): the drawn boxes' real bounding box, both axes, centred under the tools, whatever
+   * the layout's direction; as close as 1.4x for a small graph, and as far out as it takes for a big one. */
+  function frameAll() {
     const { width, height } = box();
-    const fitted = Math.min(scaleToFit(graph), FIT_MAX_SCALE);
-    const readable = fitted < LABEL_SCALE && (graph.width < 4000 || graph.nodeCount <= READABLE_MAX_NODES);
-    const k = readable ? LABEL_SCALE : Math.max(MIN_SCALE, fitted);
-    const x = graph.width * k > width ? 10 : (width - graph.width * k) / 2;
-    const y = graph.height * k > height - TOOLS_HEIGHT ? TOOLS_HEIGHT : TOOLS_HEIGHT + (height - TOOLS_HEIGHT - graph.height * k) / 2;
-    return d3.zoomIdentity.translate(x, y).scale(k);
+    const { x0, y0, x1, y1 } = graph.bounds;
+    const k = Math.max(MIN_SCALE, Math.min(FIT_MAX_SCALE, scaleToFit({ width: x1 - x0 + 2 * FRAME_MARGIN, height: y1 - y0 + 2 * FRAME_MARGIN })));
+    return d3.zoomIdentity.translate(width / 2 - ((x0 + x1) / 2) * k, TOOLS_HEIGHT + (height - TOOLS_HEIGHT) / 2 - ((y0 + y1) / 2) * k).scale(k);
+  }
+
+  /** The view a graph opens on: the whole of it when its labels stay legible there (or when it is thousands of nodes
+   * wide, shown far out), else legible from where the drawing starts (its first box on the left, centred on it:
+   * a layout that runs diagonally has nothing in its top left corner) — the minimap shows the rest. */
+  function fitTransform() {
+    const { height } = box();
+    const whole = frameAll();
+    const readable = whole.k < LABEL_SCALE && (graph.width < 4000 || graph.nodeCount <= READABLE_MAX_NODES);
+    if (!readable) return whole;
+    const start = graph.start;
+    return d3.zoomIdentity.translate(10 + FRAME_MARGIN - (start.x - start.width / 2) * LABEL_SCALE,
+      TOOLS_HEIGHT + (height - TOOLS_HEIGHT) / 2 - start.y * LABEL_SCALE).scale(LABEL_SCALE);
   }
 
   /** The scale at which a drawing of `size` ({width, height}) fits the panel whole, under its tools. */
@@ -135,37 +161,38 @@ export function createNavigator(svgElement, viewport, controls = {}) {
   }
 
   const nav = {
-    /** A newly drawn graph: remember its size, draw the minimap; open on `saved` ({k, x, y}, a reload) or fit, or
-     * with `keep` ({before, after}: one node's position in the old and the new layout) shift the view so that node
-     * stays where it was on screen. */
-    load(size, nodeCount, positions, boxes, keep = null, saved = null) {
-      graph = { ...size, nodeCount, positions };
+    /** A newly drawn graph: remember its size and what is drawn (node `boxes` and open group `frames`, centred
+     * {x, y, width, height}), draw the minimap; open on `saved` ({k, x, y}, a reload) or fit, or with `keep`
+     * ({before, after}: one node's position in the old and the new layout) shift the view so that node stays where
+     * it was on screen. */
+    load(size, nodeCount, positions, boxes, keep = null, saved = null, frames = []) {
+      graph = { ...size, nodeCount, positions, ...extentOf([...boxes, ...frames], size) };
       minimap?.draw(size, boxes);
       if (saved && [saved.k, saved.x, saved.y].every(Number.isFinite)) {
-        fitted = false;
+        refit = null;
         moveTo(d3.zoomIdentity.translate(saved.x, saved.y).scale(Math.min(MAX_SCALE, Math.max(MIN_SCALE, saved.k))), true);
         return;
       }
-      fitted = !keep;
+      refit = keep ? null : fitTransform;
       if (!keep) { moveTo(fitTransform(), true); return; }
       const transform = d3.zoomTransform(svgElement);
       const shift = keep.before && keep.after ? [keep.before.x - keep.after.x, keep.before.y - keep.after.y] : [0, 0];
       const kept = transform.translate(...shift);
       // A relayout never leaves the panel empty: with no node in view (nothing anchored it, e.g. at an optimizer
       // step the player folded the groups back), the new drawing is fitted instead.
-      if (!boxes.some((b) => inView(kept, b))) { fitted = true; moveTo(fitTransform(), true); return; }
+      if (!boxes.some((b) => inView(kept, b))) { refit = fitTransform; moveTo(fitTransform(), true); return; }
       moveTo(kept, true);
     },
     scaleToFit,
-    fit: (instant = false) => { asked = true; fitted = true; return graph && moveTo(fitTransform(), instant); },
-    zoomBy: (factor) => { asked = true; fitted = false; zoomAboutCentre((k) => k * factor); },
-    actualSize: () => { asked = true; fitted = false; zoomAboutCentre(() => 1); },
+    fit: (instant = false) => { asked = true; refit = frameAll; return graph && moveTo(frameAll(), instant); },
+    zoomBy: (factor) => { asked = true; refit = null; zoomAboutCentre((k) => k * factor); },
+    actualSize: () => { asked = true; refit = null; zoomAboutCentre(() => 1); },
     /** Centre a node, zoomed in to at least 1:1 (double-click, search). */
     zoomToNode(nodeId) {
       const position = graph?.positions[nodeId];
       if (!position) return;
       asked = true;
-      fitted = false;
+      refit = null;
       moveTo(centredOn(position, Math.max(1.2, d3.zoomTransform(svgElement).k)));
     },
     /** Keep the player's node in view with a smooth pan; a small graph shown whole stays put. `instant` on load. */
@@ -181,7 +208,7 @@ export function createNavigator(svgElement, viewport, controls = {}) {
       minimap?.current(position);
       const [x, y] = transform.apply([position.x, position.y]);
       if (x > FOLLOW_MARGIN && x < width - FOLLOW_MARGIN && y > FOLLOW_MARGIN && y < height - FOLLOW_MARGIN) return;
-      fitted = false;
+      refit = null;
       moveTo(centredOn(position, transform.k), instant);
     },
   };
@@ -211,6 +238,7 @@ function createMinimap(element, panTo) {
   const view = mini.append("rect").attr("class", "mini-view");
   let [sx, sy] = [1, 1];   // a long, flat graph is stretched vertically: a 12 px sliver would be no map at all
   let size = null;
+  let drawn = null;        // the drawn boxes' extent: in view whole, the map has nothing to add
   const toGraph = (event) => {
     const [x, y] = d3.pointer(event, element);
     return [x / sx, y / sy];
@@ -223,6 +251,7 @@ function createMinimap(element, panTo) {
   return {
     draw(graphSize, boxes) {
       size = graphSize;
+      drawn = extentOf(boxes, graphSize).bounds;
       const scale = Math.min(MINIMAP_WIDTH / size.width, MINIMAP_MAX_HEIGHT / size.height);
       [sx, sy] = [scale, Math.max(scale, Math.min(MINIMAP_MIN_HEIGHT, MINIMAP_MAX_HEIGHT) / size.height)];
       const [width, height] = [Math.max(24, size.width * sx), size.height * sy];
@@ -239,7 +268,7 @@ function createMinimap(element, panTo) {
       if (!size) return;
       const [x0, y0] = transform.invert([0, 0]);
       const [x1, y1] = transform.invert([panel.width, panel.height]);
-      const whole = x0 <= 1 && y0 <= 1 && x1 >= size.width - 1 && y1 >= size.height - 1;
+      const whole = x0 <= drawn.x0 + 1 && y0 <= drawn.y0 + 1 && x1 >= drawn.x1 - 1 && y1 >= drawn.y1 - 1;
       element.classList.toggle("whole", whole);
       view.attr("x", x0 * sx).attr("y", y0 * sy).attr("width", (x1 - x0) * sx).attr("height", (y1 - y0) * sy);
     },

@@ -179,7 +179,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
     const after = anchorId ? layout.positions[state.rep.get(cursorId())] : null;
     nav.load({ width: layout.width, height: layout.height, rankdir: layout.rankdir }, shown.nodes.length, layout.positions,
       shown.nodes.map((n) => ({ ...layout.positions[n.id], width: n.width, height: n.height })),
-      fit ? null : { before, after }, zoom);
+      fit ? null : { before, after }, zoom, Object.values(layout.clusters ?? {}));
     search.refresh();
     state.justLoaded = fit;
     if (step !== undefined) update(step);

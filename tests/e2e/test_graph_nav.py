@@ -184,3 +184,27 @@ def test_playing_pans_smoothly_to_keep_the_current_node_in_view(page, live_serve
     assert len(set(frames)) >= 4, "the view jumped to the current node"
     settle(page)
     assert page.evaluate(CENTRE_IN_PANEL, "[data-node-id='40']")["inside"]
+
+
+INSIDE_SHARE = """() => {
+  const panel = document.querySelector('[data-testid=graph]').getBoundingClientRect();
+  const boxes = Array.from(document.querySelectorAll('[data-testid=graph] .node'), (n) => n.getBoundingClientRect())
+    .filter((r) => r.width > 0 || r.height > 0);
+  const inside = boxes.filter((r) => r.left >= panel.left - 1 && r.right <= panel.right + 1
+                                      && r.top >= panel.top - 1 && r.bottom <= panel.bottom + 1);
+  return {drawn: boxes.length, inside: inside.length};
+}"""
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1920, 1080)], ids=["1280x800", "1920x1080"])
+def test_fit_frames_the_drawn_boxes_on_every_preset_folded_and_unfolded(page, live_server, size):
+    """transformer-tiny, Unfold all, Fit once showed 0 of 116 nodes: fit anchored on the layout's empty corner."""
+    for preset_id in presets(page, live_server):
+        open_explorer(page, live_server, preset_id, size=size)
+        for unfolded in (False, True):
+            if unfolded:
+                unfold_all(page)
+            page.get_by_test_id("graph-fit").click()
+            settle(page)
+            counted = page.evaluate(INSIDE_SHARE)
+            assert counted["drawn"] and counted["inside"] >= 0.95 * counted["drawn"], (preset_id, unfolded, counted)
