@@ -187,11 +187,14 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   if (selected && !graph.hasNode(selected) && !view.index.tensor(Number(selected.slice(1)))) workspace.select(null);
   redrawing = true;
   try { player.reset(view.index.lastStep, keepStep); } finally { redrawing = false; }
+  const clamped = Number.isInteger(keepStep) && keepStep > view.index.lastStep;
   graph.select(ws.selected, player.getStep());
   root.dataset.selected = ws.selected || "";
   root.dataset.interactive = "true";
   performance.mark("tapescope:interactive");
-  setStatus(`${trace.tape.length} tape entries · ${trace.steps.length} steps · peak ${formatBytes(trace.summary.peak_bytes)} at step ${trace.summary.peak_step}`);
+  setStatus(`${trace.tape.length} tape entries · ${trace.steps.length} steps · peak ${formatBytes(trace.summary.peak_bytes)} at step ${trace.summary.peak_step}`
+    + (clamped ? ` · step ${keepStep} is past this run's last step, so it shows step ${view.index.lastStep}` : "") + openingNote);
+  openingNote = "";                                // said once, with the first run shown
   await charts;
   if (ws.trace !== trace) return;
   memory.update(player.getStep());
@@ -264,6 +267,8 @@ async function loadPresets() {
   return presets;
 }
 
+let openingNote = "";     // what opening chose and why, said beside the first run's figures
+
 async function start() {
   const address = readAddress();
   const sessionRequest = snapshotId ? null : fetchSession().catch(() => null);
@@ -279,12 +284,18 @@ async function start() {
   const session = await sessionRequest;
   const preset = presets.find((p) => p.id === address.preset);
   const draft = readDraft();
-  // What opens: the address's preset (a link names it), else this browser's unsent draft, else the saved workspace.
-  if (preset) {                                  // /?preset=…: that preset, the session's work one undo away
+  const workOf = (doc) => doc?.origin?.kind === "preset" ? doc.origin.preset : null;
+  const ours = preset && [workOf(draft?.document), workOf(session)].includes(preset.id);
+  // What opens (docs/sessions-and-snapshots.md): a snapshot link, the snapshot (above); an address naming another
+  // preset than the workspace's, that preset (a new lineage); otherwise this browser's unsent draft, else the saved
+  // workspace; the address's step and selection either way.
+  if (preset && !ours) {                         // /?preset=…: that preset, the session's work one undo away
     workspace.adopt(session, {});
     workspace.loadPreset(preset.id, { step: address.step ?? 0, selected: address.selected ?? null });
+    if (address.edited) openingNote = ` · this address names a model edited from ${preset.name}; the edits live in the `
+      + "browser that made them, so this is the preset itself (to send a model with its edits, use Share)";
   } else if (draft && await workspace.restoreDraft(draft, session, wanted)) {
-    if (!session?.spec) setStatus("Restored your last edit from this browser: the server no longer had it. Saving it again.");
+    if (!session?.spec) openingNote = " · restored your last edit from this browser (the server no longer had it); saving it again";
   } else if (session?.spec) {
     await workspace.restore(session, wanted);
   } else {

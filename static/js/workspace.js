@@ -88,6 +88,12 @@ export function presetIdFor(origin = state.origin, spec = state.spec) {
 }
 
 const entry = () => ({ spec: clone(state.spec), checkpoint: normalizeRequest(state.checkpoint), origin: state.origin });
+
+/** What the address names of the model: its preset and whether it was edited from it (null for anything else). */
+function modelInAddress() {
+  if (state.readOnly || state.origin?.kind !== "preset" || !presetById(state.origin.preset)) return null;
+  return { preset: state.origin.preset, edited: describeOrigin().startsWith("edited") };
+}
 const sameEntry = (a, b) => Boolean(a && b) && same(a.spec, b.spec) && same(a.checkpoint, b.checkpoint) && lineage(a.origin) === lineage(b.origin);
 
 // ------------------------------ the one trace request ------------------------------
@@ -286,7 +292,7 @@ export function redo() {
 /** The step cursor moved; `save: false` while playing (the step is saved once the player stops) or redrawing. */
 export function setStep(step, { save = true } = {}) {
   state.step = step;
-  writeAddress(state.step, state.selected);
+  writeAddress(state.step, state.selected, modelInAddress());
   if (save) scheduleSave();
 }
 
@@ -300,7 +306,7 @@ export function setGraphView({ zoom, unfolded }) {
 
 export function select(id) {
   state.selected = id || null;
-  writeAddress(state.step, state.selected);
+  writeAddress(state.step, state.selected, modelInAddress());
   emit("select", { id: state.selected });
   scheduleSave();
 }

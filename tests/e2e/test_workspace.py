@@ -176,8 +176,41 @@ def test_the_address_opens_a_preset_at_a_step_with_a_selection(page, live_server
     history_length = page.evaluate("history.length")
     page.get_by_test_id("step-forward").click()
     page.get_by_test_id("step-forward").click()
-    expect(page).to_have_url(re.compile(r"/#step=16&select=t7$"))     # within the address's wait (address.js)
+    expect(page).to_have_url(re.compile(r"/\?preset=deep-mlp#step=16&select=t7$"))   # the model stays in the address
     assert page.evaluate("history.length") == history_length
+
+
+def test_a_copied_address_opens_the_same_model_step_and_selection_in_a_fresh_browser(browser, live_server):
+    """`/?preset=deep-mlp#step=14` once became `/#step=14`, which opened seed-tape at step 0 elsewhere."""
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 800}) for _ in range(3)]
+    try:
+        first = contexts[0].new_page()
+        first.goto(f"{live_server}/?preset=deep-mlp#step=14&select=t7")
+        first.wait_for_selector(".explorer[data-ready=true]")
+        first.get_by_test_id("step-forward").click()
+        expect(first).to_have_url(re.compile(r"\?preset=deep-mlp#step=15&select=t7$"))
+        copied = first.url
+        elsewhere = contexts[1].new_page()
+        elsewhere.goto(copied)
+        elsewhere.wait_for_selector(".explorer[data-ready=true]")
+        assert elsewhere.evaluate("window.tapescope.getTrace().spec.name") == "deep-mlp"
+        assert elsewhere.evaluate("window.tapescope.getStep()") == 15
+        assert elsewhere.evaluate("window.tapescope.getSelected()") == "t7"
+        # an edited model says so in its address, and opening that elsewhere says to use Share
+        edit(first, "layers[0].layers[0].out", 48, "t.spec.layers[0].layers[0].out === 48")
+        expect(first).to_have_url(re.compile(r"\?preset=deep-mlp&edited=1#"))
+        other = contexts[2].new_page()                                      # a browser with no workspace yet
+        other.goto(first.url)
+        other.wait_for_selector(".explorer[data-ready=true]")
+        expect(other.locator("#status")).to_contain_text("use Share")
+        # a step past the run's end is clamped, and says so
+        past = contexts[1].new_page()
+        past.goto(f"{live_server}/?preset=seed-tape#step=999")
+        past.wait_for_selector(".explorer[data-ready=true]")
+        expect(past.locator("#status")).to_contain_text("step 999 is past this run's last step")
+    finally:
+        for context in contexts:
+            context.close()
 
 
 def test_a_snapshot_link_with_a_step_opens_there_and_reads_with_a_mouse(page, live_server):
