@@ -94,13 +94,20 @@ function backwardError(error) {
     el("p", { class: "fix", "data-testid": "backward-error-fix", text: error.fix }));
 }
 
+/** The panel's title for the phase a step is in: it describes forward recording, the sweep, a recompute or the
+ * update, and says which. */
+export const PHASE_TITLES = { forward: "Forward: recording the tape", backward: "Backward sweep", "backward-2": "Second backward sweep",
+  recompute: "Recompute (checkpoint)", optimizer: "Optimizer step" };
+
 export function createSweepPanel(element) {
   const body = element.querySelector(".sweep-body");
+  const title = element.querySelector("h2");
 
   function render(index, stepIndex) {
     body.replaceChildren();
     if (!index) return;
     const step = index.trace.steps[stepIndex];
+    if (title) title.textContent = PHASE_TITLES[step?.phase] ?? "Backward sweep";
     const error = index.trace.error;
     if (error && error.step === stepIndex) body.append(backwardError(error));
     const item = index.sweepByStep.get(stepIndex);
