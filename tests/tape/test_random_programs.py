@@ -42,12 +42,16 @@ def test_gradients_match_finite_differences(index):
         raise _fail(program, "disagrees with finite differences", error) from error
 
 
+def _on_both(index, families=None):
+    """torch, program `index` and its leaves and forward compiled on our engine and on torch (skips without it)."""
+    torch = pytest.importorskip("torch")
+    program = build(index) if families is None else build(index, families)
+    return (torch, program, *_compile_ours(program), *program.compile(torch_lib()))
+
+
 @pytest.mark.parametrize("index", range(PROGRAMS))
 def test_values_and_gradients_match_pytorch(index):
-    torch = pytest.importorskip("torch")
-    program = build(index)
-    leaves, forward = _compile_ours(program)
-    torch_leaves, torch_forward = program.compile(torch_lib())
+    torch, program, leaves, forward, torch_leaves, torch_forward = _on_both(index)
     try:
         expected = torch_forward(*torch_leaves)
         weight = np.random.default_rng(program.seed).standard_normal(expected.shape)
@@ -68,7 +72,7 @@ def test_values_and_gradients_match_pytorch(index):
         raise _fail(program, "disagrees with PyTorch", error) from error
 
 
-def _weighted(program, forward, others, weight, lib_sum):
+def _weighted(forward, others, weight, lib_sum):
     """The program as a scalar function of its first leaf (always a parameter), the other leaves held fixed."""
     return lambda x: lib_sum(forward(x, *others) * weight)
 
@@ -79,10 +83,7 @@ def _direction(program, shape, salt):
 
 @pytest.mark.parametrize("index", range(PROGRAMS))
 def test_jvp_matches_pytorch(index):
-    torch = pytest.importorskip("torch")
-    program = build(index)
-    leaves, forward = _compile_ours(program)
-    torch_leaves, torch_forward = program.compile(torch_lib())
+    torch, program, leaves, forward, torch_leaves, torch_forward = _on_both(index)
     grad_leaves = [i for i, leaf in enumerate(torch_leaves) if leaf.requires_grad]
     tangents = [_direction(program, torch_leaves[i].shape, i) for i in grad_leaves]
 
@@ -115,20 +116,17 @@ def test_jvp_matches_pytorch(index):
 def test_hvp_matches_pytorch(index, mode):
     """H·v for the first leaf, against torch.autograd.functional.hvp; a gradient constant in that leaf (a linear
     or relu-gated program) has H = 0 in both."""
-    torch = pytest.importorskip("torch")
-    program = build(index, SECOND_ORDER)
-    leaves, forward = _compile_ours(program)
-    torch_leaves, torch_forward = program.compile(torch_lib())
+    torch, program, leaves, forward, torch_leaves, torch_forward = _on_both(index, SECOND_ORDER)
     expected_out = torch_forward(*torch_leaves)
     weight = np.random.default_rng(program.seed).standard_normal(tuple(expected_out.shape))
     direction = _direction(program, torch_leaves[0].shape, 99)
     try:
-        torch_fn = _weighted(program, torch_forward, torch_leaves[1:], torch.tensor(weight), torch.sum)
+        torch_fn = _weighted(torch_forward, torch_leaves[1:], torch.tensor(weight), torch.sum)
         _, expected = torch.autograd.functional.hvp(torch_fn, torch_leaves[0].detach(), torch.tensor(direction))
     except Exception as error:
         raise _fail(program, "is refused by torch.autograd.functional.hvp (fix the generator)", error) from error
     try:
-        ours_fn = _weighted(program, forward, leaves[1:], weight, lambda x: x.sum())
+        ours_fn = _weighted(forward, leaves[1:], weight, lambda x: x.sum())
         product = hvp(ours_fn, leaves[0], direction, mode=mode)
         np.testing.assert_allclose(product, expected.numpy(), rtol=1e-7, atol=1e-9, err_msg="H·v (ours, then torch)")
     except Exception as error:
