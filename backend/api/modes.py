@@ -3,7 +3,9 @@ one JVP sweep stepped) and POST /api/matrix-chain (the matrix-chain lesson at ch
 at most 64 wide, so it needs no work price).
 
 /api/modes runs under a trace's guards (backend/driver): it is priced as one trace per sweep it will run (a sweep
-is never dearer than a recorded training step), so a model whose n + m sweeps are over the budget gets 413 "work".
+is never dearer than a recorded training step); a model whose n + m sweeps are over the budget runs on the largest
+sub-batch that fits (backend/sweeps/slice.py, named in the report's "slice"), and only one whose single row is over
+gets 413 "work".
 """
 from flask import Blueprint, jsonify
 
@@ -14,6 +16,7 @@ from backend.driver import run_bounded, run_on_engine
 from backend.models import validate_spec
 from backend.sweeps.chain import matrix_chain
 from backend.sweeps.report import modes_report, sweeps_needed
+from backend.sweeps.slice import modes_slice
 from backend.sweeps.subject import sweep_counts
 from backend.trace.failure import is_version_error
 
@@ -29,7 +32,7 @@ def modes():
     body = json_object_body('{"spec": {...}, "direction": {"element": 0}}')
     if "spec" not in body:
         raise ApiError(400, "No spec to differentiate.", [{"path": "spec", "message": "is required: the model"}])
-    normalized = validate_spec(body["spec"])
+    normalized, sliced = modes_slice(validate_spec(body["spec"]))
     counts = sweep_counts(normalized)
     element = _direction(body.get("direction"), counts["inputs"])
     try:
@@ -42,7 +45,7 @@ def modes():
             "path": "spec.layers", "message": "an in-place op overwrites a tensor an earlier op saved for backward: "
                                               "make it out of place (\"inplace\": false) to compare the modes; "
                                               f"the engine said: {str(error)[:300]}"}]) from None
-    return jsonify(report)
+    return jsonify({**report, "slice": sliced})
 
 
 @modes_api.post("/api/matrix-chain")

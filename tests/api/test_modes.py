@@ -104,9 +104,35 @@ def test_missing_or_bad_spec_is_400(app_client):
     assert reply.status_code == 400 and reply.get_json()["problems"][0]["path"] == "batch"
 
 
-def test_a_model_whose_sweeps_are_over_the_budget_is_413_work(app_client):
-    """deep-mlp has 4,096 input elements: 8,192 JVP sweeps priced as traces are far over the budget."""
-    reply = app_client.post("/api/modes", json={"spec": presets.get("deep-mlp")})
+def test_a_model_whose_sweeps_are_over_the_budget_runs_on_a_named_slice(app_client):
+    """deep-mlp has 4,096 input elements: 8,192 sweeps priced as traces are far over the budget, so the modes run
+    on the largest sub-batch that fits, and say so; the figures are that slice's, executed."""
+    spec = presets.get("deep-mlp")
+    reply = app_client.post("/api/modes", json={"spec": spec})
+    assert reply.status_code == 200, reply.get_json()
+    body = reply.get_json()
+    sliced = body["slice"]
+    assert sliced["of"] == spec["batch"] and 1 <= sliced["batch"] < spec["batch"]
+    assert f"the first {sliced['batch']} of its {spec['batch']} rows" in sliced["reason"]
+    assert body["input"]["shape"][0] == sliced["batch"]                  # what ran is the slice
+    jacobian = body["jacobians"]["loss"]
+    assert jacobian["input_elements"] == body["input"]["elements"] == sliced["batch"] * body["input"]["shape"][1]
+    assert jacobian["forward"]["sweeps"] == jacobian["input_elements"]
+
+
+def test_every_preset_but_version_error_shows_executed_modes(app_client):
+    for preset_id in presets.PRESETS:
+        reply = app_client.post("/api/modes", json={"spec": presets.get(preset_id)})
+        if preset_id == "version-error":
+            assert reply.status_code == 400 and "version error" in reply.get_json()["error"]
+            continue
+        assert reply.status_code == 200, (preset_id, reply.get_json())
+        assert reply.get_json()["jacobians"]["logits"]["reverse"]["sweeps"] >= 1
+
+
+def test_a_model_whose_single_row_is_over_the_budget_is_413_work(app_client):
+    spec = {**presets.get("deep-mlp"), "batch": 1, "input": {"kind": "features", "size": 4096}}
+    reply = app_client.post("/api/modes", json={"spec": spec})
     assert reply.status_code == 413
     body = reply.get_json()
     assert body["cap"] == "work" and body["limit"] == WORK_BUDGET_US and body["requested"] > WORK_BUDGET_US
