@@ -93,7 +93,9 @@ export function createModesView(section) {
       stepper.clear();
       return;
     }
-    status.textContent = `Executed on ${report.input.name} ${formatShape(report.input.shape)}: ${count(report.input.elements)} input elements.`;
+    status.textContent = `Executed on ${report.input.name} ${formatShape(report.input.shape)}: ${count(report.input.elements)} input elements.`
+      + (report.slice ? ` A slice: ${report.slice.reason}.` : "");
+    section.dataset.sliced = report.slice ? "true" : "false";
     body.replaceChildren(jacobianTable(report), verdict(report));
     stepper.load(report);
   }

@@ -82,10 +82,11 @@ def test_stepping_the_jvp_sweep_moves_the_highlight(page, live_server):
         view.screenshot(path=str(ARTIFACTS / f"modes-panel-{width}.png"))
 
 
-def test_a_model_over_the_work_cap_says_which_cap_in_the_view(page, live_server):
+def test_a_model_over_the_work_cap_runs_on_a_named_slice(page, live_server):
     open_explorer(page, live_server, "deep-mlp")                 # 4,096 input elements: 8,192 JVP sweeps
     view = page.get_by_test_id("modes-view")
     view.scroll_into_view_if_needed()
-    expect(view).to_have_attribute("data-state", "failed", timeout=60_000)
-    expect(view.locator(".modes-status")).to_contain_text("over the work cap")
-    expect(page.get_by_test_id("jvp-stepper")).to_be_hidden()
+    expect(view).to_have_attribute("data-state", "ready", timeout=60_000)
+    expect(view).to_have_attribute("data-sliced", "true")
+    expect(view.locator(".modes-status")).to_contain_text("A slice: the whole batch's 4,096 input elements")
+    expect(view.locator(".modes-status")).to_contain_text("none extrapolated")
