@@ -44,6 +44,7 @@ export const state = {
   openedFile: null,                           // ... and as it came: what "Share this run" posts
   version: null, saveState: "idle", conflict: null,
   settledTrace: null,                         // the last trace that settled (no drag, nothing pending)
+  settledAsked: null,                         // what it was traced for
   tracesShown: 0,
   modes: { report: null, spec: null, element: 0, jvpStep: 0 },   // the forward-vs-reverse report, for `spec`
 };
@@ -104,6 +105,7 @@ let controller = null;
 let generation = 0;
 let lastFire = -Infinity;
 let pointerDown = false;
+let answered = null;      // the request whose answer (a trace or a refusal) came last: only its trace may settle
 
 const checkpointProblem = (error) => error.status === 400 && (error.problems ?? []).some((p) => String(p.path).startsWith("checkpoint"));
 
@@ -152,11 +154,26 @@ async function fire() {
   }
   if (controller === mine) controller = null;
   if (id !== generation || pending) return;          // a newer request owns the screen
-  if (failure) { emit("trace-failed", { ...failure, ms: performance.now() - started }); emit("history"); return; }
+  answered = asked;
+  if (failure) { refused(failure, performance.now() - started); return; }
   show(trace, asked, performance.now() - started);
 }
 
 const busy = () => Boolean(timer || controller || pending);
+
+/** The latest request was refused (over a cap, a bad field): the error is said, and a trace drawn on the way there
+ * (a slider passing width 1 mid-drag) gives way to the last settled one, which stays "before": an over-cap value
+ * never replaces it. */
+function refused(failure, ms) {
+  if (state.settledTrace && state.trace !== state.settledTrace) {
+    state.trace = state.settledTrace;
+    state.traced = state.settledAsked;
+    state.previous = null;
+    emit("trace", { trace: state.trace, ms: 0, keepStep: state.step, ...comparison() });
+  }
+  emit("trace-failed", { ...failure, ms });          // after the redraw, so the marked fields stay marked
+  emit("history");
+}
 
 /** A trace arrived for `asked`: it goes on screen compared with the baseline, or the last settled run of its lineage. */
 function show(trace, asked, ms = 0) {
@@ -187,8 +204,9 @@ export function comparison() {
 
 /** The run on screen is settled (no drag, nothing pending): it becomes "before" and a history entry, and is saved. */
 function settle() {
-  if (busy() || !state.trace || state.settledTrace === state.trace) return;
+  if (busy() || pointerDown || !state.trace || state.settledTrace === state.trace || state.traced !== answered) return;
   state.settledTrace = state.trace;
+  state.settledAsked = state.traced;
   const now = { spec: clone(state.traced.spec), checkpoint: state.traced.checkpoint, origin: state.traced.origin };
   if (state.readOnly || sameEntry(now, state.committed)) return;
   const first = !state.committed;             // the page's opening run is not a change: nothing to save yet

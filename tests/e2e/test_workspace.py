@@ -326,3 +326,20 @@ def test_a_slider_drag_compares_with_where_it_started_and_a_pin_holds(page, live
 def expected_peak_text(page, nbytes):
     """The page's own byte formatting (format.js), so the test compares words with words."""
     return page.evaluate("async n => (await import('/static/js/format.js')).formatBytes(n)", nbytes)
+
+
+def test_a_drag_past_the_cap_keeps_the_settled_model_and_compares_against_it(page, live_server):
+    """deep-mlp's width dragged from 1 to ~1,100 (over the 256 MiB cap near 1,000): a trace made mid-drag at width 1
+    once stayed as "the last good trace", and the delta read as if widening had cut memory."""
+    open_explorer(page, live_server, "deep-mlp")
+    settled = page.evaluate("window.tapescope.getTrace()")
+    slider = page.locator("#editor-panel input[type=range]").nth(1)          # the memory dials: batch, then width
+    low, high = float(slider.get_attribute("min")), float(slider.get_attribute("max"))
+    drag_slider(page, slider, low, 1100, low, high)        # traces land on the way when the machine keeps up
+    expect(page.get_by_test_id("field-error").first).to_contain_text("cap")         # the cap, said at the field
+    page.wait_for_timeout(800)                                                    # past the settle wait
+    shown = page.evaluate("window.tapescope.getTrace()")
+    assert shown["spec"] == settled["spec"], "a trace made mid-drag replaced the settled one"
+    assert int(page.get_attribute("[data-testid=peak-bytes]", "data-bytes")) == settled["summary"]["peak_bytes"]
+    delta = page.inner_text("[data-testid=peak-delta]")
+    assert "→" not in delta or delta.count(expected_peak_text(page, settled["summary"]["peak_bytes"])) == 2, delta
