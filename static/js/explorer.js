@@ -353,7 +353,21 @@ function openDocument(file, fileName) {
 }
 
 bindRunFile({ input: byTestId("open-run"), zone: byTestId("drop-zone") },
-  { onDocument: openDocument, onError: (sentence) => setStatus(sentence, true) });
+  { onDocument: (...opened) => { showOpenError(null); openDocument(...opened); }, onError: showOpenError });
+
+// The skip link goes to the graph itself (focused, so its keys work) without touching the address's #step= hash.
+byTestId("skip-to-graph")?.addEventListener("click", (event) => {
+  event.preventDefault();
+  byTestId("graph").focus();
+});
+
+/** A file that could not be opened is said beside the control that opened it (and in the status line). */
+function showOpenError(sentence) {
+  const said = byTestId("open-run-error");
+  said.hidden = !sentence;
+  said.textContent = sentence ?? "";
+  if (sentence) setStatus(sentence, true);
+}
 bindShareRun({ button: byTestId("share-run"), output: document.getElementById("share-output") },
   () => ({ document: ws.openedFile, step: player.getStep(), selected: ws.selected }));
 

@@ -17,7 +17,11 @@ export function parseRunDocument(text) {
   }
   if (!document || typeof document !== "object" || Array.isArray(document)) throw new Error("it is not a trace document (a JSON object)");
   const required = REQUIRED[document.schema_version];
-  if (!required) throw new Error(`its schema_version is ${JSON.stringify(document.schema_version)}; this page reads versions 1 and 2`);
+  if (!required && document?.schema_version === undefined) {
+    throw new Error("it is not a trace document (it has no schema_version). Write one with "
+      + "python -m backend.importers.torch MODEL_FILE --out run.json, or open a run.json someone shared");
+  }
+  if (!required) throw new Error(`it is a trace document of version ${JSON.stringify(document.schema_version)}, and this page reads versions 1 and 2`);
   const missing = required.filter((key) => document[key] === undefined);
   if (missing.length) throw new Error(`it has no ${missing.join(", ")}: not a trace document`);
   const steps = document.schema_version === 1 ? document.steps : document.steps.count;

@@ -144,6 +144,10 @@ def test_a_file_that_is_not_a_trace_is_refused_with_a_sentence(page, live_server
     bad.write_text('{"hello": "world"}')
     page.set_input_files("[data-testid=open-run]", str(bad))
     expect(page.locator("#status")).to_contain_text("Could not open notes.json")
+    said = page.get_by_test_id("open-run-error")                       # beside the control, in words
+    expect(said).to_be_visible()
+    expect(said).to_contain_text("it is not a trace document (it has no schema_version)")
+    assert "undefined" not in said.inner_text()
     assert page.evaluate("window.tapescope.getTrace().source") is None
     expect(page.locator("#editor-panel")).to_be_visible()
 

@@ -26,3 +26,15 @@ def test_the_right_panel_is_titled_by_the_phase_it_describes(page, live_server):
     expect(title).to_have_text("Backward sweep")
     go_to_step(page, next(s["index"] for s in trace["steps"] if s["phase"] == "optimizer"))
     expect(title).to_have_text("Optimizer step")
+
+
+def test_the_first_tab_reaches_a_skip_link_to_the_graph(page, live_server):
+    open_explorer(page, live_server, "deep-mlp")
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("Tab")
+    skip = page.get_by_test_id("skip-to-graph")
+    expect(skip).to_be_focused()
+    expect(skip).to_be_visible()
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("graph")).to_be_focused()           # the graph's own keys (f, + −) work from here
+    assert "step=" in page.evaluate("location.hash")                 # the address's step is untouched
