@@ -105,8 +105,8 @@ def explain(config, c):
                      "layer; the table shows this config's own layer.")
     seed = c["seed"]
     lines.append(
-        f"000_… reports {_mib(seed['per_layer_bytes'])} per layer ({seed['units']:g} units of 64 MiB) for its "
-        f"reference model (12 × 2048, 16 heads, batch 8 × 1024, fp32). Korthikanti's rows at fp32 with 1-byte "
+        f"The memory primer reports {_mib(seed['per_layer_bytes'])} per layer ({seed['units']:g} units of 64 MiB) "
+        f"for its reference model (12 × 2048, 16 heads, batch 8 × 1024, fp32). Korthikanti's rows at fp32 with 1-byte "
         f"masks give {_mib(seed['korthikanti_fp32_bytes'])} "
         f"({seed['korthikanti_fp32_bytes'] / SEED_UNIT_BYTES:g} units). The "
         f"{_mib(seed['per_layer_bytes'] - seed['korthikanti_fp32_bytes'])} gap is 4 units: exactly one more "

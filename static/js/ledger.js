@@ -119,7 +119,7 @@ function renderSummary(ledger) {
     ["Head (logits + probs)", formatBytes(ledger.head_bytes)],
     [`Activations (${c.layers} layers + head)`, formatBytes(ledger.activation_bytes)],
     ["Per token", `${formatBytes(ledger.per_token_bytes)} (${formatBytes(ledger.per_token_layer_bytes)}/layer)`],
-    ["k* = √(L·b/a)", formatNumber(ledger.k_star, 2)],
+    ["k* = √(L·b/a): the best k with L layers, a = one layer's saved bytes, b = one kept boundary", formatNumber(ledger.k_star, 2)],
     [`Max batch on ${formatNumber(c.device_gib, 2)} GiB`,
       ledger.max_batch_capped ? `${formatNumber(ledger.max_batch, 0)} (the batch field's limit: more would fit)` : formatNumber(ledger.max_batch, 0)],
   ];
@@ -248,7 +248,7 @@ function renderReconciliation(ledger) {
     ["Our rows priced at 2 B/element, 1 B/mask", k.rows_at_16bit_bytes],
     [`Our rows at ${ledger.config.dtype}, 1 B/mask (Korthikanti's rows)`, k.rows_at_dtype_bytes],
     ["What the engine saves per layer (naive, dropout)", k.engine_bytes],
-    ["000_…'s reference layer (38.5 units)", k.seed.per_layer_bytes],
+    ["The memory primer's reference layer (12 × 2048, batch 8 × 1,024 tokens: 38.5 units of 64 MiB)", k.seed.per_layer_bytes],
     ["Korthikanti's rows at fp32 for that layer", k.seed.korthikanti_fp32_bytes],
     [`…plus ${k.seed.extra_row.name} [${k.seed.extra_row.shape.join(", ")}]`, k.seed.reconstructed_bytes],
   ];
