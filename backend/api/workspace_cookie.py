@@ -40,8 +40,9 @@ def save_workspace(document: dict, base_version: str | None = None,
 
     Raises stored_sessions.StaleVersion when another tab saved since `base_version`, and when a save names no
     version for a workspace that exists (two tabs opened before it did: the second must not overwrite the first),
-    unless `replace` (a copy of a snapshot, which keeps the old document on its undo list). Room is made in the
-    storage budget first (backend/store/budget.py): the longest idle workspaces go, never this one.
+    unless `replace` (a copy of a snapshot, which keeps the old document on its undo list). A save that grows the
+    stored bytes makes room in the storage budget first (backend/store/budget.py): the longest idle workspaces go,
+    never this one.
     """
     db = current_db()
     existing = workspace or current_workspace()
@@ -49,8 +50,12 @@ def save_workspace(document: dict, base_version: str | None = None,
         base_version = None
     elif base_version is None and not replace:
         raise stored_sessions.StaleVersion(existing)
-    make_room(db, stored_sessions.document_bytes(document), storage_budget(),
-              keep_session=existing.id if existing is not None else None)
+    # Only a save that grows what is stored can pass the budget: the page's autosaves (a step, a selection) mostly
+    # do not, and skip the count of every row that making room starts with.
+    growth = stored_sessions.document_bytes(document) - (
+        stored_sessions.document_bytes(existing.document()) if existing is not None else 0)
+    if growth > 0:
+        make_room(db, growth, storage_budget(), keep_session=existing.id if existing is not None else None)
     workspace = existing or _new_workspace()
     saved = stored_sessions.save(db, workspace.id, document, base_version)
     if saved is None:  # pruned between the read and the write: start again under a new id

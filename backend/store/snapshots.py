@@ -49,15 +49,15 @@ def create(db: Session, *, spec: dict, checkpoint: dict | None, view: dict, trac
     trace_json = jsontext.dump(trace)
     if max_trace_bytes is not None and len(trace_json) > max_trace_bytes:
         raise StoredValueTooLarge("trace document", len(trace_json), max_trace_bytes, "trace_bytes")
-    content_hash = _content_hash(spec, checkpoint, view, trace_json, title)
+    texts = {"spec_json": jsontext.dump(spec), "checkpoint_json": jsontext.dump(checkpoint),
+             "view_json": jsontext.dump(view)}
+    content_hash = _content_hash(*texts.values(), trace_json, title or "")
     same = db.scalar(select(Snapshot.id).where(Snapshot.content_hash == content_hash).limit(1))
     if same is not None:
         return same
     row = Snapshot(
         id=new_snapshot_id(),
-        spec_json=jsontext.dump(spec),
-        checkpoint_json=jsontext.dump(checkpoint),
-        view_json=jsontext.dump(view),
+        **texts,
         trace_xz=jsontext.compress(trace_json),
         schema_version=str(trace.get("schema_version", "")),
         engine_version=str(trace.get("engine_version", "")),
@@ -74,10 +74,10 @@ def create(db: Session, *, spec: dict, checkpoint: dict | None, view: dict, trac
     return row.id
 
 
-def _content_hash(spec, checkpoint, view, trace_json, title) -> str:
+def _content_hash(*texts: str) -> str:
     """sha256 over every value a snapshot holds, each length-prefixed so no two documents run together."""
     digest = hashlib.sha256()
-    for text in (jsontext.dump(spec), jsontext.dump(checkpoint), jsontext.dump(view), trace_json, title or ""):
+    for text in texts:
         data = text.encode("utf-8")
         digest.update(len(data).to_bytes(8, "big"))
         digest.update(data)
