@@ -95,6 +95,11 @@ def operand_as(value, dtype):
 def binary_operands(op, a, b):
     """`op`'s two operands as Tensors in their result dtype. Under autocast its casts come first (a float32
     master bias meets a float16 product as float16, as in torch), then promotion."""
+    if not amp.active:              # the common cases, on every binary op: nothing to weigh
+        if type(a) is type(b) is Tensor and a.data.dtype == b.data.dtype:
+            return a, b
+        if type(a) is Tensor and type(b) in (int, float) and a.data.dtype.kind == "f":
+            return a, operand_as(b, a.data.dtype)          # a floating tensor beside a Python number keeps its dtype
     if amp.active:
         tensors = [x for x in (a, b) if isinstance(x, Tensor)]
         cast = iter(amp.inputs_for(op, tensors))
