@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from backend.importers.torch import document_of, load_build, record, run_step, unpack_build  # noqa: E402
+from backend.importers.torch_step import document_of, load_build, record, run_step, unpack_build  # noqa: E402
 from backend.importers.torch_checkpoint import parse_policies, schedule_label, what_ifs  # noqa: E402
 from backend.trace.document_versions import pack  # noqa: E402
 from backend.trace.intake import load_posted_document  # noqa: E402

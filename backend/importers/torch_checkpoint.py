@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import torch
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
-from backend.importers.torch import record_step, record_with, unpack_build
+from backend.importers.torch_step import record_step, record_with, unpack_build
 from backend.importers.torch_blocks import BlocksError, find_blocks, named_blocks
 from backend.importers.torch_recorder import TorchRecorder
 from backend.planner.execute import grad_mismatch

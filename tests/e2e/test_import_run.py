@@ -19,7 +19,7 @@ OPENED = "() => window.tapescope.getTrace()?.source && document.querySelector('.
 @pytest.fixture(scope="module")
 def gpt_run(tmp_path_factory):
     """examples/torch/gpt.py's step, recorded as the command line writes it: (path of run.json, document)."""
-    from backend.importers.torch import load_build, record_step, unpack_build
+    from backend.importers.torch_step import load_build, record_step, unpack_build
     document = record_step(*unpack_build(load_build(ROOT / "examples" / "torch" / "gpt.py")()))
     path = tmp_path_factory.mktemp("gpt") / "run.json"
     path.write_text(json.dumps(document, separators=(",", ":")))
@@ -157,7 +157,7 @@ def test_our_own_runs_json_opens_read_only_from_a_file(page, live_server, tmp_pa
     reply = page.request.post(f"{live_server}/api/trace", data={"spec": spec})
     assert reply.ok, reply.text()
     path = tmp_path / "residual.json"
-    path.write_text(reply.text())            # schema_version 2, as the server sends it and `python -m backend.trace` writes
+    path.write_text(reply.text())            # schema_version 2, as the server sends it and `python -m backend.driver` writes
     open_explorer(page, live_server, "seed-tape")
     sent = writes(page)
     page.set_input_files("[data-testid=open-run]", str(path))
@@ -172,7 +172,7 @@ def test_our_own_runs_json_opens_read_only_from_a_file(page, live_server, tmp_pa
 @pytest.fixture(scope="module")
 def gpt_what_if(tmp_path_factory):
     """The small GPT with `--checkpoint every_k=1`, as the command line writes it (schema_version 2)."""
-    from backend.importers.torch import load_build
+    from backend.importers.torch_step import load_build
     from backend.importers.torch_checkpoint import checkpoint_what_ifs
     from backend.trace.document_versions import pack
     document = checkpoint_what_ifs(load_build(ROOT / "examples" / "torch" / "gpt.py"), "every_k=1")

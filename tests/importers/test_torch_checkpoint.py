@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch", reason="torch is an optional extra (pip ins
 # every model again.
 pytestmark = pytest.mark.xdist_group("torch-checkpoint")
 
-from backend.importers.torch import load_build, main, unpack_build  # noqa: E402
+from backend.importers.torch import main  # noqa: E402
+from backend.importers.torch_step import load_build, unpack_build  # noqa: E402
 from backend.importers.torch_blocks import BlocksError, find_blocks, named_blocks  # noqa: E402
 from backend.importers.torch_checkpoint import (CheckpointRequestError, parse_policies, record_checkpointed,  # noqa: E402
                                                 regions_of, what_ifs)

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch", reason="torch is an optional extra (pip ins
 # every model again.
 pytestmark = pytest.mark.xdist_group("torch-import")
 
-from backend.importers.torch import load_build, record_step, run_step, unpack_build  # noqa: E402
+from backend.importers.torch_step import load_build, record_step, run_step, unpack_build  # noqa: E402
 from backend.importers.torch_profile import existing_bytes, live_by_step, plain_peak, profiled  # noqa: E402
 from backend.importers.torch_recorder import _tensors  # noqa: E402
 from backend.trace.document_versions import pack, unpack  # noqa: E402

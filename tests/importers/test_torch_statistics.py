@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch", reason="torch is an optional extra (pip ins
 pytestmark = pytest.mark.xdist_group("torch-statistics")
 
 from backend.importers import torch_recorder  # noqa: E402
-from backend.importers.torch import load_build, record_step, unpack_build  # noqa: E402
+from backend.importers.torch_step import load_build, record_step, unpack_build  # noqa: E402
 from backend.trace import values  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

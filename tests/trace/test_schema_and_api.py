@@ -63,12 +63,12 @@ def test_garbage_gets_a_4xx_never_a_500(client, body):
 
 
 def test_command_line_prints_the_document():
-    result = subprocess.run([sys.executable, "-m", "backend.trace", "seed-tape"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "backend.driver", "seed-tape"], cwd=ROOT,
                             capture_output=True, text=True, check=True)
     document = json.loads(result.stdout)
     jsonschema.validate(document, SCHEMA)
     assert document["schema_version"] == 2 and len(unpack(document)["tape"]) == 5
-    bad = subprocess.run([sys.executable, "-m", "backend.trace", "no-such-preset"], cwd=ROOT,
+    bad = subprocess.run([sys.executable, "-m", "backend.driver", "no-such-preset"], cwd=ROOT,
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "neither a preset nor a file" in bad.stderr
 

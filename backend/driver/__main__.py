@@ -1,4 +1,4 @@
-"""Command line: `python -m backend.trace PRESET_OR_SPEC_FILE` prints the trace document (schema_version 2) as JSON."""
+"""Command line: `python -m backend.driver PRESET_OR_SPEC_FILE` prints the trace document (schema_version 2) as JSON."""
 import json
 import sys
 from pathlib import Path
@@ -10,7 +10,7 @@ from backend.trace.document_versions import pack
 
 def main(argv):
     if len(argv) != 1:
-        print("usage: python -m backend.trace PRESET_OR_SPEC_FILE   (presets: "
+        print("usage: python -m backend.driver PRESET_OR_SPEC_FILE   (presets: "
               + ", ".join(presets.PRESETS) + ")", file=sys.stderr)
         return 2
     source = argv[0]

@@ -1,0 +1,196 @@
+"""One real PyTorch training step, plain or recorded into the trace document: `run_step`, `record_step`,
+`record_with`, and reading the user's MODEL_FILE (`load_build`, `unpack_build`).
+
+The command line (backend/importers/torch.py) and the checkpoint what-ifs (torch_checkpoint.py) both record through
+this module; it imports neither, so imports go one way.
+"""
+import importlib.util
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+from backend.importers.torch_blocks import find_blocks
+from backend.importers.torch_recorder import TorchRecorder, _tensors
+from backend.planner.blocks import BlockIndex
+from backend.planner.torch_timeline import RECOMPUTE_ON_FIRST_UNPACK
+from backend.trace.document import build_document
+
+LOSS_SCOPE = "loss"
+
+
+# ----- one step, recorded or plain ---------------------------------------------------------------
+def run_step(model, batch, loss_fn=None, optimizer=None, recorder=None):
+    """Forward, loss, backward, optimizer step; returns the loss tensor. The same code with and without a
+    recorder, so a plain run (profiled, timed, compared) is the recorded run minus the hooks."""
+    begin = recorder.begin if recorder is not None else (lambda phase: None)
+    begin("forward")
+    loss = _forward_loss(model, batch, loss_fn, recorder)
+    if recorder is not None:
+        recorder.attach(loss)
+    begin("backward")
+    loss.backward()
+    if recorder is not None:
+        recorder.name_grads(model)
+    if optimizer is not None:
+        begin("optimizer")
+        optimizer.step()
+    begin("done")
+    return loss
+
+
+def _forward_loss(model, batch, loss_fn, recorder):
+    """The loss, with the model's output gone by the time it returns (as in a training loop's body)."""
+    if loss_fn is None:
+        return _as_loss(_call(model, batch))
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        raise ValueError("with a loss_fn, batch must be (inputs, target): the step runs "
+                         "loss_fn(model(inputs), target)")
+    inputs, target = batch
+    output = _call(model, inputs)
+    if recorder is not None:
+        recorder.push_scope(LOSS_SCOPE)
+    try:
+        return loss_fn(output, target)
+    finally:
+        if recorder is not None:
+            recorder.pop_scope()
+
+
+def _call(model, inputs):
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    if isinstance(inputs, (tuple, list)):
+        return model(*inputs)
+    return model(inputs)
+
+
+def _as_loss(output):
+    if isinstance(output, torch.Tensor) and output.dim() == 0:
+        return output
+    for pick in (lambda o: o["loss"], lambda o: o.loss, lambda o: o[0]):
+        try:
+            loss = pick(output)
+        except (KeyError, AttributeError, TypeError, IndexError):
+            continue
+        if isinstance(loss, torch.Tensor) and loss.dim() == 0:
+            return loss
+    raise ValueError("the model's output is not a loss: without a loss_fn, model(batch) must return a scalar "
+                     "tensor, or something with a scalar under ['loss'], .loss or [0]; or give build() a loss_fn")
+
+
+# ----- the document ------------------------------------------------------------------------------
+def record_step(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None):
+    """One training step of `model` on `batch` under PyTorch's hooks, as a trace document (a dict).
+
+    `blocks` are the module paths a checkpoint what-if counts as blocks (default: the children of the model's
+    largest ModuleList); the document reports which storage enters each, as our engine's driver does."""
+    return record_with(TorchRecorder(with_values=values), model, batch, loss_fn, optimizer, blocks)
+
+
+def record_with(recorder, model, batch, loss_fn=None, optimizer=None, blocks=None):
+    """The document of one step recorded by `recorder` (a TorchRecorder, or one that knows checkpoint regions)."""
+    recorder, loss = record(model, batch, loss_fn, optimizer, blocks=blocks, recorder=recorder)
+    return document_of(recorder, loss, model, batch, loss_fn, optimizer)
+
+
+def record(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None, recorder=None):
+    """The step under the hooks: (recorder, loss). The hooks note what can only be seen as it happens (ids,
+    storages, shapes, a copy of each tensor for its statistics); the rest waits for document_of."""
+    recorder = TorchRecorder(with_values=values) if recorder is None else recorder
+    recorder.add_model(model, _tensors(batch))
+    recorder.note_blocks(model, find_blocks(model) if blocks is None else blocks)
+    try:
+        with recorder, torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack):
+            loss = run_step(model, batch, loss_fn, optimizer, recorder)
+    finally:
+        recorder.finish()
+    return recorder, loss
+
+
+def document_of(recorder, loss, model, batch, loss_fn=None, optimizer=None):
+    """The trace document of a recorded step (statistics, live bytes, the peak explanation are derived here)."""
+    spec = describe(model, batch, loss_fn, optimizer)
+    document = build_document(recorder, spec, f"torch {torch.__version__}", float(loss.detach()))
+    document["layers"] = [{"path": name, "type": type(child).__name__, "name": name}
+                          for name, child in model.named_children()]
+    document["source"] = {"kind": "torch", "torch_version": torch.__version__, "model": type(model).__name__,
+                          "loss": spec["loss"]["type"],
+                          "optimizer": type(optimizer).__name__ if optimizer is not None else None,
+                          "values": bool(recorder.with_values)}
+    document["summary"]["packed"] = len(recorder.packed)
+    count_block_entries(document)
+    # torch.utils.checkpoint(use_reentrant=False) recomputes a region inside the first of its backward nodes that
+    # unpacks a saved tensor, and stops at its last save: the planner predicts this run's schedules in that order
+    document["checkpointing"] = {"recompute": RECOMPUTE_ON_FIRST_UNPACK, "early_stop": True}
+    return document
+
+
+def count_block_entries(document):
+    """Each reported block's `entries`: the forward tape entries inside it (what a checkpoint of it re-runs)."""
+    index = BlockIndex([block["path"] for block in document["blocks"]])
+    counts = Counter(index.block_of(e["scope"]) for e in document["tape"] if e["phase"] == "forward")
+    for i, block in enumerate(document["blocks"]):
+        block["entries"] = counts.get(i, 0)
+
+
+def describe(model, batch, loss_fn, optimizer):
+    """The document's `spec`: what the run was, in the fields our own specs have (read-only for an import)."""
+    params = list(model.parameters())
+    tensors = _tensors(batch)
+    return {"name": type(model).__name__, "seed": None,
+            "dtype": str(params[0].dtype).replace("torch.", "") if params else "float32",
+            "batch": int(tensors[0].shape[0]) if tensors and tensors[0].dim() else 1,
+            "input": {"kind": "torch", "shapes": [list(t.shape) for t in tensors]},
+            "layers": [{"type": type(child).__name__, "name": name} for name, child in model.named_children()],
+            "loss": {"type": _loss_name(loss_fn)}, "optimizer": optimizer_spec(optimizer)}
+
+
+def _loss_name(loss_fn):
+    if loss_fn is None:
+        return "model"
+    return getattr(loss_fn, "__name__", None) or type(loss_fn).__name__
+
+
+def optimizer_spec(optimizer):
+    """SGD, Adam and AdamW in our spec's words (the planner and the verdicts read them); others by name."""
+    if optimizer is None:
+        return {"type": "none"}
+    group = optimizer.param_groups[0]
+    kind = type(optimizer).__name__.lower()
+    lr = float(group.get("lr", 0.0))
+    if kind == "sgd":
+        return {"type": "sgd", "lr": lr, "momentum": float(group["momentum"]),
+                "weight_decay": float(group["weight_decay"]), "nesterov": bool(group["nesterov"])}
+    if kind in ("adam", "adamw"):
+        return {"type": kind, "lr": lr, "betas": [float(b) for b in group["betas"]],
+                "weight_decay": float(group["weight_decay"])}
+    return {"type": "other", "name": type(optimizer).__name__, "lr": lr}
+
+
+# ----- the user's file ---------------------------------------------------------------------------
+def load_build(path):
+    """Import MODEL_FILE and return its build() (the user's own code, run here on the user's machine)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SystemExit(f"{path}: no such file")
+    module_spec = importlib.util.spec_from_file_location(f"tapescope_model_{path.stem}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    build = getattr(module, "build", None)
+    if not callable(build):
+        raise SystemExit(f"{path}: defines no build(); it must return (model, batch[, loss_fn[, optimizer]])")
+    return build
+
+
+def unpack_build(built):
+    """(model, batch, loss_fn, optimizer) from what build() returned, with a sentence when it is wrong."""
+    if isinstance(built, dict):
+        parts = (built.get("model"), built.get("batch"), built.get("loss_fn"), built.get("optimizer"))
+    elif isinstance(built, (tuple, list)) and 2 <= len(built) <= 4:
+        parts = (*built, None, None)[:4]
+    else:
+        raise SystemExit("build() must return (model, batch[, loss_fn[, optimizer]]) or a dict with those keys")
+    if not isinstance(parts[0], torch.nn.Module):
+        raise SystemExit(f"build()'s model is a {type(parts[0]).__name__}, not a torch.nn.Module")
+    return parts
