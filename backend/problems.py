@@ -8,6 +8,9 @@ imports nothing from the backend, so every package can import it.
 MAX_LISTED = 50
 
 
+MAX_PATH_CHARACTERS = 200     # a path built from a sent key is cut here: an answer never echoes a huge key back
+
+
 def join(path, key):
     """A problem's path: "batch" at the top level, "layers[3].out" below it."""
     return f"{path}.{key}" if path else key
@@ -44,3 +47,9 @@ class Problems(list):
     def as_json(self):
         """{"problems": the listed ones, "problem_count": all of them} for an error reply."""
         return {"problems": list(self), "problem_count": self.count}
+
+
+def unknown_field(problems, path, allowed):
+    """The one sentence for a key nothing declares, wherever it was sent: a spec (/api/trace), a snapshot or session
+    body (/api/snapshots, /api/session), a ledger query (/api/ledger)."""
+    problems.add(str(path)[:MAX_PATH_CHARACTERS], "is not a field here; the fields here are " + ", ".join(sorted(allowed)))

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 
 from backend.api.errors import ApiError
-from backend.problems import Problems
+from backend.problems import Problems, join, unknown_field
 from backend.store import jsontext
 
 SPEC_MAX_BYTES = 256 * 1024
@@ -55,8 +55,7 @@ def _size_bytes(value) -> int:
 def _unknown_keys(obj: dict, allowed, path: str, problems: Problems) -> None:
     for key in obj:
         if key not in allowed:
-            problems.add(f"{path}.{key}"[:200] if path else str(key)[:200],
-                         f"Unknown field; the allowed fields are {', '.join(allowed)}.")
+            unknown_field(problems, join(path, str(key)), allowed)
 
 
 def _object_or_null(value, path: str, max_bytes: int, problems: Problems, required: bool = False) -> None:

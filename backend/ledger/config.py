@@ -9,14 +9,14 @@ import math
 import re
 from dataclasses import asdict, dataclass
 
-from backend.problems import Problems
+from backend.models.caps import cap
+from backend.problems import Problems, unknown_field
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 # The dtype names the engine's trace reports (numpy's), so ledger rows can be matched against it.
 DTYPE_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 ITEM_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "bool": 1, "int64": 8}
 
-MAX_TOKENS = 1 << 24          # batch × seq: 16 Mi tokens per micro-batch
 GIB = 1 << 30
 MIB = 1 << 20
 
@@ -168,7 +168,7 @@ def parse_config(values):
     for name, raw in values.items():
         field = FIELDS.get(name)
         if field is None:
-            problems.add(name[:64], f"is not a field; the fields are {', '.join(FIELDS)}")
+            unknown_field(problems, name, FIELDS)
             continue
         try:
             parsed[name] = _parse_value(field, raw)
@@ -202,8 +202,8 @@ def _mixed_needs_16_bits(config):
 
 
 def _token_cap(config):
-    if config.tokens > MAX_TOKENS:
-        return f"times seq must be at most {MAX_TOKENS:,} tokens; {config.batch:,} × {config.seq:,} = {config.tokens:,}"
+    if config.tokens > cap("ledger_tokens"):
+        return f"times seq must be at most {cap('ledger_tokens'):,} tokens; {config.batch:,} × {config.seq:,} = {config.tokens:,}"
 
 
 # (fields involved, the path a problem is reported at, check returning a message or None)

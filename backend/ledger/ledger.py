@@ -1,6 +1,7 @@
 """One function from a LedgerConfig to the whole ledger: parameters, resident state, rows, totals, schedules, fit."""
 from backend.ledger import capacity, checkpoint, korthikanti
-from backend.ledger.config import FIELDS, MAX_TOKENS
+from backend.ledger.config import FIELDS
+from backend.models.caps import cap
 from backend.ledger.params import param_count, param_tensors
 from backend.ledger.resident import resident_state
 from backend.ledger.rows import head_rows, layer_rows, network_rows, residual_unit_bytes, total_bytes
@@ -33,7 +34,7 @@ def _fit(config, resident_bytes, bytes_of):
 
 def batch_limit(config):
     """The largest batch the batch field accepts at this seq: a max batch above it could not be typed in."""
-    return min(int(FIELDS["batch"].high), MAX_TOKENS // config.seq)
+    return min(int(FIELDS["batch"].high), cap("ledger_tokens") // config.seq)
 
 
 def _attention_variant(config, attention, unit):

@@ -20,6 +20,10 @@ CAPS = {
     "total_bytes": 256 * 1024 * 1024,  # 256 MiB
     "tape_entries": 20_000,
     "accumulate": 16,                  # micro-batches per optimizer step
+    "penalty_weight": 1000.0,          # loss.gradient_penalty.weight (λ)
+    "loss_scale": 2.0 ** 24,           # the largest fixed precision.loss_scale
+    "recompute_chain": 32,             # recomputed tensors in a row: a manual pick's, and an integer-program unit's
+    "ledger_tokens": 1 << 24,          # the ledger's batch × seq: 16 Mi tokens per micro-batch
 }
 
 

@@ -1,5 +1,5 @@
 """Field checks for specs: each records a {path, message} problem instead of raising, so all are reported."""
-from backend.problems import join
+from backend.problems import join, unknown_field
 
 
 def integer(obj, key, path, problems, low, high, default=None):
@@ -79,7 +79,7 @@ def mapping(value, path, problems):
 def unknown_keys(obj, allowed, path, problems):
     for key in obj:
         if key not in allowed:
-            problems.add(join(path, key), "is not a field here; allowed: " + ", ".join(sorted(allowed)))
+            unknown_field(problems, join(path, key), allowed)
 
 
 class Field:
@@ -155,17 +155,40 @@ def read_fields(declared, obj, path, problems, out):
     return [field.name for field in declared]
 
 
+class Group:
+    """An optional object of declared fields inside another (loss.gradient_penalty = {weight}): absent or null
+    leaves it out; present, each field is read with its default. GET /api/schema describes it, so the editor draws it
+    as a switch with its fields."""
+
+    def __init__(self, name, help, fields):
+        self.name, self.help, self.fields = name, help, tuple(fields)
+
+    def read(self, value, path, problems):
+        path = join(path, self.name)
+        value = mapping(value, path, problems)
+        unknown_keys(value, {field.name for field in self.fields}, path, problems)
+        out = {}
+        read_fields(self.fields, value, path, problems, out)
+        return out
+
+    def describe(self):
+        return {"name": self.name, "help": self.help, "optional": True,
+                "fields": [field.describe() for field in self.fields]}
+
+
 class Variants:
     """A spec object whose fields depend on one choice among its options (input.kind, loss.type,
     optimizer.type): each option declares its own fields, with help, in one place.
 
-    `ignored` names keys an option tolerates without using them (an optimizer "none" may keep an lr).
+    `ignored` names keys an option tolerates without using them (an optimizer "none" may keep an lr); `groups` are
+    optional sub-objects any option may carry (a loss's gradient penalty).
     """
 
-    def __init__(self, name, key, help, options, default, ignored=()):
+    def __init__(self, name, key, help, options, default, ignored=(), groups=()):
         self.name, self.key, self.help, self.default = name, key, help, default
         self.options = dict(options)              # option -> (help, fields)
         self.ignored = tuple(ignored)
+        self.groups = tuple(groups)
 
     def fields_of(self, option):
         return self.options[option][1]
@@ -175,7 +198,7 @@ class Variants:
         value = mapping(value, path, problems)
         option = choice(value, self.key, path, problems, tuple(self.options), default=self.default)
         declared = self.fields_of(option)
-        named = {self.key, *(field.name for field in declared)}
+        named = {self.key, *(field.name for field in declared), *(group.name for group in self.groups)}
         allowed = named | set(self.ignored)
         strays = {}
         for key in [k for k in value if k not in allowed]:
@@ -189,9 +212,15 @@ class Variants:
         unknown_keys(strays, named, path, problems)
         normalized = {self.key: option}
         read_fields(declared, value, path, problems, normalized)
+        for group in self.groups:
+            if value.get(group.name) is not None:
+                normalized[group.name] = group.read(value[group.name], path, problems)
         return normalized
 
     def describe(self):
-        return {"key": self.key, "help": self.help, "default": self.default,
-                "options": {option: {"help": help, "fields": [field.describe() for field in declared]}
-                            for option, (help, declared) in self.options.items()}}
+        entry = {"key": self.key, "help": self.help, "default": self.default,
+                 "options": {option: {"help": help, "fields": [field.describe() for field in declared]}
+                             for option, (help, declared) in self.options.items()}}
+        if self.groups:
+            entry["groups"] = [group.describe() for group in self.groups]
+        return entry

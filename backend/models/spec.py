@@ -46,7 +46,11 @@ LOSS = f.Variants("loss", "type", "the scalar backward starts from", {
                 default="zeros", options=("square", "zeros", "random")),)),
     "cross_entropy": ("softmax cross-entropy against random class ids: the last width is the class count", ()),
     "sum": ("the sum of the output's elements", ()),
-}, default="sum")
+}, default="sum", groups=(
+    f.Group("gradient_penalty", "adds λ·mean over rows of (‖∂loss/∂x_row‖ − 1)², WGAN-GP's penalty: backward is "
+            "recorded (create_graph), then differentiated again, so the first backward's saved tensors count too", (
+                f.Field("weight", "number", "λ, the penalty's weight", default=10.0, low=0, cap="penalty_weight",
+                        hint="WGAN-GP uses 10"),)),))
 
 _LR = f.Field("lr", "number", "learning rate", default=1e-3, low=0, high=10, hint="such as 0.001 or 0.1")
 _BETAS = f.Field("betas", "pair", "the moments' decay rates (β₁ for m, β₂ for v)", default=(0.9, 0.999), low=0,
@@ -147,26 +151,8 @@ def plan(spec, problems=None):
 
 
 def _read_loss(value, problems):
-    """loss.type's own fields (LOSS), and on any of them an optional gradient penalty."""
-    penalty = value.get("gradient_penalty") if isinstance(value, dict) else None
-    if isinstance(value, dict):
-        value = {key: v for key, v in value.items() if key != "gradient_penalty"}
-    loss = LOSS.read(value, problems)
-    if penalty is not None:
-        loss["gradient_penalty"] = _check_gradient_penalty(penalty, problems)
-    return loss
-
-
-MAX_PENALTY_WEIGHT = 1000.0
-
-
-def _check_gradient_penalty(value, problems):
-    """λ·mean over rows of (‖∂loss/∂x_row‖ − 1)², WGAN-GP's penalty: its backward is recorded, then differentiated."""
-    path = "loss.gradient_penalty"
-    value = f.mapping(value, path, problems)
-    f.unknown_keys(value, {"weight"}, path, problems)
-    return {"weight": f.number(value, "weight", path, problems, 0, MAX_PENALTY_WEIGHT, default=10.0,
-                               hint="WGAN-GP uses 10")}
+    """loss.type's own fields, and on any of them an optional gradient penalty (both declared in LOSS)."""
+    return LOSS.read(value, problems)
 
 
 def _check_penalty_fits(spec, problems):

@@ -6,14 +6,13 @@ The 8-bit optimizer is one more option of spec.OPTIMIZER; what the knobs do to a
 import numbers
 
 from backend.models import fields as f
+from backend.models.caps import cap
 from backend.tape.scaler import INIT_SCALE
 from backend.problems import join
 
 ACCUMULATE = f.Field("accumulate", "integer", "micro-batches per optimizer step: that many forward/backward pairs "
                      "on batch/N rows each, .grad summing across them, then one step (N must divide batch)",
                      default=1, low=1, cap="accumulate", optional=True, step=1)
-
-MAX_LOSS_SCALE = 2.0 ** 24
 
 
 class LossScaleField(f.Field):
@@ -30,14 +29,14 @@ class LossScaleField(f.Field):
         value = obj.get(self.name, self.default)
         if value in self.options:
             return value
-        if isinstance(value, numbers.Real) and not isinstance(value, bool) and 1 <= value <= MAX_LOSS_SCALE:
+        if isinstance(value, numbers.Real) and not isinstance(value, bool) and 1 <= value <= cap("loss_scale"):
             return float(value)
-        problems.add(join(path, self.name), f'must be "dynamic", "none" or a number from 1 to {MAX_LOSS_SCALE:,.0f} '
+        problems.add(join(path, self.name), f'must be "dynamic", "none" or a number from 1 to {cap("loss_scale"):,.0f} '
                                             "(a power of two such as 1024 unscales exactly)")
         return self.default
 
     def describe(self):
-        return {**super().describe(), "number_min": 1, "number_max": MAX_LOSS_SCALE, "number_default": INIT_SCALE}
+        return {**super().describe(), "number_min": 1, "number_max": cap("loss_scale"), "number_default": INIT_SCALE}
 
 
 _GROWTH_INTERVAL = f.Field("growth_interval", "integer", "clean steps before the dynamic scale doubles (2,000 is "

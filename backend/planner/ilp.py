@@ -18,9 +18,9 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
+from backend.models.caps import cap
 from backend.planner.selective import live_changes, predict_live_bytes
 
-MAX_UNIT_ENTRIES = 32        # a recipe chain longer than this is not offered: it would be re-run per saver
 
 
 def holders_until(base, entry):
@@ -44,7 +44,7 @@ def unit_of(base, entry):
                 continue
             if producer is None or base.tape[producer]["output"] != uid or not base.recomputable(producer, saved=False):
                 return None
-            if len(members) >= MAX_UNIT_ENTRIES:
+            if len(members) >= cap("recompute_chain"):   # longer: re-run per saver, not offered
                 return None
             members.add(producer)
             frontier.append(producer)

@@ -2,6 +2,7 @@
 (selective, manual), and the validation of a checkpoint request."""
 import math
 
+from backend.models.caps import cap
 from backend.models.errors import SpecError
 from backend.problems import Problems
 from backend.trace.recompute import refusal
@@ -9,7 +10,6 @@ from backend.trace.recompute import refusal
 from backend.planner.chain import min_peak_segments
 
 POLICIES = ("none", "every_k", "sqrt", "selective", "optimal", "manual")
-MAX_RECOMPUTE_CHAIN = 32     # a manual pick's nested recipes, as many as an integer-program unit may hold
 
 
 class PolicyError(SpecError):
@@ -107,10 +107,10 @@ def manual_entries(selective_base, tensor_ids):
     if problems:
         raise PolicyError(problems)
     longest = _longest_chain(selective_base, set(entries))
-    if longest > MAX_RECOMPUTE_CHAIN:
+    if longest > cap("recompute_chain"):
         raise PolicyError([{"path": "checkpoint.recompute",
                             "message": f"picks {longest} ops in a row, each re-derived from the one before; "
-                                       f"at most {MAX_RECOMPUTE_CHAIN} in a row: keep some of them stored"}])
+                                       f"at most {cap('recompute_chain')} in a row: keep some of them stored"}])
     return sorted(set(entries))
 
 

@@ -63,3 +63,19 @@ def test_every_declared_default_is_a_valid_layer():
                 "layers": ([{"type": "embedding", "dim": 16}] if attends else []) + [layer]
                 + [{"type": "linear", "out": 2}]}
         assert validate_spec(spec)["layers"][-2]["type"] == name
+
+
+def test_the_gradient_penalty_is_a_declared_loss_group_with_its_cap(client, monkeypatch):
+    from backend.models.caps import CAPS
+    monkeypatch.setitem(CAPS, "penalty_weight", 50.0)
+    loss = client.get("/api/schema").get_json()["loss"]
+    (penalty,) = [group for group in loss["groups"] if group["name"] == "gradient_penalty"]
+    assert penalty["optional"] is True and "WGAN-GP" in penalty["help"]
+    (weight,) = penalty["fields"]
+    assert weight == {**weight, "name": "weight", "type": "number", "default": 10.0, "min": 0, "max": 50.0,
+                      "cap": "penalty_weight"}
+    spec = {"batch": 2, "input": {"kind": "features", "size": 3}, "layers": [{"type": "linear", "out": 2}],
+            "loss": {"type": "mse", "gradient_penalty": {"weight": 60}}}
+    problems = client.post("/api/trace", json={"spec": spec}).get_json()["problems"]
+    assert problems == [{"path": "loss.gradient_penalty.weight",
+                         "message": "must be a number from 0, at most 50.0 (WGAN-GP uses 10)"}]

@@ -4,6 +4,7 @@ import pytest
 import backend.planner.execute as execute
 import backend.planner.schedules as schedules
 from backend.driver import trace_spec
+from backend.models.caps import cap
 from backend.models import presets, validate_spec
 from backend.planner import Planner, PolicyError, ilp, plan_document, policies, validate
 from tests.driver.test_work_cap import issue_spec
@@ -71,4 +72,4 @@ def test_a_manual_pick_of_a_long_chain_is_refused_naming_the_limit():
     with pytest.raises(PolicyError) as refused:
         planner.plan(validate({"policy": "manual", "recompute": tanhs}, planner.base.n_blocks,
                               set(planner.entry_activations)))
-    assert f"at most {policies.MAX_RECOMPUTE_CHAIN} in a row" in refused.value.problems[0]["message"]
+    assert f"at most {cap('recompute_chain')} in a row" in refused.value.problems[0]["message"]
