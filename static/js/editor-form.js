@@ -5,7 +5,7 @@
 // option list and help line comes from ctx.schema (GET /api/schema): a field declared in Python shows up here.
 import { el } from "./dom.js";
 import { checkControl, choiceOrNumberControl, numberControl, pairControls, rangeControl, selectControl, textControl } from "./editor-controls.js";
-import { fieldOf, kindOf, layerTypes, optionFields, sliderMax, variantValue, wrapperTypes } from "./editor-schema.js";
+import { defaultsOf, fieldOf, kindOf, layerTypes, optionFields, sliderMax, variantValue, wrapperTypes } from "./editor-schema.js";
 import { addLayer, changeOptimizer, changeType, getAt, moveLayer, removeLayer, widthPath, wrapLayers } from "./editor-spec.js";
 
 function button(text, label, onClick, { disabled, class: className } = {}) {
@@ -45,8 +45,28 @@ function optionControls(variants, value, base, ctx) {
     fieldControl(field, `${base}.${field.name}`, value?.[field.name], ctx.value, { slider: false }));
 }
 
+/** A variant's optional groups (loss.gradient_penalty): a switch that adds the group with its declared defaults or
+ * removes it (a structural edit), and, when on, a control per field. */
+function groupControls(variants, value, base, ctx) {
+  return (variants.groups ?? []).flatMap((group) => {
+    const path = `${base}.${group.name}`;
+    const on = value?.[group.name] != null;
+    const toggle = checkControl(group.name.replace(/_/g, " "), path, on, (at, checked) => ctx.structural((s) => {
+      if (checked) s[base] = { ...s[base], [group.name]: defaultsOf(group.fields) };
+      else delete s[base][group.name];
+    }));
+    toggle.title = group.help;
+    if (!on) return [toggle];
+    return [toggle, ...group.fields.flatMap((field) =>
+      fieldControl(field, `${path}.${field.name}`, value[group.name][field.name], ctx.value, { slider: false }))];
+  });
+}
+
 /** The select of a variant's options: a change writes the new option's defaults (a structural edit). */
-function optionSelect(label, variants, value, base, ctx, change = (s, option) => { s[base] = variantValue(variants, option); }) {
+/** The groups a variant object carries (a loss's gradient penalty), kept when its option changes. */
+const groupsOf = (variants, value) => Object.fromEntries((variants.groups ?? []).filter((g) => value?.[g.name] != null).map((g) => [g.name, value[g.name]]));
+
+function optionSelect(label, variants, value, base, ctx, change = (s, option) => { s[base] = { ...variantValue(variants, option), ...groupsOf(variants, s[base]) }; }) {
   const control = selectControl(label, `${base}.${variants.key}`, value?.[variants.key] ?? variants.default, Object.keys(variants.options),
     (path, option) => ctx.structural((s) => change(s, option)));
   control.title = variants.help;
@@ -61,7 +81,8 @@ function modelFields(spec, ctx) {
   for (const name of ["batch", "dtype"]) box.append(...fieldControl(fieldOf(schema.fields, name), name, spec[name], ctx.value, { slider: false }));
   box.append(optionSelect("input", schema.input, spec.input, "input", ctx), ...optionControls(schema.input, spec.input, "input", ctx));
   const loss = spec.loss ?? { type: "sum" };
-  box.append(optionSelect("loss", schema.loss, loss, "loss", ctx), ...optionControls(schema.loss, loss, "loss", ctx));
+  box.append(optionSelect("loss", schema.loss, loss, "loss", ctx), ...optionControls(schema.loss, loss, "loss", ctx),
+    ...groupControls(schema.loss, loss, "loss", ctx));
   return box;
 }
 

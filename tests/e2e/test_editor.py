@@ -310,3 +310,27 @@ def test_adamw_and_sgd_momentum_show_their_state_as_optimizer_memory(editor):
                                   f".find((s) => s.name === 'optimizer').y.at(-1) === {param_bytes}")
     assert chart_optimizer_bytes(editor.page) == [step["by_kind"]["optimizer"] for step in trace["steps"]]
     editor.shot("sgd-momentum", editor.page.locator("#editor-panel fieldset.optimizer-fields"))
+
+
+def test_the_gradient_penalty_is_drawn_from_the_schema_and_edits_like_any_field(editor, live_server):
+    editor.open("gradient-penalty")
+    switch = editor.field("loss.gradient_penalty")
+    expect(switch).to_be_checked()
+    expect(editor.field("loss.gradient_penalty.weight")).to_have_value("10")
+    n = editor.traces()
+    editor.field("loss.gradient_penalty.weight").fill("2.5")
+    trace = editor.wait_traced(n)
+    assert trace["spec"]["loss"]["gradient_penalty"] == {"weight": 2.5}
+    assert trace["summary"]["peak_bytes"] == api_trace(live_server, trace["spec"])["summary"]["peak_bytes"]
+
+    n = editor.traces()
+    switch.uncheck()                                    # off: the plain loss, one backward, a lower peak
+    plain = editor.wait_traced(n)
+    assert "gradient_penalty" not in plain["spec"]["loss"]
+    assert plain["summary"]["peak_bytes"] < trace["summary"]["peak_bytes"]
+    expect(editor.field("loss.gradient_penalty.weight")).to_have_count(0)
+
+    n = editor.traces()
+    editor.field("loss.gradient_penalty").check()        # on again: the declared default weight
+    again = editor.wait_traced(n)
+    assert again["spec"]["loss"]["gradient_penalty"] == {"weight": 10.0}
