@@ -13,7 +13,7 @@ import backend.tape as T
 from backend.models import Model
 from backend.models.network import chain
 from backend.models.spec import input_shape, plan
-from backend.tape import events, modes
+from backend.tape import events, grad_mode
 
 
 @dataclass
@@ -43,7 +43,7 @@ def subject_of(spec):
     for param in model.params.values():
         param.requires_grad = False
     logits = chain(blocks)
-    with modes.no_grad():
+    with grad_mode.no_grad():
         T.manual_seed(spec["seed"])
         logits_shape = logits(x).shape
     return Subject(model, x, input_name, logits, lambda h: model.loss(logits(h)), tuple(logits_shape), offset)

@@ -8,7 +8,7 @@ the same ops in the same order), so the page can light that node while the panel
 import numpy as np
 
 from backend.sweeps.meter import metering
-from backend.tape import dual, events, jvp, modes
+from backend.tape import dual, events, grad_mode, jvp
 from backend.trace.values import ValueTable
 
 
@@ -55,7 +55,7 @@ class _StepRecorder:
             self._next_entry += 1
             self._recorded.add(output.uid)
         shapes = tuple([t.data.shape for t in inputs])
-        step = {"index": len(self.steps), "entry": entry, "op": op.name, "scope": modes.scope or None,
+        step = {"index": len(self.steps), "entry": entry, "op": op.name, "scope": grad_mode.scope or None,
                 "shape": list(output.data.shape), "flops": int(op.flops(shapes, output.data.shape, attrs)),
                 "value": {}, "tangent": None}
         self.values.add(step["value"], output.data, False)

@@ -14,7 +14,7 @@ from backend.tape.functional import (
     permute, relu, reshape, rms_norm, scaled_dot_product_attention, sigmoid, softmax, tanh, transpose,
 )
 from backend.tape.gradcheck import GradcheckError, gradcheck
-from backend.tape.modes import enable_grad, layer_scope, no_grad
+from backend.tape.grad_mode import enable_grad, layer_scope, no_grad
 from backend.tape.optim import SGD, Adam, AdamW
 from backend.tape.optim_8bit import Adam8bit
 from backend.tape.random import get_rng_state, manual_seed, set_rng_state

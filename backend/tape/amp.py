@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from backend.tape import modes
+from backend.tape import grad_mode
 from backend.tape.ops.precision import LOW_PRECISION
 from backend.tape.registry import OPS
 
@@ -91,13 +91,13 @@ def _cast(t, dtype):
     master = _is_master(t)
     if master:
         cached = _copies.get((t.uid, True))                 # a recorded copy serves any use
-        if cached is None and not modes.enabled:
+        if cached is None and not grad_mode.enabled:
             cached = _copies.get((t.uid, False))            # an unrecorded one only unrecorded uses
         if cached is not None:
             return cached
     out = apply(OPS["cast"], (t,), {"dtype": _name(dtype), "source": _name(t.data.dtype)})
     if master:
-        _copies[(t.uid, modes.enabled)] = out
+        _copies[(t.uid, grad_mode.enabled)] = out
     return out
 
 

@@ -7,7 +7,7 @@ create_graph=True the vjps' own ops are recorded, so the gradients it returns ca
 """
 import numpy as np
 
-from backend.tape import modes
+from backend.tape import grad_mode
 from backend.tape.engine import backward_many
 from backend.tape.forward import jvp
 from backend.tape.tensor import Tensor, tensor as make_tensor
@@ -67,7 +67,7 @@ def hvp(fn, x, v, mode="reverse-over-reverse"):
     v = np.asarray(v.data if isinstance(v, Tensor) else v, dtype=x.dtype)
     if mode == "reverse-over-reverse":
         leaf = Tensor.view_of(x.data, x, requires_grad=True, name=x.name)
-        with modes.enable_grad():
+        with grad_mode.enable_grad():
             out = fn(leaf)
             if not out.requires_grad:           # fn ignores x: no gradient, no curvature
                 return np.zeros_like(x.data)
@@ -84,7 +84,7 @@ def hvp(fn, x, v, mode="reverse-over-reverse"):
 
 def _gradient_of(fn, carrier):
     carrier.requires_grad = True            # the JVP sweep's carrier becomes a leaf the forward is recorded from
-    with modes.enable_grad():
+    with grad_mode.enable_grad():
         out = fn(carrier)
         (gradient,) = grad(out, carrier, allow_unused=True) if out.requires_grad else (None,)
     return gradient if gradient is not None else Tensor.allocate(np.zeros_like(carrier.data), "grad")

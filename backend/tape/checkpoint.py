@@ -6,7 +6,7 @@ RNG state and the autocast state). Its vjp re-runs `fn` with recording (the "rec
 state of the original forward, so the recomputed activations have the dtypes and bytes they had; it backs through
 the recomputed sub-graph with the engine, hands back the inputs' gradients and lets the recomputed activations go.
 """
-from backend.tape import amp, events, modes
+from backend.tape import amp, events, grad_mode
 from backend.tape import random as tape_random
 from backend.tape.engine import backward_many, running_sweep
 from backend.tape.node import Node
@@ -38,7 +38,7 @@ def _recompute_vjp(adjoint, saved, node):
     outer_state = tape_random.get_rng_state()
     if attrs["rng_state"] is not None:
         tape_random.set_rng_state(attrs["rng_state"])      # the dropout masks replay bit for bit
-    with modes.enable_grad(), amp.running_as(attrs["autocast"]):     # the state the region was recorded under
+    with grad_mode.enable_grad(), amp.running_as(attrs["autocast"]):     # the state the region was recorded under
         out = attrs["fn"](*leaves)
     if attrs["rng_state"] is not None:
         tape_random.set_rng_state(outer_state)
@@ -89,7 +89,7 @@ CHECKPOINT = register(Op(
 
 def checkpoint(fn, *inputs, preserve_rng_state=True):
     """Run `fn(*inputs)` keeping only `inputs` for backward; returns fn's output (one Tensor)."""
-    if not modes.enabled:
+    if not grad_mode.enabled:
         return fn(*inputs)
     needs = tuple(t.requires_grad for t in inputs)
     state = tape_random.get_rng_state() if preserve_rng_state else None
@@ -103,7 +103,7 @@ def checkpoint(fn, *inputs, preserve_rng_state=True):
         node.save(f"inputs[{i}]", t.data, t.storage, t.uid, origin, producer)    # its history: for create_graph
     if events.active:
         events.emit("checkpoint_begin", node=node)
-    with modes.no_grad(), modes.watching_for_grad() as touched_grad:
+    with grad_mode.no_grad(), grad_mode.watching_for_grad() as touched_grad:
         out = fn(*inputs)
     if events.active:
         events.emit("checkpoint_end", node=node)

@@ -5,7 +5,7 @@ records and saves nothing.
 """
 import numpy as np
 
-from backend.tape import amp, dual, events, modes, remat, views
+from backend.tape import amp, dual, events, grad_mode, remat, views
 from backend.tape.node import OWN_OUTPUT, Node
 from backend.tape.registry import plan_of, run_forward
 from backend.tape.storage import Storage, next_uid
@@ -21,7 +21,7 @@ def apply(op, inputs, attrs=NO_ATTRS):
         inputs = amp.inputs_for(op, inputs)
     arrays = [t.data for t in inputs]
     out, extras = run_forward(op, attrs, arrays)
-    if modes.enabled:
+    if grad_mode.enabled:
         needs = tuple([t.requires_grad for t in inputs])
         recording = True in needs
         if dual.active and not recording:
@@ -30,8 +30,8 @@ def apply(op, inputs, attrs=NO_ATTRS):
         return _dual_output(op, attrs, inputs, arrays, out, extras)
     else:
         recording = False
-        if modes.watching:
-            modes.note_grad(inputs)
+        if grad_mode.watching:
+            grad_mode.note_grad(inputs)
     if not recording:
         if events.active:
             events.emit("op", op=op, attrs=attrs)      # an unrecorded op: a step of its own in a trace
@@ -56,7 +56,7 @@ def apply_inplace(op, target, others, attrs=NO_ATTRS):
     """
     inputs = [target, *others]
     needs = tuple([t.requires_grad for t in inputs])
-    recording = modes.enabled and True in needs
+    recording = grad_mode.enabled and True in needs
     if dual.active and not recording:
         return _dual_inplace(op, target, others, attrs)
     base = target.base if type(target) is View else None
@@ -65,8 +65,8 @@ def apply_inplace(op, target, others, attrs=NO_ATTRS):
             raise RuntimeError(views.LEAF)
         if base is not None and base.requires_grad and base.grad_fn is None:
             raise RuntimeError(views.VIEW_OF_LEAF)
-    elif modes.watching:
-        modes.note_grad(inputs)
+    elif grad_mode.watching:
+        grad_mode.note_grad(inputs)
     if not recording:
         _write(op, attrs, target, inputs)
         return target

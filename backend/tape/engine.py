@@ -12,7 +12,7 @@ import heapq
 
 import numpy as np
 
-from backend.tape import dual, events, hooks, modes
+from backend.tape import dual, events, grad_mode, hooks
 from backend.tape.node import Node
 from backend.tape.storage import Storage, next_uid
 from backend.tape.tensor import SavedTensor, Tensor
@@ -208,7 +208,7 @@ class Sweep:
 
     def run_node(self, node, adjoint):
         if self.on_tape:        # the vjp, the += of its shares and .grad: all recorded as this entry's backward
-            with modes.recording_backward(self.create_graph, node.scope):
+            with grad_mode.recording_backward(self.create_graph, node.scope):
                 self._run_node(node, adjoint)
         else:
             self._run_node(node, adjoint)

@@ -8,7 +8,7 @@ mode wins for a scalar loss, forward mode for few inputs and many outputs.
 """
 import numpy as np
 
-from backend.tape import dual, modes
+from backend.tape import dual, grad_mode
 from backend.tape.engine import backward
 from backend.tape.tensor import Tensor, tensor as make_tensor
 
@@ -24,7 +24,7 @@ def jvp(fn, primals, tangents):
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents: give one tangent per primal")
-    with dual.sweep(), modes.no_grad():
+    with dual.sweep(), grad_mode.no_grad():
         duals = []
         for index, (primal, tangent) in enumerate(zip(primals, tangents)):
             primal = primal if isinstance(primal, Tensor) else make_tensor(primal)
@@ -72,7 +72,7 @@ def _forward_jacobian(fn, x):
         out_shape = out.shape
         columns.append(tangent.data.reshape(-1))
     if out_shape is None:                          # an empty input: no sweeps, the output's shape from one run
-        with modes.no_grad():
+        with grad_mode.no_grad():
             out_shape = fn(x).shape
         return np.zeros(out_shape + x.shape, dtype=x.dtype)
     return np.stack(columns, axis=-1).reshape(out_shape + x.shape)
@@ -80,7 +80,7 @@ def _forward_jacobian(fn, x):
 
 def _reverse_jacobian(fn, x):
     leaf = Tensor.view_of(x.data, x, requires_grad=True, name=x.name)
-    with modes.enable_grad():
+    with grad_mode.enable_grad():
         out = fn(leaf)
     rows = np.zeros((out.size, x.size), dtype=x.dtype)
     if not out.requires_grad:

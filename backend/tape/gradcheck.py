@@ -1,7 +1,7 @@
 """gradcheck: compare every analytic gradient with central finite differences in float64."""
 import numpy as np
 
-from backend.tape.modes import no_grad
+from backend.tape.grad_mode import no_grad
 from backend.tape.tensor import Tensor
 
 

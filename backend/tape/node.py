@@ -7,7 +7,7 @@ whose history is that producer, so what the vjp computes from them is differenti
 """
 import itertools
 
-from backend.tape import dual, events, modes
+from backend.tape import dual, events, grad_mode
 
 _sequence = itertools.count()
 
@@ -39,10 +39,10 @@ class Node:
         self.retained = None
         self.released = False
         self.had_saved = False
-        self.scope = modes.scope
+        self.scope = grad_mode.scope
         self.recipes = None       # saved name -> (Recipe, tensor uid) for outputs recomputed, not pinned
         self.tangents = None      # saved name -> tangent, when recorded inside a JVP sweep (forward-over-reverse)
-        self.phase = modes.phase  # "forward", or "backward" for a vjp's own op recorded under create_graph
+        self.phase = grad_mode.phase  # "forward", or "backward" for a vjp's own op recorded under create_graph
         self.hooks = None         # gradient hooks registered on this entry's output (hooks.register)
 
     def name(self):

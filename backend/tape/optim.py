@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from backend.tape import events
-from backend.tape.modes import no_grad
+from backend.tape.grad_mode import no_grad
 from backend.tape.tensor import Tensor
 
 

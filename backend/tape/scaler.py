@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from backend.tape import events
-from backend.tape.modes import no_grad
+from backend.tape.grad_mode import no_grad
 
 INIT_SCALE = 2.0 ** 16
 GROWTH_INTERVAL = 2000

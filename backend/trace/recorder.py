@@ -4,7 +4,7 @@ It only collects; document.py derives live bytes, intervals and the summary from
 """
 import math
 
-from backend.tape import amp, modes
+from backend.tape import amp, grad_mode
 from backend.tape.storage import next_uid
 from backend.trace.deadline import check as check_deadline
 from backend.trace.values import MAX_VALUE_ELEMENTS, ValueTable
@@ -70,7 +70,7 @@ class Recorder:
             "storage": self._storage(storage)["id"], "address": f"0x{storage.address:x}",
             "born": self.step, "freed": None, "saved_by": [], "produced_by": produced_by,
             # unrecorded ops (a checkpoint's forward) have no node: the layer being run then is the scope
-            "scope": node.scope if node is not None else (modes.scope or None), **extra,
+            "scope": node.scope if node is not None else (grad_mode.scope or None), **extra,
         }
         if array is not None:
             record["value"] = {}
@@ -170,7 +170,7 @@ class Recorder:
 
     def on_inplace(self, tensor, version):
         self.tensors[tensor.uid].setdefault("versions", []).append(
-            {"step": self.step, "version": version, "scope": modes.scope or None})
+            {"step": self.step, "version": version, "scope": grad_mode.scope or None})
 
     # ----- the tape -----------------------------------------------------------------------------
     def on_record(self, node, inputs, out_shape):

@@ -1,5 +1,6 @@
 """Grad mode and layer scope: `no_grad()` turns recording off; `layer_scope()` labels what is recorded;
-`recording_backward()` is the mode a create_graph sweep runs its vjps in."""
+`recording_backward()` is the mode a create_graph sweep runs its vjps in. (Named apart from forward vs reverse mode,
+which is backend/sweeps and /api/modes.)"""
 from contextlib import contextmanager
 
 enabled = True
