@@ -1,18 +1,65 @@
-"""A real Tapescope served on 127.0.0.1 (an ephemeral port) in a background thread, for tests that talk HTTP to it."""
+"""A real Tapescope served on 127.0.0.1 (an ephemeral port) in a background thread, for tests that talk HTTP to it.
+
+`quiet(url)` waits until that server answers nothing: a page a test left may still have a request in flight (a
+keepalive save sent on pagehide), whose answer would set the session cookie again after the next test cleared it."""
 import threading
 from contextlib import contextmanager
 
 from werkzeug.serving import make_server
+from werkzeug.wsgi import ClosingIterator
+
+
+class _InFlight:
+    """WSGI middleware counting the requests the app is answering; `wait_quiet` blocks until none is."""
+
+    def __init__(self, app):
+        self.app = app
+        self.count = 0
+        self.changed = threading.Condition()
+
+    def __call__(self, environ, start_response):
+        with self.changed:
+            self.count += 1
+        try:
+            answer = self.app(environ, start_response)
+        except BaseException:
+            self._answered()
+            raise
+        return ClosingIterator(answer, self._answered)     # closes the app's iterable too, then counts it answered
+
+    def _answered(self):
+        with self.changed:
+            self.count -= 1
+            self.changed.notify_all()
+
+    def wait_quiet(self, timeout):
+        with self.changed:
+            if not self.changed.wait_for(lambda: self.count == 0, timeout=timeout):
+                raise TimeoutError(f"the live server still answers {self.count} request(s) after {timeout} s")
+
+
+_SERVED = {}     # base URL -> its _InFlight
 
 
 @contextmanager
 def serving(app):
     """The base URL (no trailing slash) of `app` served by werkzeug until the block ends."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
+    counted = _InFlight(app)
+    server = make_server("127.0.0.1", 0, counted, threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="live_server", daemon=True)
     thread.start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    _SERVED[url] = counted
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        yield url
     finally:
+        del _SERVED[url]
         server.shutdown()
         thread.join(timeout=5)
+
+
+def quiet(url, timeout=120.0):
+    """Wait until the server this process serves at `url` has answered every request; nothing for another URL."""
+    counted = _SERVED.get(url)
+    if counted is not None:
+        counted.wait_quiet(timeout)

@@ -6,11 +6,13 @@ Why one tab: a new tab starts a new renderer, which compiles the page's scripts 
 forgets everything a visitor's browser would have kept: cookies (the session), local storage (drafts), its routes,
 the listeners the test added, its viewport; and it leaves for about:blank, so no script of the last test still runs.
 A test about a fresh *browser* (a second tab, another visitor) opens its own context, as before."""
+from urllib.parse import urlsplit
+
 import pytest
 from playwright.sync_api import expect
 
 from app import create_app
-from tests.live import serving
+from tests.live import quiet, serving
 from tests.settings import app_config
 
 
@@ -51,12 +53,28 @@ def page(_visitor_context, _visitor_tab):
         for event, handler in added:
             tab.remove_listener(event, handler)
         tab.unroute_all(behavior="ignoreErrors")
-        tab.goto("about:blank")
-        for origin in _visitor_context.storage_state()["origins"]:
-            _visitor_context.new_cdp_session(tab).send(
-                "Storage.clearDataForOrigin", {"origin": origin["origin"], "storageTypes": "all"})
+        last = _origin_of(tab.url)
+        tab.goto("about:blank")           # the page's pagehide may keep a draft and send a keepalive save (autosave.js)
+        if last:
+            quiet(last)                   # whose answer would set the session cookie again after it was cleared
+        _forget_storage(_visitor_context, tab, {last} - {None})
         _visitor_context.clear_cookies()
         tab.set_viewport_size(DEFAULT_VIEWPORT)
+
+
+def _origin_of(url):
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else None
+
+
+def _forget_storage(context, tab, origins):
+    """Clear the storage of every origin given (the last page's, whose pagehide write may not be listed yet) and listed."""
+    cdp = context.new_cdp_session(tab)
+    try:
+        for origin in origins | {listed["origin"] for listed in context.storage_state()["origins"]}:
+            cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
+    finally:
+        cdp.detach()
 
 
 @pytest.fixture(scope="session")
