@@ -34,8 +34,12 @@ function build() {
   ui.json = el("textarea", { "data-testid": "spec-json", "aria-label": "The spec as JSON", spellcheck: "false", rows: 18 });
   ui.apply = button("Apply JSON", { "data-testid": "apply", class: "primary" }, () => applyJson());
   ui.jsonProblems = el("div", { class: "json-problems" });
+  ui.discard = button("Discard", { "data-testid": "json-discard" }, () => { ui.jsonDirty = false; writeJson(); });
+  ui.unapplied = el("p", { class: "json-unapplied", "data-testid": "json-unapplied", role: "status", hidden: true },
+    "Unapplied: this text is not the traced model. Apply JSON to trace it, or ", ui.discard, " it for the model's spec.");
   ui.jsonPane = el("div", { class: "editor-json", id: "editor-json", role: "tabpanel", "aria-labelledby": "editor-tab-json", hidden: true },
-    ui.json, el("div", { class: "json-actions" }, ui.apply, el("span", { class: "hint", text: "JSON.parse only — nothing is evaluated" })), ui.jsonProblems);
+    ui.json, ui.unapplied,
+    el("div", { class: "json-actions" }, ui.apply, el("span", { class: "hint", text: "JSON.parse only — nothing is evaluated" })), ui.jsonProblems);
   ui.table = el("table", { class: "saved-bytes", "data-testid": "saved-bytes-table" });
   ui.fold = button("⇤", { "data-testid": "editor-fold", "aria-label": "Fold the editor into a rail", title: "Fold the editor into a rail: the graph gets its width" }, () => setFolded(true));
   ui.rail = button("Edit the model ⇥", { class: "editor-rail", "data-testid": "editor-unfold", "aria-label": "Open the model editor", hidden: true }, () => setFolded(false));
@@ -52,7 +56,10 @@ function build() {
   );
   ui.tabForm.addEventListener("click", () => showTab("form"));
   ui.tabJson.addEventListener("click", () => showTab("json"));
-  ui.json.addEventListener("input", () => { ui.jsonDirty = true; });
+  ui.json.addEventListener("input", () => {
+    ui.jsonDirty = ui.json.value !== specText();
+    ui.unapplied.hidden = !ui.jsonDirty;
+  });
   // Read-only (a snapshot): the panel still scrolls and its tabs still click; only the inputs are disabled.
 }
 
@@ -73,7 +80,7 @@ function showTab(which) {
   ui.tabJson.setAttribute("aria-selected", String(json));
   ui.form.hidden = json;
   ui.jsonPane.hidden = !json;
-  if (json) writeJson(true);
+  if (json) writeJson();
 }
 
 // ------------------------------ state ------------------------------
@@ -87,10 +94,14 @@ function setStatus(text, kind = "") {
   panel.dataset.tracing = String(kind === "busy");
 }
 
-function writeJson(force = false) {
-  if (!force && ui.jsonDirty && document.activeElement === ui.json) return;
-  ui.json.value = ws.spec ? JSON.stringify(ws.spec, null, 2) : "";
-  ui.jsonDirty = false;
+const specText = () => (ws.spec ? JSON.stringify(ws.spec, null, 2) : "");
+
+/** The JSON tab shows the model's spec, unless it holds text the person typed and has not applied: that text stays
+ * (a tab switch, a form edit, an undo never replace it), marked unapplied, until Apply JSON or Discard. */
+function writeJson() {
+  if (!ui.jsonDirty) ui.json.value = specText();
+  ui.jsonDirty = ui.jsonDirty && ui.json.value !== specText();
+  ui.unapplied.hidden = !ui.jsonDirty;
 }
 
 function updateButtons() {
@@ -207,7 +218,7 @@ function refused({ status, body }) {
 workspace.subscribe((kind, detail) => {
   if (kind === "spec") {
     local.selection.clear();
-    writeJson(true);
+    writeJson();
     renderFormNow();
     updateButtons();
   } else if (kind === "checkpoint") checkpointChanged();
@@ -235,8 +246,10 @@ function applyJson() {
     return;
   }
   const changed = !same(spec, ws.spec);
+  ui.jsonDirty = false;                         // applied: the text is the model now, shown as the spec is written
   workspace.edit(spec, "now");
-  if (changed) { local.selection.clear(); writeJson(true); renderFormNow(); }
+  if (changed) { local.selection.clear(); renderFormNow(); }
+  writeJson();
 }
 
 function editableTarget(target) {
@@ -255,5 +268,5 @@ let foldedBefore = "";
 try { foldedBefore = localStorage.getItem(FOLDED_KEY) ?? ""; } catch { /* storage off: open */ }
 if (foldedBefore) setFolded(true, { focus: false });
 // The workspace may have opened before this module ran (module scripts can interleave with network answers): catch up.
-if (ws.spec) { writeJson(true); renderFormNow(); updateButtons(); }
+if (ws.spec) { writeJson(); renderFormNow(); updateButtons(); }
 if (ws.trace) traced({ trace: ws.trace, ms: 0, ...workspace.comparison() });

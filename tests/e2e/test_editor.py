@@ -195,6 +195,38 @@ def test_spec_over_the_byte_cap_names_the_cap(editor):
     expect(editor.page.locator(".editor-json [data-testid=field-error]")).to_contain_text("JSON")
 
 
+def test_unapplied_json_survives_a_tab_switch_and_a_form_edit_until_applied_or_discarded(editor):
+    editor.open("lab1-mlp")
+    page = editor.page
+    page.get_by_test_id("json-tab").click()
+    typed = page.get_by_test_id("spec-json").input_value().replace('"batch": 64', '"batch": 48')
+    page.get_by_test_id("spec-json").fill(typed)
+    unapplied = page.get_by_test_id("json-unapplied")
+    expect(unapplied).to_be_visible()
+    expect(unapplied).to_contain_text("Unapplied")
+
+    page.get_by_role("tab", name="Form").click()
+    n = editor.traces()
+    editor.field("layers[0].out").fill("32")           # the model changes under the typed text
+    editor.wait_traced(n)
+    page.get_by_test_id("json-tab").click()
+    expect(page.get_by_test_id("spec-json")).to_have_value(typed)
+    expect(unapplied).to_be_visible()
+
+    n = editor.traces()
+    page.get_by_test_id("apply").click()               # the typed text is the model now: batch 48, out 64 again
+    editor.wait_traced(n)
+    expect(unapplied).to_be_hidden()
+    expect(editor.field("batch")).to_have_value("48")
+    assert json.loads(page.get_by_test_id("spec-json").input_value())["layers"][0]["out"] == 64
+
+    page.get_by_test_id("spec-json").fill('{"batch": 2,')
+    expect(unapplied).to_be_visible()
+    page.get_by_test_id("json-discard").click()
+    expect(unapplied).to_be_hidden()
+    assert json.loads(page.get_by_test_id("spec-json").input_value())["batch"] == 48
+
+
 def test_undo_restores_previous_spec_and_peak(editor):
     editor.open("lab1-mlp")
     peak = editor.bytes_of("peak-bytes")
