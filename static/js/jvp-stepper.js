@@ -20,6 +20,8 @@ export function createJvpStepper(root) {
   const byTestId = (id) => root.querySelector(`[data-testid="${id}"]`);
   const detail = root.querySelector(".jvp-detail");
   const element = byTestId("jvp-element");
+  const refusal = el("p", { class: "field-error", "data-testid": "jvp-element-error", role: "alert", hidden: true });
+  root.querySelector(".jvp-controls").after(refusal);
   let steps = [];
   let report = null;
   const player = createPlayer({
@@ -30,12 +32,22 @@ export function createJvpStepper(root) {
 
   element.addEventListener("change", () => {
     const wanted = Number(element.value);
-    if (report && Number.isInteger(wanted) && wanted >= 0 && wanted < report.input.elements) workspace.requestModes(wanted);
-    else element.value = String(workspace.state.modes.element);
+    const kept = workspace.state.modes.element;
+    const fits = report && element.value.trim() !== "" && Number.isInteger(wanted) && wanted >= 0 && wanted < report.input.elements;
+    refusal.hidden = fits || !report;
+    if (fits) { workspace.requestModes(wanted); return; }
+    if (report) {
+      const { name, shape, elements } = report.input;
+      refusal.textContent = `"${element.value}" is not an input element here: ${name} ${formatShape(shape)} has `
+        + `${elements.toLocaleString("en-US")}, numbered 0 to ${(elements - 1).toLocaleString("en-US")}. `
+        + `The sweep stays on element ${kept}; type a whole number in that range.`;
+    }
+    element.value = String(kept);
   });
 
   function load(next) {
     report = next;
+    refusal.hidden = true;
     steps = next.jvp_sweep.steps;
     root.hidden = false;
     element.max = String(next.input.elements - 1);

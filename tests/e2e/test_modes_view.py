@@ -82,6 +82,26 @@ def test_stepping_the_jvp_sweep_moves_the_highlight(page, live_server):
         view.screenshot(path=str(ARTIFACTS / f"modes-panel-{width}.png"))
 
 
+def test_an_input_element_out_of_range_is_refused_in_words_and_the_sweep_stays(page, live_server):
+    open_modes(page, live_server, "seed-tape")
+    element = page.get_by_test_id("jvp-element")
+    direction = page.get_by_test_id("jvp-direction").text_content()
+    elements = int(element.get_attribute("max")) + 1
+    element.fill("9999")
+    element.dispatch_event("change")
+    refusal = page.get_by_test_id("jvp-element-error")
+    expect(refusal).to_be_visible()
+    expect(refusal).to_contain_text('"9999" is not an input element here')
+    expect(refusal).to_contain_text(f"numbered 0 to {elements - 1:,}")
+    expect(element).to_have_value("0")
+    assert page.get_by_test_id("jvp-direction").text_content() == direction
+
+    element.fill(str(elements - 1))                 # the last element is in range: the sweep follows it
+    element.dispatch_event("change")
+    expect(refusal).to_be_hidden()
+    expect(page.get_by_test_id("jvp-direction")).to_contain_text(f"e{elements - 1}:")
+
+
 def test_a_model_over_the_work_cap_runs_on_a_named_slice(page, live_server):
     open_explorer(page, live_server, "deep-mlp")                 # 4,096 input elements: 8,192 JVP sweeps
     view = page.get_by_test_id("modes-view")
