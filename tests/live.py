@@ -2,6 +2,7 @@
 
 `quiet(url)` waits until that server answers nothing: a page a test left may still have a request in flight (a
 keepalive save sent on pagehide), whose answer would set the session cookie again after the next test cleared it."""
+import itertools
 import threading
 from contextlib import contextmanager
 
@@ -14,28 +15,31 @@ class _InFlight:
 
     def __init__(self, app):
         self.app = app
-        self.count = 0
+        self.answering = {}                 # id -> "METHOD /path", for a wait that times out to name them
         self.changed = threading.Condition()
+        self.ids = itertools.count()
 
     def __call__(self, environ, start_response):
+        request = next(self.ids)
         with self.changed:
-            self.count += 1
+            self.answering[request] = f"{environ['REQUEST_METHOD']} {environ.get('PATH_INFO', '')}"
+        answered = lambda: self._answered(request)      # noqa: E731
         try:
             answer = self.app(environ, start_response)
         except BaseException:
-            self._answered()
+            answered()
             raise
-        return ClosingIterator(answer, self._answered)     # closes the app's iterable too, then counts it answered
+        return ClosingIterator(answer, answered)     # closes the app's iterable too, then counts it answered
 
-    def _answered(self):
+    def _answered(self, request):
         with self.changed:
-            self.count -= 1
+            self.answering.pop(request, None)
             self.changed.notify_all()
 
     def wait_quiet(self, timeout):
         with self.changed:
-            if not self.changed.wait_for(lambda: self.count == 0, timeout=timeout):
-                raise TimeoutError(f"the live server still answers {self.count} request(s) after {timeout} s")
+            if not self.changed.wait_for(lambda: not self.answering, timeout=timeout):
+                raise TimeoutError(f"the live server still answers {sorted(self.answering.values())} after {timeout} s")
 
 
 _SERVED = {}     # base URL -> its _InFlight
@@ -58,7 +62,7 @@ def serving(app):
         thread.join(timeout=5)
 
 
-def quiet(url, timeout=120.0):
+def quiet(url, timeout=60.0):
     """Wait until the server this process serves at `url` has answered every request; nothing for another URL."""
     counted = _SERVED.get(url)
     if counted is not None:

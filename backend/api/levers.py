@@ -8,7 +8,7 @@ from backend.api.bodies import json_body
 from backend.api.errors import ApiError
 from backend.api.trace import engine_limits
 from backend.driver import run_on_engine
-from backend.planner.levers import MAX_SPEC_LEVERS, levers
+from backend.planner.levers import MAX_OPTIMAL_LEVERS, MAX_SPEC_LEVERS, levers
 
 levers_api = Blueprint("levers_api", __name__)
 
@@ -21,7 +21,9 @@ def lever_report():
         raise ApiError(400, 'The body must be a JSON object like {"spec": {...}, "checkpoint": {...}}.',
                        [{"path": "spec", "message": "is required: the model whose peak to lower"}])
     checkpoint = body.get("checkpoint")
-    # Priced as the planner's schedules (a planned trace) plus every spec lever traced under the checkpoint.
+    # Priced as the planner's schedules (a planned trace) plus every spec lever traced under the checkpoint and
+    # every optimal schedule run from the frontier.
     report = run_on_engine(body["spec"], checkpoint or {"policy": "sqrt"},
-                           lambda spec, limits: levers(spec, checkpoint), runs=1 + MAX_SPEC_LEVERS, **engine_limits())
+                           lambda spec, limits: levers(spec, checkpoint, limits),
+                           runs=1 + MAX_SPEC_LEVERS + MAX_OPTIMAL_LEVERS, **engine_limits())
     return jsonify(report)

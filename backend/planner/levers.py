@@ -1,6 +1,7 @@
 """Levers: the changes that would lower a run's peak, each one executed by the engine, never guessed.
 
-Checkpoint levers are the planner's schedules on one base run (every heuristic, executed); spec levers (SGD
+Checkpoint levers are the planner's schedules on one base run (every heuristic, and the integer program's optimum
+at up to three budgets of the Pareto frontier the schedules chart draws, executed); spec levers (SGD
 instead of Adam, half the batch, half the sequence, efficient attention, float16, freezing the first or the
 last half of the parameter blocks) are traced as edited specs
 under the same checkpoint request. Each lever reports its traced peak, the change against the current peak,
@@ -11,28 +12,39 @@ import copy
 
 import numpy as np
 
-from backend.models import validate_spec
+from backend.models import SpecError, validate_spec
 from backend.models.freeze import freeze_half, parameter_blocks
 from backend.planner import HEURISTICS, Planner, PolicyError, validate
+from backend.planner.schedules import SolveLimits
+from backend.trace.peak import format_bytes
 from backend.trace.run import record
 
 
-def levers(spec, checkpoint=None):
+def levers(spec, checkpoint=None, limits=SolveLimits()):
     """{current: {peak_bytes, checkpoint}, levers: [...]} for a normalized spec and a raw checkpoint request."""
-    planner = Planner(spec)
+    planner = Planner(spec, limits)
     n_blocks, activations = planner.base.n_blocks, set(planner.entry_activations)
     current_request = checkpoint or {"policy": "none"}
     current = planner.schedule(validate(current_request, n_blocks, activations))
     current_peak = current["executed_peak_bytes"]
-    found = []
     current_flops = current["recompute_flops"]
     found = []
+    heuristic_points = set()
     for heuristic in HEURISTICS:
         if heuristic.get("k", 1) > n_blocks or _same_checkpoint(heuristic, current_request):
             continue
         point = planner.schedule(validate({**heuristic, "preserve_rng_state": True}, n_blocks, activations))
+        heuristic_points.add((point["predicted_peak_bytes"], point["recompute_flops"]))
         found.append(_lever(f"checkpoint: {_policy_text(heuristic)}", _checkpoint_description(heuristic),
                             {"checkpoint": heuristic}, point["document"], current_peak, current_flops,
+                            point["recompute_flops"], point["grads_match"]))
+    for budget in optimal_budgets(planner.pareto(), current_peak, heuristic_points):
+        request = {"policy": "optimal", "budget_bytes": budget}
+        point = planner.schedule(validate({**request, "preserve_rng_state": True}, n_blocks, activations))
+        found.append(_lever(f"checkpoint: optimal ≤ {format_bytes(budget)}",
+                            "the least recompute whose predicted peak fits this budget (the integer program over "
+                            "recompute units; a point on the Pareto frontier)",
+                            {"checkpoint": request}, point["document"], current_peak, current_flops,
                             point["recompute_flops"], point["grads_match"]))
     for name, description, changed, *marks in spec_changes(spec):
         try:
@@ -50,6 +62,20 @@ def levers(spec, checkpoint=None):
 
 
 MAX_SPEC_LEVERS = 7         # what spec_changes can return: the work cap prices a levers request by it
+MAX_OPTIMAL_LEVERS = 3      # frontier points run as levers; priced with the spec levers
+
+
+def optimal_budgets(frontier, current_peak, heuristic_points):
+    """Budgets of up to MAX_OPTIMAL_LEVERS frontier points that would lower the peak and that no heuristic schedule
+    already reaches, spread along the frontier from the least recompute to the lowest peak."""
+    lowering = [p for p in sorted(frontier, key=lambda p: p["recompute_flops"])
+                if p["predicted_peak_bytes"] < current_peak
+                and (p["predicted_peak_bytes"], p["recompute_flops"]) not in heuristic_points]
+    if len(lowering) <= MAX_OPTIMAL_LEVERS:
+        return [p["budget_bytes"] for p in lowering]
+    last = len(lowering) - 1
+    picked = sorted({round(i * last / (MAX_OPTIMAL_LEVERS - 1)) for i in range(MAX_OPTIMAL_LEVERS)})
+    return [lowering[i]["budget_bytes"] for i in picked]
 
 
 def spec_changes(spec):
@@ -75,7 +101,9 @@ def spec_changes(spec):
     if spec["dtype"] == "float32":
         changes.append(("float16 instead of float32", "every tensor takes 2 bytes per element instead of 4",
                         _edited(spec, lambda s: s.update(dtype="float16"))))
-    return changes + _freeze_changes(spec)
+    # An edit this model refuses (float16 under mixed precision's float32 master weights, freezing the only
+    # trainable half) is not a lever for it.
+    return [change for change in changes + _freeze_changes(spec) if change[2] is not None]
 
 
 def _freeze_changes(spec):
@@ -87,11 +115,11 @@ def _freeze_changes(spec):
     half = parameter_blocks(spec) // 2
     return [
         ("freeze the first half", f"the first {half} blocks with parameters frozen: nothing before the first "
-                                  "parameter that still needs grad is recorded or saved", validate_spec(first),
+                                  "parameter that still needs grad is recorded or saved", _accepted(first),
          {"freeze": "first"}),
         ("freeze the last half", f"the last {half} blocks with parameters frozen: no grads or optimizer state for "
                                  "them, but the gradient still flows through them to the first half, so their "
-                                 "activations are still saved", validate_spec(last), {"freeze": "last"}),
+                                 "activations are still saved", _accepted(last), {"freeze": "last"}),
     ]
 
 
@@ -164,7 +192,15 @@ def _checkpoint_description(heuristic):
 def _edited(spec, edit):
     changed = copy.deepcopy(spec)
     edit(changed)
-    return validate_spec(changed)             # normalized, and within the caps like any traced spec
+    return _accepted(changed)
+
+
+def _accepted(changed):
+    """The edited spec normalized and within the caps like any traced spec, or None when the model refuses it."""
+    try:
+        return validate_spec(changed)
+    except SpecError:
+        return None
 
 
 def _any_layer(layers, test):

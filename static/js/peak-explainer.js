@@ -10,7 +10,8 @@ import { percentText } from "./schedule.js";
 import { topLayer } from "./trace-index.js";
 
 const SHOWN_GROUPS = 8;
-const RECORDED_BACKWARD = "backward (recorded)";   // the scope of a create_graph backward's own ops (backend/tape/modes.py)
+const KEPT_LEVER_REPORTS = 8;     // lever reports kept for models met again (undo, redo); each is a few KiB
+const RECORDED_BACKWARD = "backward (recorded)";   // the scope of a create_graph backward's own ops (backend/tape/grad_mode.py)
 const KIND_WORDS = { input: "batch", param: "params", activation: "activations", grad: "grads", optimizer: "optimizer state" };
 
 
@@ -64,6 +65,14 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
   let storages = [];       // breakdownStorages(trace)
   let shownStep = null;
   let leverRequest = null;
+  const leverReports = new Map();   // what the server ran, by the model and checkpoint it ran them on (newest last)
+
+  const leverKey = ({ spec, checkpoint }) => JSON.stringify([spec, checkpoint ?? null]);
+  function keepReport(key, report) {
+    leverReports.delete(key);
+    leverReports.set(key, report);
+    if (leverReports.size > KEPT_LEVER_REPORTS) leverReports.delete(leverReports.keys().next().value);
+  }
 
   function load(next) {
     trace = next;
@@ -125,6 +134,11 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
       leversBox.replaceChildren(el("p", { class: "hint", "data-testid": "levers-recorded", text: "A recorded run: the levers re-run our engine on a spec, which a recorded run does not have." }));
       return;
     }
+    const known = leverReports.get(leverKey(current()));
+    if (known) {                      // the same model as a run before (an undo, a redo): its levers, not a re-run
+      leversBox.replaceChildren(leverTable(known), freezeComparison(known));
+      return;
+    }
     const find = el("button", { type: "button", "data-testid": "find-levers", text: "What would lower it?" });
     find.addEventListener("click", () => findLevers(find));
     leversBox.replaceChildren(find, el("span", { class: "hint", text: " runs every lever on the server: a few seconds" }));
@@ -133,11 +147,13 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
   async function findLevers(button) {
     const { spec, checkpoint } = current();
     if (!spec) return;
+    const key = leverKey({ spec, checkpoint });
     button.disabled = true;
     button.textContent = "Running every lever…";
     leverRequest = new AbortController();
     try {
       const report = await fetchLevers(spec, checkpoint, leverRequest.signal);
+      keepReport(key, report);
       leversBox.replaceChildren(leverTable(report), freezeComparison(report));
     } catch (error) {
       if (error.name === "AbortError") return;

@@ -89,3 +89,25 @@ def test_bad_requests_are_4xx_naming_the_field(app_client, body, status, path):
     reply = app_client.post("/api/levers", json=body)
     assert reply.status_code == status
     assert any(p["path"].startswith(path) for p in reply.get_json()["problems"])
+
+
+def test_the_frontiers_optimal_schedules_are_levers_at_the_budgets_the_chart_draws(app_client, deep_mlp):
+    planned = app_client.post("/api/trace", json={"spec": presets.get("deep-mlp"), "checkpoint": {"policy": "sqrt"}})
+    frontier = {point["budget_bytes"]: point for point in planned.get_json()["pareto"]}
+    optimal = [lever for lever in deep_mlp["levers"] if lever.get("checkpoint", {}).get("policy") == "optimal"]
+    assert 1 <= len(optimal) <= 3
+    sqrt = by_name(deep_mlp)["checkpoint: sqrt"]
+    for lever in optimal:
+        budget = lever["checkpoint"]["budget_bytes"]
+        assert budget in frontier, lever["lever"]
+        assert lever["peak_bytes"] <= budget and lever["delta_bytes"] < 0 and lever["grads_match"] is True
+        assert lever["lever"].startswith("checkpoint: optimal ≤ ")
+    # what the chart showed a learner: a frontier point that saves bytes for far less recompute than sqrt
+    assert min(lever["extra_flops"] for lever in optimal) < sqrt["extra_flops"]
+
+
+@pytest.mark.parametrize("preset, refused", [("mixed-precision", "float16 instead of float32"),
+                                             ("frozen-backbone", "freeze the last half")])
+def test_an_edit_the_model_refuses_is_left_out_rather_than_refusing_the_levers(app_client, preset, refused):
+    report = levers_of(app_client, preset)
+    assert report["levers"] and refused not in by_name(report)

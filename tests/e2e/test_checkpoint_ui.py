@@ -335,6 +335,11 @@ def test_pareto_panel_reads_small_overheads_and_says_why_a_schedule_raises_the_p
     expect(why.first).to_contain_text("above no checkpointing. The peak is ")
     expect(why.first).to_contain_text("recomputed in backward")
     assert rows.count() == len(trace["schedules"]) + len(raising)
+    legend = page.get_by_test_id("pareto-legend")                     # each mark the chart draws, said in words
+    names = page.evaluate("document.querySelector('[data-testid=pareto-chart]').data.map(d => d.marker?.symbol ?? d.mode)")
+    assert "diamond-open" in names and "lines" in names
+    for words in ("a schedule, executed", "the Pareto frontier", "the optimal schedule at that budget"):
+        expect(legend).to_contain_text(words)
     shot(page, "pareto-log-axis", chart.locator("xpath=ancestor::section[1]"))
 
 

@@ -71,3 +71,22 @@ def test_the_levers_on_transformer_tiny_list_sgd_with_its_traced_peak(page, live
     expect(page.get_by_test_id("peak-bytes")).to_have_attribute("data-bytes", str(traced))
     page.get_by_test_id("undo").click()
     page.wait_for_function("() => window.tapescope.getTrace().spec.optimizer.type === 'adam'", timeout=30000)
+    # back on the model the levers ran on: the same table, without asking the server again
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if r.url.endswith("/api/levers") else None)
+    expect(row).to_be_visible()
+    expect(page.get_by_test_id("find-levers")).to_have_count(0)
+    page.wait_for_timeout(300)
+    assert asked == []
+
+
+def test_the_levers_include_the_frontiers_optimal_schedules_and_one_applies(page, live_server):
+    open_explorer(page, live_server, "deep-mlp")
+    page.get_by_test_id("find-levers").click()
+    optimal = page.locator("[data-testid=levers] tr[data-lever^='checkpoint: optimal ≤ ']")
+    expect(optimal.first).to_be_visible(timeout=60000)
+    assert 1 <= optimal.count() <= 3
+    expect(optimal.first).to_contain_text("Pareto frontier")
+    optimal.first.locator("button.apply-lever").click()
+    page.wait_for_function("() => window.tapescope.getTrace().schedule?.policy === 'optimal'"
+                           " && document.querySelector('.explorer').dataset.ready === 'true'", timeout=30000)
