@@ -21,6 +21,7 @@ import { readTrace } from "./trace-document.js";
 
 export const HISTORY_LIMIT = 50;
 const TRACE_DELAY_MS = 150;       // typing pauses and slider throttling
+const KEY_BURST_PAUSE_MS = 700;   // a pause this long ends a burst of arrow presses (key repeat is ~30 ms apart)
 
 const listeners = new Set();
 const emit = (kind, detail = {}) => { for (const listener of listeners) listener(kind, detail); };
@@ -105,6 +106,8 @@ let controller = null;
 let generation = 0;
 let lastFire = -Infinity;
 let pointerDown = false;
+let keyBurst = null;      // the timer ending a burst of arrow presses on a number or a slider (a drag by keyboard)
+const holding = () => pointerDown || keyBurst !== null;
 let answered = null;      // the request whose answer (a trace or a refusal) came last: only its trace may settle
 
 const checkpointProblem = (error) => error.status === 400 && (error.problems ?? []).some((p) => String(p.path).startsWith("checkpoint"));
@@ -189,7 +192,7 @@ function show(trace, asked, ms = 0) {
   state.traced = asked;
   if (trace.schedule) state.checkpoint = { ...state.checkpoint, ...requestFor(trace.schedule) };
   state.tracesShown++;
-  if (!pointerDown) settle();
+  if (!holding()) settle();
   const keepStep = asked.keepStep === true ? state.step : asked.keepStep === false ? 0 : asked.keepStep;
   emit("trace", { trace, ms, keepStep, ...comparison() });
   emit("history");
@@ -204,7 +207,7 @@ export function comparison() {
 
 /** The run on screen is settled (no drag, nothing pending): it becomes "before" and a history entry, and is saved. */
 function settle() {
-  if (busy() || pointerDown || !state.trace || state.settledTrace === state.trace || state.traced !== answered) return;
+  if (busy() || holding() || !state.trace || state.settledTrace === state.trace || state.traced !== answered) return;
   state.settledTrace = state.trace;
   state.settledAsked = state.traced;
   const now = { spec: clone(state.traced.spec), checkpoint: state.traced.checkpoint, origin: state.traced.origin };
@@ -219,6 +222,16 @@ function settle() {
 document.addEventListener("pointerdown", () => { pointerDown = true; }, true);
 document.addEventListener("pointerup", () => { pointerDown = false; setTimeout(settle, 0); }, true);
 document.addEventListener("pointercancel", () => { pointerDown = false; setTimeout(settle, 0); }, true);
+// Arrow presses on a number or a slider are a drag by keyboard: until they pause, what they pass through is not
+// "before" — the delta compares where the burst started with where it ends.
+const STEPPING_KEYS = new Set(["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "PageUp", "PageDown", "Home", "End"]);
+const stepsByKey = (event) => STEPPING_KEYS.has(event.key) && event.target instanceof HTMLInputElement
+  && (event.target.type === "number" || event.target.type === "range");
+document.addEventListener("keydown", (event) => {
+  if (!stepsByKey(event)) return;
+  clearTimeout(keyBurst);
+  keyBurst = setTimeout(() => { keyBurst = null; settle(); }, KEY_BURST_PAUSE_MS);
+}, true);
 
 // ------------------------------ changes ------------------------------
 

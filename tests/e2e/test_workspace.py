@@ -323,6 +323,27 @@ def test_a_slider_drag_compares_with_where_it_started_and_a_pin_holds(page, live
     assert page.evaluate("window.tapescope.getTrace().spec.batch") == final["spec"]["batch"]
 
 
+def test_a_burst_of_arrow_presses_compares_with_where_it_started_and_is_one_undo(page, live_server):
+    """Three ArrowUp presses on batch (64 -> 67), each traced on its own: the delta once read 50.8 -> 51.5 KiB (the
+    press before) rather than 49.3 -> 51.5 KiB (where the burst started), and each press was its own undo."""
+    start = preset_trace(page, live_server, "seed-tape")
+    open_explorer(page, live_server, "seed-tape")
+    batch = field(page, "batch")
+    batch.focus()
+    for _ in range(3):
+        count = page.evaluate("window.tapescope.traceCount()")
+        batch.press("ArrowUp")
+        traced_after(page, count)                     # each press traced: a run mid-burst is on screen
+    after = traced_after(page, 0, "t.spec.batch === 67")
+    saved(page)                                       # the burst settled: one history entry, saved
+    delta = page.inner_text("[data-testid=peak-delta]")
+    before = expected_peak_text(page, start["summary"]["peak_bytes"])
+    assert delta.startswith(f"peak {before} → {expected_peak_text(page, after['summary']['peak_bytes'])}"), delta
+    count = page.evaluate("window.tapescope.traceCount()")
+    page.get_by_test_id("undo").click()
+    traced_after(page, count, "t.spec.batch === 64")
+
+
 def expected_peak_text(page, nbytes):
     """The page's own byte formatting (format.js), so the test compares words with words."""
     return page.evaluate("async n => (await import('/static/js/format.js')).formatBytes(n)", nbytes)
