@@ -4,6 +4,7 @@
 // from what the workspace announces. Any spec edit clears the manual set (the workspace does it).
 import { el } from "./dom.js";
 import { formatBytes } from "./format.js";
+import { drawMarks, noteRefusal, noteTraced } from "./dial-caps.js";
 import { checkpointFields, syncBudgetReadout } from "./editor-checkpoint.js";
 import { syncControls } from "./editor-controls.js";
 import { renderForm } from "./editor-form.js";
@@ -188,6 +189,7 @@ function renderFormNow() {
   if (!ws.spec || !ws.schema) return;
   local.rendered = { policy: ws.checkpoint.policy, recompute: [...(ws.checkpoint.recompute ?? [])] };
   renderForm(ui.form, ws.spec, ctx);
+  drawMarks(ui.form, ws.spec);
   panel.classList.toggle("read-only", ws.readOnly);
   ui.form.querySelectorAll("input, select, button").forEach((n) => { if (ws.readOnly) n.disabled = true; });
   ui.json.readOnly = ws.readOnly;
@@ -199,6 +201,7 @@ function traced({ trace, previous, label, ms }) {
   ui.jsonProblems.replaceChildren();
   renderSavedTable(ui.table, trace, previous);
   ui.table.dataset.compare = label || "";
+  if (ws.traced?.spec) noteTraced(ui.form, ws.traced.spec);
   if (ws.readOnly) setStatus("a shared snapshot: make a copy to edit", "ok");
   else if (trace.error) setStatus(`traced in ${Math.round(ms)} ms · backward stopped at step ${trace.error.step}: an in-place op overwrote a saved tensor`, "error");
   else setStatus(`traced in ${Math.round(ms)} ms · peak ${formatBytes(trace.summary.peak_bytes)}`, "ok");
@@ -210,6 +213,7 @@ function refused({ status, body }) {
   ui.jsonProblems.replaceChildren();
   const problems = problemsOf({ status, body });
   showProblems(ui.form, ui.general, problems);
+  noteRefusal(ui.form, ws.spec, ws.traced?.spec, { status, body });
   for (const p of problems) ui.jsonProblems.append(el("p", {}, el("code", { text: p.path }), ` ${p.message}`));
   setStatus(status === 413 ? "over a size cap — the last good trace stays" : "not traced: see the marked fields — the last good trace stays", "error");
   updateButtons();
@@ -225,6 +229,7 @@ workspace.subscribe((kind, detail) => {
   else if (kind === "tracing") setStatus("tracing…", "busy");
   else if (kind === "trace") traced(detail);
   else if (kind === "trace-failed") refused(detail);
+  else if (kind === "cap-met") noteRefusal(ui.form, detail.asked, detail.settled, detail.failure);
   else if (kind === "compare") { renderSavedTable(ui.table, ws.trace, detail.previous); ui.table.dataset.compare = detail.label || ""; }
   else if (kind === "history") updateButtons();
 });

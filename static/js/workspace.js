@@ -6,6 +6,7 @@
 //   "spec"        the draft was replaced wholesale (undo, redo, a preset, a restore): redraw the form
 //   "checkpoint"  the checkpoint request changed (a policy, the manual set)
 //   "tracing"     a trace request started       "trace-failed"  it was refused ({status, body})
+//   "cap-met"     a request was refused over a size cap ({asked, settled, failure}), on screen or superseded
 //   "trace"       a trace is shown ({trace, previous, label, keepStep}; previous is what it is compared with)
 //   "compare"     the comparison changed without a new trace (pin, unpin)
 //   "select", "history", "origin", "save" (saveState, conflict)
@@ -156,6 +157,8 @@ async function fire() {
     }
   }
   if (controller === mine) controller = null;
+  // Where a size cap lies is worth knowing even when a newer request owns the screen (a drag goes on past it).
+  if (failure?.status === 413) emit("cap-met", { asked: asked.spec, settled: state.settledAsked?.spec ?? state.traced?.spec, failure });
   if (id !== generation || pending) return;          // a newer request owns the screen
   answered = asked;
   if (failure) { refused(failure, performance.now() - started); return; }

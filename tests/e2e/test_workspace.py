@@ -356,6 +356,10 @@ def test_a_drag_past_the_cap_keeps_the_settled_model_and_compares_against_it(pag
     settled = page.evaluate("window.tapescope.getTrace()")
     slider = page.locator("#editor-panel input[type=range]").nth(1)          # the memory dials: batch, then width
     low, high = float(slider.get_attribute("min")), float(slider.get_attribute("max"))
+    path = slider.get_attribute("data-path")
+    over_cap = []                                          # the widths the server refused as over a size cap
+    page.on("response", lambda r: over_cap.append(r.request.post_data_json["spec"]) if r.url.endswith("/api/trace")
+            and r.status == 413 else None)
     drag_slider(page, slider, low, 1100, low, high)        # traces land on the way when the machine keeps up
     expect(page.get_by_test_id("field-error").first).to_contain_text("cap")         # the cap, said at the field
     page.wait_for_timeout(800)                                                    # past the settle wait
@@ -364,3 +368,19 @@ def test_a_drag_past_the_cap_keeps_the_settled_model_and_compares_against_it(pag
     assert int(page.get_attribute("[data-testid=peak-bytes]", "data-bytes")) == settled["summary"]["peak_bytes"]
     delta = page.inner_text("[data-testid=peak-delta]")
     assert "→" not in delta or delta.count(expected_peak_text(page, settled["summary"]["peak_bytes"])) == 2, delta
+
+    # the dial now marks where this model met the cap (the lowest width refused), and says so
+    mark = page.locator(f"[data-testid=cap-mark][data-path='{path}']")
+    expect(mark).to_be_visible()
+    refused_at = int(mark.get_attribute("data-value"))
+    widths = [spec["layers"][0]["layers"][0]["out"] for spec in over_cap]
+    assert refused_at == min(widths) and refused_at > 1, (refused_at, widths)
+    expect(mark).to_contain_text(f"over the cap at {refused_at:,}")
+    assert "cap" in mark.get_attribute("title") and "MiB" in mark.get_attribute("title")
+    track = slider.bounding_box()
+    tick = mark.bounding_box()
+    share = (refused_at - low) / (high - low)
+    assert abs(tick["x"] - (track["x"] + share * track["width"])) < 12, (tick, track, share)
+    page.screenshot(path="test-artifacts/workspace-cap-mark.png")
+    field(page, "batch").fill("32")                   # another model (still over the cap at 4,096 wide): no mark
+    expect(page.locator("[data-testid=cap-mark]")).to_have_count(0)
