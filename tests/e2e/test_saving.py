@@ -42,22 +42,42 @@ def refusing_server(tmp_path):
         yield url
 
 
+def _edit_save_reload(page, base, batch):
+    """A browser's whole round: open the page, edit the batch, wait for the save, reload; the batch it came back with."""
+    _opened(page, base)
+    edit(page, "batch", batch, f"t.spec.batch === {batch}")
+    saved(page)
+    expect(page.get_by_test_id("save-status")).to_have_attribute("data-state", "saved")
+    page.reload()
+    page.wait_for_selector(".explorer[data-ready=true]")
+    return _batch(page)
+
+
 def test_thirty_fresh_browsers_from_one_address_each_get_their_edit_back(browser, shipped_server):
-    restored = 0
-    for n in range(30):                                # a class behind one NAT: one address, 30 browsers
+    """A class behind one NAT: one address, 30 browsers, each with its own cookie jar. The first and the last go
+    through the page; the 28 between send what the first browser's page sent (its first save, with their own batch)
+    from their own cookie jars and read their workspace back, so the address's limits meet 30 workspaces without 56
+    more page loads (the page's save-and-restore is what the first and the last show)."""
+    first_save = []
+    restored = []
+    for n in range(30):
         context = browser.new_context(viewport=VIEWPORT)
         try:
-            page = context.new_page()
-            _opened(page, shipped_server)
-            edit(page, "batch", 10 + n, f"t.spec.batch === {10 + n}")
-            saved(page)
-            expect(page.get_by_test_id("save-status")).to_have_attribute("data-state", "saved")
-            page.reload()
-            page.wait_for_selector(".explorer[data-ready=true]")
-            restored += _batch(page) == 10 + n
+            if n in (0, 29):
+                page = context.new_page()
+                if n == 0:
+                    page.on("request", lambda r: first_save.append(r.post_data_json) if r.url.endswith("/api/session")
+                            and r.method == "PUT" else None)
+                restored.append(_edit_save_reload(page, shipped_server, 10 + n))
+                continue
+            document = {**first_save[0], "version": None}
+            document["spec"] = {**document["spec"], "batch": 10 + n}
+            put = context.request.put(f"{shipped_server}/api/session", data=document)
+            assert put.ok, (n, put.status, put.text())
+            restored.append(context.request.get(f"{shipped_server}/api/session").json()["spec"]["batch"])
         finally:
             context.close()
-    assert restored == 30
+    assert restored == [10 + n for n in range(30)]
 
 
 def test_a_refused_save_says_so_and_a_reload_restores_the_edit(browser, refusing_server):
