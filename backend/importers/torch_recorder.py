@@ -53,6 +53,7 @@ class TorchRecorder(TorchDispatchMode):
         self._views = {}            # (data_ptr, offset, shape, stride, dtype) -> latest tensor id
         self._entry_of_seq = {}     # autograd sequence_nr -> tape index
         self._last_seq = _next_sequence_nr()
+        self._awaiting_output = {}  # sequence_nr of a node made between ops (a custom Function's) -> next tape index
         self._scopes = []
         self._probe = None          # the tape index whose node's _saved_* attributes are being read
         self._node_entry = {}       # grad_fn node -> tape index (None for AccumulateGrad)
@@ -244,6 +245,7 @@ class TorchRecorder(TorchDispatchMode):
         inputs = op_tensors(args) + op_tensors(tuple(kwargs.values()))
         input_ids = [self.known(t, "input", None, scope="input") for t in inputs]
         index = len(self.tape)
+        self._note_functions(index, inputs, input_ids)
         entry = {"index": index, "op": name, "family": family(name), "backward": "", "inputs": input_ids,
                  "output": None, "saved": [], "flops": 0, "scope": self.scope, "why": "", "phase": "forward",
                  "attrs": {"aten": aten_name(func)}}
@@ -263,6 +265,24 @@ class TorchRecorder(TorchDispatchMode):
             self._entry_of_seq[seq] = index
         self._last_seq = sequence_nr
         return out
+
+    def _note_functions(self, index, inputs, input_ids):
+        """A custom autograd.Function's node is made before its forward runs its ops (with grad off), so no op
+        creates it: it is the entry that produced its output, known when a later op (or the loss) reads that output."""
+        first_seq = _next_sequence_nr()
+        for seq in range(self._last_seq, first_seq):
+            self._awaiting_output[seq] = index
+        self._last_seq = first_seq
+        if self._awaiting_output:
+            self._claim_outputs(inputs, input_ids)
+
+    def _claim_outputs(self, tensors, ids):
+        for tensor, uid in zip(tensors, ids):
+            node = tensor.grad_fn
+            if node is not None and node._sequence_nr() in self._awaiting_output:
+                produced_by = self.tensors[uid]["produced_by"]
+                fallback = self._awaiting_output.pop(node._sequence_nr())
+                self._entry_of_seq[node._sequence_nr()] = fallback if produced_by is None else produced_by
 
     def _wrote(self, func, args, kwargs):
         """Count a write into each storage `func` mutates (its schema's in-place and out= arguments)."""
@@ -289,7 +309,8 @@ class TorchRecorder(TorchDispatchMode):
             if packed.uid not in entry["saved"]:
                 entry["saved"].append(packed.uid)
                 self.tensors[packed.uid]["saved_by"].append(entry["index"])
-            self._probe[1].append(self._probe[2])
+            index, names, label = self._probe
+            names.append(label.format(len(names)))
         return packed.tensor
 
     def on_release(self, uid):
@@ -343,6 +364,10 @@ class TorchRecorder(TorchDispatchMode):
         seen, stack = set(), [loss.grad_fn] if loss.grad_fn is not None else []
         self._busy += 1             # reading _saved_* must not record ops
         try:
+            if self._awaiting_output:
+                self._claim_outputs([loss], [self.known(loss, "activation", None)])
+            for seq, first_entry in self._awaiting_output.items():     # its output never seen: its first op
+                self._entry_of_seq.setdefault(seq, first_entry)
             self._walk(seen, stack)
         finally:
             self._busy -= 1
@@ -369,8 +394,8 @@ class TorchRecorder(TorchDispatchMode):
         entry = self.tape[index]
         entry["backward"] = node.name()
         names = []
-        for attr in _saved_attributes(type(node)):
-            self._probe = (index, names, attr[len("_saved_"):])
+        for attr, label in _saved_attributes(type(node)):
+            self._probe = (index, names, label)
             try:
                 getattr(node, attr)
             except RuntimeError:        # freed already, or not a tensor
@@ -488,8 +513,13 @@ def _tensors(tree):
 
 @functools.lru_cache(maxsize=None)
 def _saved_attributes(node_class):
-    """A grad_fn class's `_saved_*` attributes (each node class is generated per op: the names are fixed)."""
-    return tuple(attr for attr in dir(node_class) if attr.startswith("_saved_"))
+    """(attribute, label) of what a grad_fn class exposes of its saves: a built-in node's `_saved_*` attributes
+    (each class is generated per op: the names are fixed), a custom autograd.Function's `saved_tensors`
+    (what its ctx.save_for_backward was given, labelled by position)."""
+    generated = tuple((attr, attr[len("_saved_"):]) for attr in dir(node_class) if attr.startswith("_saved_"))
+    if generated or not issubclass(node_class, torch.autograd.function.BackwardCFunction):
+        return generated
+    return (("saved_tensors", "saved_tensors[{}]"),)
 
 
 def _is_accumulate(node):

@@ -20,6 +20,7 @@ from backend.importers.torch_profile import existing_bytes, live_by_step, plain_
 from backend.importers.torch_recorder import _tensors  # noqa: E402
 from backend.trace.document_versions import pack, unpack  # noqa: E402
 from tests.gradient_names import misnamed_gradients  # noqa: E402
+from tests.importers.packed import packed_during  # noqa: E402
 from tests.lazy import Lazy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,20 +64,10 @@ def test_scopes_are_module_paths_and_the_sweep_runs_every_recorded_node(document
 
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_saved_bytes_are_what_saved_tensors_hooks_packed(documents, example):
-    packed = {}
-
-    def pack(tensor):
-        packed[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
-        packed.setdefault("count", 0)
-        packed["count"] += 1
-        return tensor
-
-    model, batch, loss_fn, optimizer = fresh(example)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        run_step(model, batch, loss_fn, optimizer)
-    count = packed.pop("count")
+    step = fresh(example)
+    packed_bytes, count = packed_during(lambda: run_step(*step))
     document = documents[example]
-    assert document["summary"]["saved_bytes"] == sum(packed.values())
+    assert document["summary"]["saved_bytes"] == packed_bytes
     assert document["summary"]["packed"] == count
     saved = [uid for e in document["tape"] for uid in e["saved"]]
     assert len(saved) == len(set(saved)) or count >= len(set(saved))
