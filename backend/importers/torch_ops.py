@@ -1,13 +1,18 @@
-"""What the explorer knows about an aten op: its family (the graph's colour), a FLOP estimate, the tensors in its
-arguments and result, and which arguments it writes into."""
+"""What the explorer knows about an aten op: its family (the graph's colour), its FLOPs (torch's own counter's
+formula where it has one, ours otherwise), the tensors in its arguments and result, and which arguments it writes
+into."""
 import functools
 import math
 
 import torch
+from torch.utils.flop_counter import flop_registry as TORCH_FLOP_FORMULAS   # what FlopCounterMode counts, by op
+
+TORCH, TAPESCOPE = "torch", "tapescope"     # a count's source: torch.utils.flop_counter's formula, or ours
 
 # aten overload packet name -> family; anything else is drawn as "other"
 _FAMILIES = {
-    "matmul": ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot", "einsum"),
+    "matmul": ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot", "einsum",
+               "convolution", "_convolution", "mkldnn_rnn_layer"),
     "elementwise": ("relu", "gelu", "tanh", "sigmoid", "exp", "log", "neg", "sqrt", "rsqrt", "silu", "abs",
                     "clamp", "pow", "reciprocal", "sin", "cos", "erf", "threshold", "hardtanh", "leaky_relu",
                     "softplus", "elu", "mish", "square", "sign", "clone", "copy", "fill", "zero", "where",
@@ -43,8 +48,24 @@ def family(name):
     return FAMILY_OF.get(name.rstrip("_") if name not in FAMILY_OF else name, "other")
 
 
-def flops(name, inputs, outputs):
-    """2·m·n·k for matrix products, one per output element otherwise (movement and views: zero)."""
+def flops(func, args, kwargs, out, inputs=None):
+    """(FLOPs of one aten op, their source): FlopCounterMode's formula when torch has one for the op (mm family,
+    convolution and its backward, attention kernels), else ours (`tapescope_flops`)."""
+    formula = TORCH_FLOP_FORMULAS.get(getattr(func, "overloadpacket", None))
+    if formula is not None:
+        return int(formula(*args, **kwargs, out_val=out)), TORCH
+    name = op_name(func)
+    inputs = op_tensors(args) + op_tensors(tuple(kwargs.values())) if inputs is None else inputs
+    return tapescope_flops(name, inputs, op_tensors(out)), TAPESCOPE
+
+
+def tapescope_flops(name, inputs, outputs):
+    """Ours, for ops torch's counter has no formula for: 2·m·n·k for matrix products, the gate products of an
+    LSTM/GRU layer (twice that for its backward), one per output element otherwise (movement and views: zero)."""
+    if name in _RNN_LAYERS and len(inputs) >= 3:
+        x, w_ih, w_hh = inputs[:3]
+        steps = x.numel() // max(x.shape[-1], 1)            # time steps × batch
+        return int(_RNN_LAYERS[name] * 2 * steps * (w_ih.numel() + w_hh.numel()))
     fam = family(name)
     if fam == "movement" or not outputs:
         return 0
@@ -58,6 +79,10 @@ def flops(name, inputs, outputs):
         seq_k = k.shape[-2] if k.dim() >= 2 else 1
         return int(4 * q.numel() * seq_k)
     return int(math.prod(out.shape)) if out.dim() else 1
+
+
+# mkldnn's fused RNN layer (CPU nn.LSTM and nn.GRU): how many times the forward's gate products its op costs
+_RNN_LAYERS = {"mkldnn_rnn_layer": 1, "mkldnn_rnn_layer_backward": 2}
 
 
 @functools.lru_cache(maxsize=None)

@@ -16,7 +16,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from backend.importers.torch_ops import aten_name, family, flops, op_name, op_tensors, written_arguments
+from backend.importers.torch_ops import TAPESCOPE, aten_name, family, flops, op_name, op_tensors, written_arguments
 from backend.trace.values import ValueTable
 
 SMALL_TENSOR_ELEMENTS = 1024      # with --values, tensors this small carry their values (heatmaps)
@@ -233,12 +233,24 @@ class TorchRecorder(TorchDispatchMode):
             self._new_step(self.steps[-1]["entry"], op=op_name(func), continues=True)
         out = func(*args, **kwargs)
         self._wrote(func, args, kwargs)
+        if self.phase == "backward" and self.sweep:
+            self._count_backward(func, args, kwargs, out)
         kind = "grad" if self.phase == "backward" else "optimizer"
         for t in op_tensors(out):
             key = self._key(t)
             if self.lookup(t, key) is None:
                 self.tensor(t, kind, name=None, scope=None, key=key)
         return out
+
+    def _count_backward(self, func, args, kwargs, out):
+        """A backward op's FLOPs go to the node running it (a checkpoint's recompute, to the node that started it)."""
+        count, source = flops(func, args, kwargs, out)
+        if not count:
+            return
+        item = self.sweep[-1]
+        item["flops"] += count
+        by_source = item["flops_by_source"]
+        by_source[source] = by_source.get(source, 0) + count
 
     def _forward_op(self, func, args, kwargs):
         name = op_name(func)
@@ -247,8 +259,8 @@ class TorchRecorder(TorchDispatchMode):
         index = len(self.tape)
         self._note_functions(index, inputs, input_ids)
         entry = {"index": index, "op": name, "family": family(name), "backward": "", "inputs": input_ids,
-                 "output": None, "saved": [], "flops": 0, "scope": self.scope, "why": "", "phase": "forward",
-                 "attrs": {"aten": aten_name(func)}}
+                 "output": None, "saved": [], "flops": 0, "flops_source": TAPESCOPE, "scope": self.scope, "why": "",
+                 "phase": "forward", "attrs": {"aten": aten_name(func)}}
         self.tape.append(entry)
         self._new_step(index)
         out = func(*args, **kwargs)
@@ -259,7 +271,7 @@ class TorchRecorder(TorchDispatchMode):
         entry["output"] = ids[0] if ids else None
         if len(ids) > 1:
             entry["attrs"]["outputs"] = ids
-        entry["flops"] = flops(name, inputs, outputs)
+        entry["flops"], entry["flops_source"] = flops(func, args, kwargs, out, inputs)
         sequence_nr = _next_sequence_nr()
         for seq in range(self._last_seq, sequence_nr):      # the autograd node(s) this op created
             self._entry_of_seq[seq] = index
@@ -423,7 +435,8 @@ class TorchRecorder(TorchDispatchMode):
                 self._describe(adjoint, grad, with_values=False)
             self.sweep.append({"step": self.step, "entry": index, "op": entry["op"], "backward": entry["backward"],
                                "adjoint": adjoint, "reads": list(entry["saved"]), "why": entry["why"],
-                               "contributions": [], "accumulations": [], "freed": [], "ready": [], "pending": {}})
+                               "contributions": [], "accumulations": [], "freed": [], "ready": [], "pending": {},
+                               "flops": 0, "flops_by_source": {}})
             return None
         return begin
 

@@ -119,11 +119,23 @@ def document_of(recorder, loss, model, batch, loss_fn=None, optimizer=None):
                           "optimizer": type(optimizer).__name__ if optimizer is not None else None,
                           "values": bool(recorder.with_values)}
     document["summary"]["packed"] = len(recorder.packed)
+    document["summary"].update(step_flops(document))
     count_block_entries(document)
     # torch.utils.checkpoint(use_reentrant=False) recomputes a region inside the first of its backward nodes that
     # unpacks a saved tensor, and stops at its last save: the planner predicts this run's schedules in that order
     document["checkpointing"] = {"recompute": RECOMPUTE_ON_FIRST_UNPACK, "early_stop": True}
     return document
+
+
+def step_flops(document):
+    """The step's FLOPs beyond the forward's: each backward node's (the ops it ran, recomputes included), and
+    forward + backward by source (torch's FlopCounterMode formulas, or ours where torch has none)."""
+    by_source = Counter()
+    for entry in document["tape"]:
+        by_source[entry["flops_source"]] += entry["flops"]
+    for item in document["sweep"]:
+        by_source.update(item["flops_by_source"])
+    return {"backward_flops": sum(item["flops"] for item in document["sweep"]), "flops_by_source": dict(by_source)}
 
 
 def count_block_entries(document):

@@ -154,7 +154,7 @@ export function createInspector(element, { manual = () => null, onToggle = () =>
           ["entry", `${entry.index} · ${entry.op} → ${entry.backward}`],
           ...entryPhase(entry, index),
           ["scope", entry.scope || "—"],
-          ["flops", entry.flops.toLocaleString("en")],
+          ["flops", entry.flops.toLocaleString("en") + flopsSource(entry)],
           ["saves", entry.saved.length ? entry.saved.map((id) => index.nameOf(id)).join(", ") : "nothing"],
           ...(entry.recomputes?.length ? [["recipes", `${[...new Set(entry.recomputes)].map((id) => index.nameOf(id)).join(", ")}: recomputed in backward, not saved`]] : []),
           ...(index.isRecipe(entry.index) ? [["re-run", "in backward, to re-derive its output for a consumer that kept only a recipe"]] : []),
@@ -170,4 +170,11 @@ export function createInspector(element, { manual = () => null, onToggle = () =>
   }
 
   return { render };
+}
+
+// An imported entry says whose count its FLOPs are; our engine's entries (no flops_source) are our registry's.
+const FLOPS_SOURCES = { torch: "torch's FlopCounterMode formula", tapescope: "Tapescope's estimate: torch has no formula for this op" };
+
+function flopsSource(entry) {
+  return entry.flops_source ? ` (${FLOPS_SOURCES[entry.flops_source] || entry.flops_source})` : "";
 }
