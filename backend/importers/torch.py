@@ -22,6 +22,7 @@ from pathlib import Path
 
 from backend.importers import torch_checkpoint
 from backend.importers.share import ShareFailed, share
+from backend.importers.torch_blocks import BlocksError
 from backend.importers.torch_checkpoint import schedule_label
 from backend.importers.torch_step import load_build, record_step, unpack_build
 from backend.trace.document_versions import pack
@@ -36,8 +37,8 @@ def main(argv=None):
                                                        "http://127.0.0.1:5000) and print its /s/<id> link")
     parser.add_argument("--checkpoint", help="also run checkpointed what-ifs, attached as schedules: every_k=1, "
                                              "every_k=N or selective (several: comma-separated)")
-    parser.add_argument("--blocks", help="comma-separated module paths to checkpoint (default: the children "
-                                         "of the largest ModuleList)")
+    parser.add_argument("--blocks", help="comma-separated module paths to checkpoint (default: the longest run "
+                                         "of same-class children of a ModuleList or Sequential)")
     parser.add_argument("--values", action="store_true",
                         help="include small tensors' values (default: statistics only; no raw weights leave)")
     args = parser.parse_args(argv)
@@ -53,7 +54,7 @@ def main(argv=None):
     if args.checkpoint:
         try:
             document = torch_checkpoint.what_ifs(build, requests, args.blocks, values=args.values).document
-        except torch_checkpoint.BlocksError as error:
+        except BlocksError as error:
             raise SystemExit(str(error)) from None
         for schedule in document["schedules"]:
             print(what_if_line(schedule), file=sys.stderr)

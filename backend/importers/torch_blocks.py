@@ -1,33 +1,77 @@
-"""Which modules of a torch model a checkpoint what-if counts as blocks: the children of its largest
-nn.ModuleList, or the module paths the user names with --blocks."""
+"""Which modules of a torch model a checkpoint what-if counts as blocks: the largest run of same-class children of
+an nn.ModuleList or nn.Sequential (a transformer's `h`, ResNet's `layer3`, timm's `blocks`), or the module paths
+the user names with --blocks."""
 from torch import nn
+
+CONTAINERS = (nn.ModuleList, nn.Sequential)
 
 
 class BlocksError(ValueError):
-    """A --blocks path the model does not have, or a model with no ModuleList to take blocks from."""
+    """A --blocks path the model does not have, or a model with no container to take blocks from."""
 
 
 def find_blocks(model):
-    """The paths of the children of the model's largest ModuleList (the first such list on a tie); [] if none."""
-    lists = [(len(module), path) for path, module in model.named_modules() if isinstance(module, nn.ModuleList)]
-    if not lists:
-        return []
-    size, path = max(lists, key=lambda found: found[0])       # max keeps the first of equals
-    return [f"{path}.{name}" if path else name for name, _ in model.get_submodule(path).named_children()]
+    """The paths of the longest run of consecutive same-class children of one of the model's ModuleLists or
+    Sequentials (the first such run on a tie); [] if none. A Sequential's run needs two: its children are layers
+    of any kind (Linear, ReLU, ...), so one of a class is no block; a ModuleList's children are blocks by intent."""
+    best = []
+    for path, container in model.named_modules():
+        if isinstance(container, CONTAINERS):
+            shortest = 1 if isinstance(container, nn.ModuleList) else 2
+            for run in same_class_runs(path, container):
+                if len(run) >= shortest and len(run) > len(best):
+                    best = run
+    return best
+
+
+def same_class_runs(path, container):
+    """The container's children as runs of consecutive same-class modules, each a list of module paths."""
+    runs, last_class = [], None
+    for name, child in container.named_children():
+        child_path = f"{path}.{name}" if path else name
+        if type(child) is last_class:
+            runs[-1].append(child_path)
+        else:
+            runs.append([child_path])
+            last_class = type(child)
+    return runs
+
+
+def blocks_for(model, text=None):
+    """The block paths a what-if checkpoints: those `--blocks` names, else find_blocks'; BlocksError if none."""
+    if text:
+        return named_blocks(model, text)
+    paths = find_blocks(model)
+    if not paths:
+        raise BlocksError(f"--checkpoint: {type(model).__name__} has no nn.ModuleList or nn.Sequential with a run "
+                          "of same-class children to take its blocks from; name the modules to checkpoint with "
+                          f"--blocks, e.g. --blocks {','.join(example_paths(model))}")
+    return paths
 
 
 def named_blocks(model, text):
     """The module paths of `--blocks a.b,c.d`, each checked against the model; BlocksError names what is wrong."""
     paths = [path.strip() for path in text.split(",") if path.strip()]
     if not paths:
-        raise BlocksError("--blocks is empty: give comma-separated module paths, e.g. --blocks transformer.h.0,transformer.h.1")
+        raise BlocksError("--blocks is empty: give comma-separated module paths, e.g. "
+                          f"--blocks {','.join(example_paths(model))}")
     known = dict(model.named_modules())
     for path in paths:
         if path not in known:
-            lists = [p for p, m in known.items() if isinstance(m, nn.ModuleList)]
-            hint = f" (its ModuleLists: {', '.join(lists[:4])})" if lists else ""
+            containers = [p for p, m in known.items() if p and isinstance(m, CONTAINERS)]
+            hint = f" (its ModuleLists and Sequentials: {', '.join(containers[:4])})" if containers else ""
             raise BlocksError(f"--blocks {path}: {type(model).__name__} has no module at that path{hint}; "
-                              "name modules as model.named_modules() does, e.g. transformer.h.0")
+                              f"name modules as model.named_modules() does, e.g. {example_paths(model)[0]}")
     if len(set(paths)) != len(paths):
         raise BlocksError("--blocks names a module twice: list each block once, in the order the model calls them")
     return paths
+
+
+def example_paths(model, count=2):
+    """The model's own module paths for a hint's "e.g.": its first blocks when it has some, else its first
+    modules, shallowest first."""
+    blocks = find_blocks(model)
+    if len(blocks) >= count:
+        return blocks[:count]
+    paths = sorted((path for path, _ in model.named_modules() if path), key=lambda path: path.count("."))
+    return paths[:count] or [type(model).__name__.lower()]       # a stable sort keeps the model's order

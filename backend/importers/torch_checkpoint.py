@@ -15,7 +15,7 @@ import torch
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from backend.importers.torch_step import record_step, record_with, unpack_build
-from backend.importers.torch_blocks import BlocksError, find_blocks, named_blocks
+from backend.importers.torch_blocks import blocks_for
 from backend.importers.torch_recorder import TorchRecorder
 from backend.planner.execute import grad_mismatch
 from backend.planner.policies import every_k
@@ -179,10 +179,7 @@ def what_ifs(build, requests, blocks_text=None, values=False):
     """Record the plain step and every request's checkpointed step; attach their schedules to the plain document."""
     step = unpack_build(build())
     model = step[0]
-    paths = named_blocks(model, blocks_text) if blocks_text else find_blocks(model)
-    if not paths:
-        raise BlocksError(f"--checkpoint: {type(model).__name__} has no nn.ModuleList to take its blocks from; "
-                          "name the modules to checkpoint with --blocks, e.g. --blocks encoder.0,encoder.1")
+    paths = blocks_for(model, blocks_text)
     found = WhatIfs(record_step(*step, values=values, blocks=paths), paths, grads_of(model))
     base = TorchBase.from_document(found.document)
     schedules = [schedule_of({"policy": "none", "params": {}}, base, paths, found.document, found.grads, found.grads)]

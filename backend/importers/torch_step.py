@@ -83,8 +83,9 @@ def _as_loss(output):
 def record_step(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None):
     """One training step of `model` on `batch` under PyTorch's hooks, as a trace document (a dict).
 
-    `blocks` are the module paths a checkpoint what-if counts as blocks (default: the children of the model's
-    largest ModuleList); the document reports which storage enters each, as our engine's driver does."""
+    `blocks` are the module paths a checkpoint what-if counts as blocks (default: torch_blocks.find_blocks:
+    the longest run of same-class children of a ModuleList or Sequential); the document reports which storage
+    enters each, as our engine's driver does."""
     return record_with(TorchRecorder(with_values=values), model, batch, loss_fn, optimizer, blocks)
 
 
