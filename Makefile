@@ -35,6 +35,7 @@ torch-deps: .venv/.torch-installed
 
 # D3, dagre and Plotly's cartesian bundle (every trace type the page draws: scatter, bar, heatmap; 1.5 MB against the
 # full bundle's 4.8 MB, which a page parses on every first visit) from the npm registry: copied to static/vendor, no CDN.
+# axe-core, a devDependency, stays in node_modules: tests/e2e/test_accessibility.py reads it there (never served).
 frontend-deps: $(VENDOR)/.installed
 $(VENDOR)/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --silent

@@ -189,7 +189,7 @@ function layerList(layers, listPath, ctx) {
   for (const type of layerTypes(ctx.schema)) kind.append(el("option", { value: type, text: type, title: kindOf(ctx.schema, type).help }));
   kind.value = ctx.lastAdded ?? "linear";
   kind.addEventListener("change", () => { ctx.lastAdded = kind.value; });
-  const add = button("+ Add layer", `add a layer to ${listPath}`, () => ctx.structural((s) => {
+  const add = button("+ Add layer", `Add layer to ${listPath}`, () => ctx.structural((s) => {
     if (!Array.isArray(getAt(s, listPath))) s.layers = [];
     addLayer(s, listPath, kind.value, ctx.schema);
   }), { class: "add" });
@@ -202,7 +202,7 @@ function wrapBar(ctx) {
   const count = ctx.selection.size;
   bar.append(el("span", { class: "hint", text: count ? `${count} selected` : "tick layers to wrap them" }));
   for (const type of wrapperTypes(ctx.schema)) {
-    bar.append(button(`Wrap in ${type}`, `wrap the selected layers in a ${type}`, () => {
+    bar.append(button(`Wrap in ${type}`, `Wrap in ${type}: the selected layers`, () => {
       const paths = [...ctx.selection];
       ctx.selection.clear();
       ctx.structural((s) => wrapLayers(s, paths, type, ctx.schema));

@@ -66,7 +66,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
         const g = enter.append("g");
         g.append("rect");
         g.append("text").attr("class", "label");
-        g.append("text").attr("class", "glyph");
+        g.append("text").attr("class", "glyph").attr("aria-hidden", "true");
         g.append("title");
         const badge = g.append("g").attr("class", "badge");
         badge.append("rect").attr("rx", 3);
@@ -77,7 +77,11 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
       .attr("data-tensor-id", (n) => (n.isOp || n.isGroup ? null : n.tensor))
       .attr("data-group-id", (n) => (n.isGroup ? n.group.id : null))
       .attr("data-collapsed", (n) => (n.isGroup ? "true" : null))
-      .attr("aria-label", (n) => (n.isGroup ? `${n.group.title}; click to unfold` : null))
+      // A group is named by the words drawn on it, its label and the state line under it (rewritten each step), so
+      // the name is what a speech-input user reads off the screen; its tooltip (what it holds, click to unfold)
+      // describes it. An op or a leaf is named by its tooltip.
+      .attr("aria-labelledby", (n, i) => (n.isGroup ? `node-label-${i} group-state-${i}` : null))
+      .attr("aria-describedby", (n, i) => (n.isGroup ? `node-title-${i}` : null))
       .attr("tabindex", 0)
       .attr("role", "button")
       .on("click", (event, n) => (n.isGroup ? toggleGroup(n.group.id) : onSelect(n.id)))
@@ -89,14 +93,16 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
       .attr("width", (n) => n.width).attr("height", (n) => n.height)
       .attr("rx", (n) => (n.isOp ? 4 : n.isGroup ? 6 : n.height / 2))
       .attr("fill", (n) => (n.isOp ? familyColor(n.family) : null));
-    nodeSel.select("text.label").attr("x", (n) => at(n).x).attr("y", (n) => at(n).y).attr("dy", "0.35em").text((n) => n.label);
+    nodeSel.select("text.label").attr("id", (n, i) => (n.isGroup ? `node-label-${i}` : null)).attr("x", (n) => at(n).x).attr("y", (n) => at(n).y).attr("dy", "0.35em").text((n) => n.label);
     nodeSel.select("text.glyph").attr("x", (n) => at(n).x).attr("y", (n) => at(n).y).attr("dy", "0.35em").text((n) => n.glyph);
-    nodeSel.select("title").text((n) => (n.isGroup ? `${n.group.title} · click to unfold` : nodeTitle(n, index)));
+    nodeSel.select("title").text((n) => (n.isGroup ? `${n.group.title} · click to unfold` : nodeTitle(n, index)))
+      .attr("id", (n, i) => (n.isGroup ? `node-title-${i}` : null));
     // A folded group's progress through the run (graph-progress.js writes it each step), under its box.
-    nodeSel.each(function placeStateLine(n) {
+    nodeSel.each(function placeStateLine(n, i) {
       const group = d3.select(this);
       if (!n.isGroup) { group.select("text.group-state").remove(); return; }
       const line = group.select("text.group-state").empty() ? group.append("text").attr("class", "group-state") : group.select("text.group-state");
+      line.attr("id", `group-state-${i}`);
       line.attr("x", at(n).x).attr("y", at(n).y + n.height / 2 + 11);
     });
     nodeSel.each(function setRecomputeBadge(n) {
@@ -106,7 +112,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
       const [x, y] = [at(n).x - n.width / 2, at(n).y - n.height / 2];
       const badge = group.append("g").attr("class", "recompute-badge");
       badge.append("circle").attr("cx", x).attr("cy", y).attr("r", 7);
-      badge.append("text").attr("x", x).attr("y", y).attr("dy", "0.35em").text("↻");
+      badge.append("text").attr("x", x).attr("y", y).attr("dy", "0.35em").attr("aria-hidden", "true").text("↻");
     });
     return { nodeSel, edgeSel };
   }

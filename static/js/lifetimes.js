@@ -94,7 +94,13 @@ export function createLifetimeChart(element, { onPick }) {
     // Every drawn row is named: the chart grows and its frame scrolls (.lifetime-scroll).
     const height = Math.max(160, 40 + rows.length * ROW_PX);
     element.style.height = `${height}px`;
-    element.closest(".chart-wrap")?.classList.add("lifetime-scroll");
+    const frame = element.closest(".chart-wrap");
+    if (frame) {       // a frame that scrolls takes the focus, so its arrow keys scroll it without a mouse
+      frame.classList.add("lifetime-scroll");
+      frame.tabIndex = 0;
+      frame.setAttribute("role", "region");
+      frame.setAttribute("aria-label", "Saved tensor lifetimes, one row per tensor or module (scrolls)");
+    }
     showLegend(rows.filter((r) => r.tensor || r.band).map((r) => ({ tensor: r.tensor ?? { kind: "param" } })));
     const layout = {
       height, margin: { l: 40, r: 12, t: 6, b: 30 }, showlegend: false, bargap: 0.25,

@@ -142,7 +142,7 @@ def test_adding_a_layer_adds_graph_nodes(editor):
     assert before == len(editor.page.evaluate("window.tapescope.getTrace().tape"))
     n = editor.traces()
     editor.page.get_by_label("type of the layer to add to layers", exact=True).select_option("tanh")
-    editor.page.get_by_role("button", name="add a layer to layers", exact=True).click()
+    editor.page.get_by_role("button", name="Add layer to layers", exact=True).click()
     trace = editor.wait_traced(n)
     assert [layer["type"] for layer in trace["spec"]["layers"]][-1] == "tanh"
     expect(nodes).to_have_count(len(trace["tape"]))
