@@ -4,8 +4,8 @@ a is one layer's saved bytes, b one boundary (a residual-stream tensor). Storing
 recomputing one k-layer segment at a time costs (L/k)·b + k·a. The segment being recomputed is stored as one
 of those boundaries *and* saved again by its first layer's ln1, as the same storage, so the exact peak counts
 it once: (⌈L/k⌉ − 1)·b + k·a + head. That is what makes k = L (no checkpointing: nothing stored twice,
-nothing recomputed) land on L·a + head, 31.9 GiB for 000_…'s reference, where the uncorrected formula says
-32.0; at k = 1 and √L the correction moves the seed's 6.2 and 10.5 GiB by 64 MiB, under their rounding.
+nothing recomputed) land on L·a + head, 31.9 GiB for the reference GPT (12 × 2048), where the uncorrected
+formula says 32.0; at k = 1 and √L the correction moves its stated 6.2 and 10.5 GiB by 64 MiB, under their rounding.
 Any k < L recomputes every layer once: 3F → 4F, a compute factor of 4/3.
 """
 import math

@@ -1,8 +1,8 @@
 """The ledger's input: a transformer config, parsed from strings or JSON values, with caps and per-field errors.
 
-Every field has a default (000_…'s reference model: 12 layers, hidden 2048, 16 heads, MLP 4×, vocab 50,257,
-tied embeddings, batch 8 × seq 1024, fp32, naive attention, dropout on, Adam) and every size has a cap, so a
-query can never ask for an unbounded amount of arithmetic or a number a browser cannot hold. Values are parsed
+Every field has a default (GPT-2 small: 12 layers, hidden 768, 12 heads, MLP 4×, vocab 50,257, tied embeddings,
+learned positions, context 1,024; at batch 8, fp32, naive attention, dropout on, Adam) and every size has a cap, so
+a query can never ask for an unbounded amount of arithmetic or a number a browser cannot hold. Values are parsed
 with int()/float() on strings that first match a strict pattern: nothing a user sends is evaluated.
 """
 import math
@@ -32,8 +32,8 @@ class LedgerConfigError(ValueError):
 @dataclass(frozen=True)
 class LedgerConfig:
     layers: int = 12
-    hidden: int = 2048
-    heads: int = 16
+    hidden: int = 768
+    heads: int = 12
     mlp_ratio: float = 4.0
     vocab: int = 50257
     batch: int = 8
@@ -42,7 +42,7 @@ class LedgerConfig:
     attention: str = "naive"
     dropout: bool = True
     tied_embeddings: bool = True
-    position_embeddings: bool = False
+    position_embeddings: bool = True
     optimizer: str = "adam"
     mixed_precision: bool = False
     device_gib: float = 24.0
@@ -72,9 +72,10 @@ class LedgerConfig:
 
 
 # Named model shapes for the ledger's Model menu: GPT-2's four published sizes (learned positions, tied
-# embeddings, vocab 50,257, context 1,024) and 000_…'s reference layer stack. Picking one sets only these fields.
+# embeddings, vocab 50,257, context 1,024) and the reference stack the published per-layer figure is for (12 × 2048,
+# 16 heads, no position table; korthikanti.py). Picking one sets only these fields.
 MODEL_PRESETS = {
-    "reference": {"title": "seed, 12 × 2048", "layers": 12, "hidden": 2048, "heads": 16,
+    "reference": {"title": "reference GPT, 12 × 2048", "layers": 12, "hidden": 2048, "heads": 16,
                   "position_embeddings": False},
     "gpt2-small": {"title": "GPT-2 small", "layers": 12, "hidden": 768, "heads": 12, "position_embeddings": True},
     "gpt2-medium": {"title": "GPT-2 medium", "layers": 24, "hidden": 1024, "heads": 16, "position_embeddings": True},

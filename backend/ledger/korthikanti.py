@@ -1,9 +1,10 @@
-"""Korthikanti et al.'s per-layer activation formula, our rows re-priced in its convention, and 000_…'s figure.
+"""Korthikanti et al.'s per-layer activation formula, our rows re-priced in its convention, the reference figure.
 
 Korthikanti et al. (2022) give s·b·h·(34 + 5·a·s/h) bytes per layer: 16-bit activations, 1-byte dropout masks,
 naive attention with dropout and a 4h MLP. Re-pricing our layer rows at 2 bytes per element (1 per mask) and
 dropping the two groups they leave out (layer-norm statistics, the scale constant) gives their formula to the
-byte: the same 15 tensors. 000_…'s 2,464 MiB for its reference layer (38.5 units of 64 MiB) is 4 units above
+byte: the same 15 tensors. The 2,464 MiB stated for the reference GPT's layer (12 × 2048, 16 heads, batch 8 × 1,024,
+fp32; 38.5 units of 64 MiB) is 4 units above
 those rows at fp32 (2,208 MiB = 34.5 units); 4 units is one more fp32 tensor of the MLP's width, the fc1 product
 before its bias add, which the engine frees (the add saves nothing). `SEED_EXTRA_ROW` reconstructs that.
 """
@@ -36,7 +37,7 @@ def repriced_bytes(rows, value_bytes):
 
 
 def seed_extra_row(config):
-    """The one row 000_…'s 38.5 units count and the engine does not: fc1's product before the bias add."""
+    """The one row the reference figure's 38.5 units count and the engine does not: fc1's product before its bias."""
     return Row("mlp.fc1_product", (config.batch, config.seq, config.mlp_hidden), config.dtype_name, "add",
                (), ACTIVATION, "x@W₁ before + b₁: the add saves nothing, so the engine frees it at once")
 
@@ -46,7 +47,7 @@ def is_seed_reference(config):
 
 
 def compare(config):
-    """Korthikanti's formula next to our rows (naive attention with dropout, their setting) and 000_…'s figure."""
+    """Korthikanti's formula next to our rows (naive attention with dropout, their setting) and the reference figure."""
     theirs = dataclasses.replace(config, attention="naive", dropout=True)
     rows = layer_rows(theirs)
     value_bytes = ITEM_BYTES[config.dtype_name]
@@ -105,9 +106,9 @@ def explain(config, c):
                      "layer; the table shows this config's own layer.")
     seed = c["seed"]
     lines.append(
-        f"The memory primer reports {_mib(seed['per_layer_bytes'])} per layer ({seed['units']:g} units of 64 MiB) "
-        f"for its reference model (12 × 2048, 16 heads, batch 8 × 1024, fp32). Korthikanti's rows at fp32 with 1-byte "
-        f"masks give {_mib(seed['korthikanti_fp32_bytes'])} "
+        f"The figure stated for the reference GPT (12 × 2048, 16 heads, batch 8 × 1,024 tokens, fp32) is "
+        f"{_mib(seed['per_layer_bytes'])} per layer ({seed['units']:g} units of 64 MiB). Korthikanti's rows at fp32 "
+        f"with 1-byte masks give {_mib(seed['korthikanti_fp32_bytes'])} "
         f"({seed['korthikanti_fp32_bytes'] / SEED_UNIT_BYTES:g} units). The "
         f"{_mib(seed['per_layer_bytes'] - seed['korthikanti_fp32_bytes'])} gap is 4 units: exactly one more "
         f"fp32 tensor of the MLP's width (8192 tokens × 8192 × 4 B).")
@@ -115,5 +116,5 @@ def explain(config, c):
         "A block has three such tensors: fc1's product x@W₁, the GELU input (product + bias) and the GELU output. "
         "gelu saves its input and fc2 saves the GELU output, but the bias add saves nothing, so the engine frees "
         "the product as soon as the add has read it. Counting it as saved reproduces 2,464 MiB; with the scale "
-        "constant it is also the seed's 17 rows. We follow the engine: 34.5 units plus the layer-norm statistics.")
+        "constant it is also the reference figure's 17 rows. We follow the engine: 34.5 units plus the layer-norm statistics.")
     return lines

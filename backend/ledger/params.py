@@ -1,7 +1,7 @@
 """Parameter tensors of a pre-LN GPT and their count: 12h² + 13h per layer (4h MLP) plus embeddings and the final norm.
 
-000_…'s 707 M for 12 × 2048 with vocab 50,257 and tied embeddings has no learned position table (with one, a
-1024-token context adds 2.1 M); `position_embeddings` switches it on.
+The reference GPT's stated 707 M for 12 × 2048 with vocab 50,257 and tied embeddings has no learned position table
+(with one, a 1024-token context adds 2.1 M); `position_embeddings` switches it on (GPT-2 has one).
 """
 from dataclasses import dataclass
 from math import prod

@@ -122,7 +122,7 @@ def layer_rows(config, attention=None):
 
 def head_rows(config):
     """The two vocabulary-sized buffers live at the loss: logits, then (as their gradient p − y) the same size
-    again, next to the probabilities cross-entropy saves. 000_… calls them logits + probabilities."""
+    again, next to the probabilities cross-entropy saves. The reference figure calls them logits + probabilities."""
     n, v, dt = config.tokens, config.vocab, config.dtype_name
     return [
         Row("head.logits", (n, v), dt, "matmul", ("lm_head",), ACTIVATION,

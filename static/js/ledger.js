@@ -119,7 +119,7 @@ function renderSummary(ledger) {
     ["Head (logits + probs)", formatBytes(ledger.head_bytes)],
     [`Activations (${c.layers} layers + head)`, formatBytes(ledger.activation_bytes)],
     ["Per token", `${formatBytes(ledger.per_token_bytes)} (${formatBytes(ledger.per_token_layer_bytes)}/layer)`],
-    ["k* = √(L·b/a): the best k with L layers, a = one layer's saved bytes, b = one kept boundary", formatNumber(ledger.k_star, 2)],
+    ["k* = √(L·b/a): the best checkpoint interval (L layers, a = one layer's saved bytes, b = one kept layer input)", formatNumber(ledger.k_star, 2)],
     [`Max batch on ${formatNumber(c.device_gib, 2)} GiB`,
       ledger.max_batch_capped ? `${formatNumber(ledger.max_batch, 0)} (the batch field's limit: more would fit)` : formatNumber(ledger.max_batch, 0)],
   ];
@@ -202,9 +202,14 @@ function renderCheckpoint(ledger) {
   }, PLOT_CONFIG);
 
   const kStar = formatNumber(ledger.k_star, 2);
-  document.getElementById("ledger-kstar").textContent = ledger.k_star < 1
-    ? `k* = √(L·b/a) = ${kStar} < 1: one layer's saved tensors outweigh all ${ledger.config.layers} boundaries, so checkpoint every layer (k = 1), as Megatron-LM does. Any k < L recomputes every layer once, so the √L point pays the same 4/3 and holds more.`
-    : `k* = √(L·b/a) = ${kStar}; the lowest peak on the curve is at k = ${ledger.k_best}.`;
+  const layers = ledger.config.layers;
+  // k* is defined where it is read: what L, a and b are, with this model's numbers.
+  const defined = `Keeping every k-th layer's input and recomputing one k-layer segment at a time in backward peaks at about (L/k)·b + k·a, `
+    + `with L = ${layers} layers, a = ${formatBytes(ledger.per_layer_bytes)} (what one layer saves for backward) and `
+    + `b = ${formatBytes(ledger.unit_bytes)} (one kept layer input, a tokens × hidden tensor); k* = √(L·b/a) minimizes it.`;
+  document.getElementById("ledger-kstar").textContent = `${defined} ` + (ledger.k_star < 1
+    ? `Here k* = ${kStar} < 1: one layer's saved tensors outweigh all ${layers} kept inputs, so checkpoint every layer (k = 1), as Megatron-LM does. Any k < L recomputes every layer once, so the √L point pays the same 4/3 and holds more.`
+    : `Here k* = ${kStar}; the lowest peak on the curve is at k = ${ledger.k_best}.`);
 
   const body = document.querySelector("#ledger-checkpoint tbody");
   body.replaceChildren(...points.map((p) => el("tr", {}, cells("td", [
@@ -248,7 +253,7 @@ function renderReconciliation(ledger) {
     ["Our rows priced at 2 B/element, 1 B/mask", k.rows_at_16bit_bytes],
     [`Our rows at ${ledger.config.dtype}, 1 B/mask (Korthikanti's rows)`, k.rows_at_dtype_bytes],
     ["What the engine saves per layer (naive, dropout)", k.engine_bytes],
-    ["The memory primer's reference layer (12 × 2048, batch 8 × 1,024 tokens: 38.5 units of 64 MiB)", k.seed.per_layer_bytes],
+    ["The reference GPT's stated layer (12 × 2048, 16 heads, batch 8 × 1,024 tokens, fp32: 38.5 units of 64 MiB)", k.seed.per_layer_bytes],
     ["Korthikanti's rows at fp32 for that layer", k.seed.korthikanti_fp32_bytes],
     [`…plus ${k.seed.extra_row.name} [${k.seed.extra_row.shape.join(", ")}]`, k.seed.reconstructed_bytes],
   ];

@@ -33,6 +33,7 @@ export function ledgerQuery(spec) {
     attention: block.impl === "efficient" ? "flash" : "naive",
     dropout: String(Number(block.dropout ?? 0) > 0),
     tied_embeddings: "false",       // the engine's output head is its own linear, never the embedding table
+    position_embeddings: "false",   // nor has it a learned position table (the ledger's default, GPT-2 small, does)
   });
   const optimizer = spec.optimizer?.type;
   // AdamW keeps Adam's two moments: the same bytes. The ledger's sgd has no momentum buffer.

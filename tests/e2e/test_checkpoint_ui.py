@@ -206,6 +206,7 @@ def test_scale_up_link_carries_the_models_shape_to_the_ledger(page, live_server,
     assert {key: query[key] for key in ("layers", "hidden", "heads", "vocab", "batch", "seq", "dtype")} == {
         "layers": "2", "hidden": "32", "heads": "4", "vocab": "50", "batch": "2", "seq": "16", "dtype": "fp32"}
     assert query["attention"] == "naive" and query["optimizer"] == "adam" and query["dropout"] == "true"
+    assert query["position_embeddings"] == "false"           # the engine's models have no position table
     link.click()
     page.wait_for_url(re.compile(r"/ledger\?"))
     expect(page.locator("body")).to_have_attribute("data-ledger-ready", "true", timeout=15000)

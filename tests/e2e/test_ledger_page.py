@@ -14,7 +14,7 @@ def test_ledger_page_shows_rows_charts_and_reconciliation(page, live_server):
             if message.type == "error" and not message.text.startswith("Failed to load resource") else None)
     page.set_viewport_size({"width": 1400, "height": 1000})
 
-    page.goto(f"{live_server}/ledger?layers=12&hidden=2048")
+    page.goto(f"{live_server}/ledger?layers=12&hidden=2048&heads=16&position_embeddings=false")
     expect(page.locator("body")).to_have_attribute("data-ledger-ready", "true", timeout=15000)
 
     expect(page.locator("#f-layers")).to_have_value("12")
@@ -34,6 +34,13 @@ def test_ledger_page_shows_rows_charts_and_reconciliation(page, live_server):
     expect(page.locator("#ledger-figures")).to_contain_text("2,208 MiB")
     expect(page.locator("#ledger-figures")).to_contain_text("2,464 MiB")
     expect(page.locator("#ledger-reconciliation")).to_contain_text("fc1's product")
+    # The published figure is named by the model it is for, and k* is defined where it is read.
+    expect(page.locator("#ledger-figures")).to_contain_text("The reference GPT's stated layer (12 × 2048, 16 heads")
+    kstar = page.locator("#ledger-kstar")
+    expect(kstar).to_contain_text("with L = 12 layers, a = ")
+    expect(kstar).to_contain_text("(what one layer saves for backward) and b = 64 MiB (one kept layer input")
+    expect(kstar).to_contain_text("k* = √(L·b/a) minimizes it")
+    assert "000_" not in page.locator("body").inner_text()
 
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "ledger.png"), full_page=True)
@@ -42,7 +49,7 @@ def test_ledger_page_shows_rows_charts_and_reconciliation(page, live_server):
     page.select_option("#f-attention", "flash")
     expect(rows.filter(has_text="attn.logsumexp")).to_have_count(1)
     expect(rows.filter(has_text="attn.probs")).to_have_count(0)
-    expect(page).to_have_url(re.compile(r"/ledger\?attention=flash$"))
+    expect(page).to_have_url(re.compile(r"/ledger\?hidden=2048&heads=16&position_embeddings=false&attention=flash$"))
 
     # A bad value is reported next to the form, not as a broken page.
     page.fill("#f-heads", "3")                       # numbers apply as typed, like every other field
@@ -55,11 +62,14 @@ def test_ledger_page_shows_rows_charts_and_reconciliation(page, live_server):
 def test_named_presets_fill_the_shape_and_numbers_apply_like_choices(page, live_server):
     page.goto(f"{live_server}/ledger")
     expect(page.locator("body")).to_have_attribute("data-ledger-ready", "true", timeout=15000)
-    expect(page.get_by_test_id("ledger-preset")).to_have_value("reference")     # the default is the seed's model
-    expect(page.locator("#ledger-form button", has_text="Compute")).to_have_count(0)     # no button some fields need
-    page.get_by_test_id("ledger-preset").select_option("gpt2-small")
+    expect(page.get_by_test_id("ledger-preset")).to_have_value("gpt2-small")    # the default is GPT-2 small
     expect(page.locator("#f-hidden")).to_have_value("768")
     expect(page.locator("#ledger-summary")).to_contain_text("124.4 M")          # GPT-2 small's published size
+    expect(page.locator("#ledger-form button", has_text="Compute")).to_have_count(0)     # no button some fields need
+    page.get_by_test_id("ledger-preset").select_option("reference")
+    expect(page.locator("#f-hidden")).to_have_value("2048")
+    expect(page.locator("#ledger-summary")).to_contain_text("707.2 M")          # the reference GPT's stated size
+    page.get_by_test_id("ledger-preset").select_option("gpt2-small")
     page.fill("#f-layers", "24")
     expect(page).to_have_url(re.compile(r"layers=24"), timeout=5000)
     expect(page.get_by_test_id("ledger-preset")).to_have_value("")             # a hand edit makes it custom
@@ -70,7 +80,8 @@ def test_named_presets_fill_the_shape_and_numbers_apply_like_choices(page, live_
 
 
 def test_a_small_model_shows_its_real_size_and_a_batch_the_field_takes(page, live_server):
-    page.goto(f"{live_server}/ledger?layers=2&hidden=32&heads=4&vocab=50&batch=2&seq=16&tied_embeddings=false")
+    page.goto(f"{live_server}/ledger?layers=2&hidden=32&heads=4&vocab=50&batch=2&seq=16&tied_embeddings=false"
+              "&position_embeddings=false")
     expect(page.locator("body")).to_have_attribute("data-ledger-ready", "true", timeout=15000)
     summary = page.locator("#ledger-summary")
     expect(summary).to_contain_text("28.7 K")

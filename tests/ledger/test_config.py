@@ -1,7 +1,7 @@
 """Config parsing: defaults, caps, per-field problems, combinations; strings are parsed, never evaluated."""
 import pytest
 
-from backend.ledger.config import FIELDS, LedgerConfig, LedgerConfigError, parse_config
+from backend.ledger.config import FIELDS, MODEL_PRESETS, PRESET_COMMON, LedgerConfig, LedgerConfigError, parse_config
 
 
 def problems_of(values):
@@ -10,13 +10,16 @@ def problems_of(values):
     return {p["path"]: p["message"] for p in caught.value.problems}
 
 
-def test_defaults_are_the_seeds_reference_model():
+def test_defaults_are_gpt2_small():
     config = parse_config({})
     assert config == LedgerConfig()
     assert (config.layers, config.hidden, config.heads, config.vocab, config.batch, config.seq) == (
-        12, 2048, 16, 50257, 8, 1024)
-    assert (config.dtype, config.attention, config.dropout, config.tied_embeddings) == ("fp32", "naive", True, True)
+        12, 768, 12, 50257, 8, 1024)
+    assert (config.dtype, config.attention, config.dropout, config.tied_embeddings, config.position_embeddings) == (
+        "fp32", "naive", True, True, True)
     assert config.device_gib == 24
+    gpt2_small = {**PRESET_COMMON, **MODEL_PRESETS["gpt2-small"]}          # what the page's Model menu fills in
+    assert all(getattr(config, name) == value for name, value in gpt2_small.items() if name != "title")
 
 
 def test_strings_and_json_values_parse_alike():
@@ -25,7 +28,7 @@ def test_strings_and_json_values_parse_alike():
     from_json = parse_config({"layers": 24, "mlp_ratio": 2.5, "dropout": False, "dtype": "bf16",
                               "mixed_precision": True})
     assert from_query == from_json
-    assert from_query.mlp_hidden == 5120
+    assert from_query.mlp_hidden == 1920                                   # 2.5 × GPT-2 small's 768
 
 
 @pytest.mark.parametrize("name", [n for n, f in FIELDS.items() if f.kind in ("int", "float")])
@@ -78,7 +81,7 @@ def test_combinations_that_make_no_model(values, path, words):
 
 
 def test_combinations_are_judged_alongside_field_problems():
-    problems = problems_of({"layers": "0", "heads": "3"})
+    problems = problems_of({"layers": "0", "hidden": "2048", "heads": "3"})
     assert set(problems) == {"layers", "heads"}
 
 

@@ -1,17 +1,18 @@
-"""000_…'s reference model (12 × 2048, 16 heads, MLP 4×, vocab 50,257, tied, batch 8 × 1024, fp32, dropout, naive):
-the figures issue 8 pins, from the ledger's own rows."""
+"""The reference GPT (12 × 2048, 16 heads, MLP 4×, vocab 50,257, tied, batch 8 × 1024, fp32, dropout, naive): the
+figures issue 8 pins, from the ledger's own rows."""
 import pytest
 
-from backend.ledger import build_ledger, parse_config
+from backend.ledger import build_ledger
 from backend.ledger.config import GIB, MIB
 from backend.ledger.rows import layer_rows, total_bytes
+from tests.ledger.reference import reference_config
 
 ATTENTION_MATRIX_ROWS = {"attn.probs", "attn.dropout_mask", "attn.dropped_probs"}
 
 
 @pytest.fixture(scope="module")
 def reference():
-    return parse_config({})
+    return reference_config()
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +88,6 @@ def test_activation_total_and_per_token(ledger):
 def test_staircase_batch_1_fits_16_gb_and_batch_2_does_not():
     """Resident 16 B/param (10.5 GiB) plus ~3.6 GiB per 1024-token sequence."""
     gigabytes = lambda n: f"{n * 1e9 / GIB:.4f}"     # noqa: E731 - a card's marketing size in GiB
-    assert build_ledger(parse_config({"device_gib": gigabytes(16)}))["max_batch"] == 1
-    assert build_ledger(parse_config({"device_gib": gigabytes(12)}))["max_batch"] == 0
-    assert build_ledger(parse_config({"device_gib": "24"}))["max_batch"] == 3
+    assert build_ledger(reference_config(device_gib=gigabytes(16)))["max_batch"] == 1
+    assert build_ledger(reference_config(device_gib=gigabytes(12)))["max_batch"] == 0
+    assert build_ledger(reference_config(device_gib="24"))["max_batch"] == 3

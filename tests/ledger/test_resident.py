@@ -4,6 +4,7 @@ import pytest
 from backend.ledger import build_ledger, parse_config
 from backend.ledger.params import ParamTensor, param_count, param_tensors
 from backend.ledger.resident import optimizer_state_bytes, resident_state
+from tests.ledger.reference import reference_config
 
 
 def resident(**values):
@@ -43,14 +44,14 @@ def test_adam8bit_takes_fp32_training_from_16_to_about_10_bytes_per_param():
 
 
 def test_untied_head_and_learned_positions_add_their_tables():
-    base = param_count(parse_config({}))
-    assert param_count(parse_config({"tied_embeddings": "false"})) == base + 2048 * 50257
-    assert param_count(parse_config({"position_embeddings": "true"})) == base + 1024 * 2048
+    base = param_count(reference_config())
+    assert param_count(reference_config(tied_embeddings="false")) == base + 2048 * 50257
+    assert param_count(reference_config(position_embeddings="true")) == base + 1024 * 2048
 
 
 def test_per_layer_parameters_are_12h2_plus_13h():
-    one = param_count(parse_config({"layers": "1"}))
-    two = param_count(parse_config({"layers": "2"}))
+    one = param_count(reference_config(layers="1"))
+    two = param_count(reference_config(layers="2"))
     assert two - one == 12 * 2048 ** 2 + 13 * 2048
 
 

@@ -7,6 +7,7 @@ from backend.ledger import activation_bytes, build_ledger, parse_config
 from backend.ledger.capacity import affine_in_batch, max_batch
 from backend.ledger.korthikanti import formula_bytes, repriced_bytes
 from backend.ledger.rows import layer_rows, network_rows
+from tests.ledger.reference import reference_config
 
 
 @pytest.mark.parametrize("values", [
@@ -61,7 +62,7 @@ def test_flash_per_layer_is_linear_in_sequence_length():
 
 
 def test_activation_bytes_are_affine_in_batch():
-    config = parse_config({})
+    config = reference_config()
     fixed, per_sequence = affine_in_batch(activation_bytes, config)
     for batch in (3, 5, 8):
         assert activation_bytes(dataclasses.replace(config, batch=batch)) == fixed + batch * per_sequence
