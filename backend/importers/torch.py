@@ -22,9 +22,9 @@ from pathlib import Path
 
 from backend.importers import torch_checkpoint
 from backend.importers.share import ShareFailed, share
-from backend.importers.torch_blocks import BlocksError
+from backend.importers.mistakes import ImportMistake
 from backend.importers.torch_checkpoint import schedule_label
-from backend.importers.torch_step import load_build, record_step, unpack_build
+from backend.importers.torch_step import load_build, record_step, step_of
 from backend.trace.document_versions import pack
 
 
@@ -45,21 +45,10 @@ def main(argv=None):
     if args.blocks and not args.checkpoint:     # refused before the user's file runs, not after a recording
         raise SystemExit("--blocks names the modules a checkpoint what-if wraps: give --checkpoint too, "
                          "e.g. --checkpoint every_k=1 --blocks transformer.h.0,transformer.h.1")
-    if args.checkpoint:
-        try:
-            requests = torch_checkpoint.parse_policies(args.checkpoint)
-        except torch_checkpoint.CheckpointRequestError as error:
-            raise SystemExit(str(error)) from None
-    build = load_build(args.model_file)
-    if args.checkpoint:
-        try:
-            document = torch_checkpoint.what_ifs(build, requests, args.blocks, values=args.values).document
-        except BlocksError as error:
-            raise SystemExit(str(error)) from None
-        for schedule in document["schedules"]:
-            print(what_if_line(schedule), file=sys.stderr)
-    else:
-        document = record_step(*unpack_build(build()), values=args.values)
+    try:
+        document = recorded(args)
+    except ImportMistake as error:         # the user's to change: one sentence, no traceback
+        raise SystemExit(str(error)) from None
     text = json.dumps(pack(document), separators=(",", ":"))     # schema_version 2, as the server sends and stores
     if args.out:
         Path(args.out).write_text(text)
@@ -76,6 +65,18 @@ def main(argv=None):
             print(f"--share {args.share}: {error}", file=sys.stderr)
             return 1
     return 0
+
+
+def recorded(args):
+    """The document the flags ask for: the plain step, or it with its checkpoint what-ifs (each line printed)."""
+    requests = torch_checkpoint.parse_policies(args.checkpoint) if args.checkpoint else None
+    build = load_build(args.model_file)     # after the flags are checked: a bad flag is said before the file runs
+    if not requests:
+        return record_step(*step_of(build), values=args.values)
+    document = torch_checkpoint.what_ifs(build, requests, args.blocks, values=args.values).document
+    for schedule in document["schedules"]:
+        print(what_if_line(schedule), file=sys.stderr)
+    return document
 
 
 def what_if_line(schedule):

@@ -3,10 +3,12 @@ an nn.ModuleList or nn.Sequential (a transformer's `h`, ResNet's `layer3`, timm'
 the user names with --blocks."""
 from torch import nn
 
+from backend.importers.mistakes import ImportMistake
+
 CONTAINERS = (nn.ModuleList, nn.Sequential)
 
 
-class BlocksError(ValueError):
+class BlocksError(ImportMistake):
     """A --blocks path the model does not have, or a model with no container to take blocks from."""
 
 

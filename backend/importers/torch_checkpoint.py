@@ -14,7 +14,8 @@ from contextlib import contextmanager
 import torch
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
-from backend.importers.torch_step import record_step, record_with, unpack_build
+from backend.importers.mistakes import ImportMistake
+from backend.importers.torch_step import record_step, record_with, step_of
 from backend.importers.torch_blocks import blocks_for
 from backend.importers.torch_recorder import TorchRecorder
 from backend.planner.execute import grad_mismatch
@@ -28,7 +29,7 @@ MAX_EVERY_K = 1024
 MAX_POLICIES = 8            # each is a full training step of the user's model
 
 
-class CheckpointRequestError(ValueError):
+class CheckpointRequestError(ImportMistake):
     """A --checkpoint value we do not run; the message names the flag and what it accepts."""
 
 
@@ -177,14 +178,14 @@ class WhatIfs:
 
 def what_ifs(build, requests, blocks_text=None, values=False):
     """Record the plain step and every request's checkpointed step; attach their schedules to the plain document."""
-    step = unpack_build(build())
+    step = step_of(build)
     model = step[0]
     paths = blocks_for(model, blocks_text)
     found = WhatIfs(record_step(*step, values=values, blocks=paths), paths, grads_of(model))
     base = TorchBase.from_document(found.document)
     schedules = [schedule_of({"policy": "none", "params": {}}, base, paths, found.document, found.grads, found.grads)]
     for request in requests:
-        executed, grads = record_checkpointed(unpack_build(build()), paths, request)
+        executed, grads = record_checkpointed(step_of(build), paths, request)
         found.runs.append((request, executed, grads))
         schedules.append(schedule_of(request, base, paths, executed, grads, found.grads))
     found.document.update(schedule=schedules[0], schedules=schedules, pareto=[])

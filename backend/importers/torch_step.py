@@ -1,5 +1,6 @@
 """One real PyTorch training step, plain or recorded into the trace document: `run_step`, `record_step`,
-`record_with`, and reading the user's MODEL_FILE (`load_build`, `unpack_build`).
+`record_with`, and reading the user's MODEL_FILE (`load_build`, `step_of`, `unpack_build`); a step that cannot
+run as given raises mistakes.StepError, one sentence naming what to change.
 
 The command line (backend/importers/torch.py) and the checkpoint what-ifs (torch_checkpoint.py) both record through
 this module; it imports neither, so imports go one way.
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from backend.importers.mistakes import StepError, cpu_only
 from backend.importers.torch_blocks import find_blocks
 from backend.importers.torch_recorder import TorchRecorder, _tensors
 from backend.planner.blocks import BlockIndex
@@ -25,7 +27,9 @@ def run_step(model, batch, loss_fn=None, optimizer=None, recorder=None):
     recorder, so a plain run (profiled, timed, compared) is the recorded run minus the hooks."""
     begin = recorder.begin if recorder is not None else (lambda phase: None)
     begin("forward")
-    loss = _forward_loss(model, batch, loss_fn, recorder)
+    with cpu_only("the model's forward"):
+        loss = _forward_loss(model, batch, loss_fn, recorder)
+    check_trainable(model, loss)
     if recorder is not None:
         recorder.attach(loss)
     begin("backward")
@@ -44,7 +48,7 @@ def _forward_loss(model, batch, loss_fn, recorder):
     if loss_fn is None:
         return _as_loss(_call(model, batch))
     if not isinstance(batch, (tuple, list)) or len(batch) != 2:
-        raise ValueError("with a loss_fn, batch must be (inputs, target): the step runs "
+        raise StepError("with a loss_fn, batch must be (inputs, target): the step runs "
                          "loss_fn(model(inputs), target)")
     inputs, target = batch
     output = _call(model, inputs)
@@ -66,8 +70,11 @@ def _call(model, inputs):
 
 
 def _as_loss(output):
-    if isinstance(output, torch.Tensor) and output.dim() == 0:
-        return output
+    if isinstance(output, torch.Tensor):
+        if output.dim() == 0:
+            return output
+        raise StepError(f"the model's output is a tensor of shape {list(output.shape)}, not a loss: return a scalar "
+                        "(e.g. its .mean()), or give build() a loss_fn to turn the output into one")
     for pick in (lambda o: o["loss"], lambda o: o.loss, lambda o: o[0]):
         try:
             loss = pick(output)
@@ -75,8 +82,27 @@ def _as_loss(output):
             continue
         if isinstance(loss, torch.Tensor) and loss.dim() == 0:
             return loss
-    raise ValueError("the model's output is not a loss: without a loss_fn, model(batch) must return a scalar "
-                     "tensor, or something with a scalar under ['loss'], .loss or [0]; or give build() a loss_fn")
+    raise StepError(f"the model's output (a {type(output).__name__}) is not a loss: without a loss_fn, model(batch) "
+                    "must return a scalar tensor, or something with a scalar under ['loss'], .loss or [0]; or give "
+                    "build() a loss_fn")
+
+
+def check_trainable(model, loss):
+    """A loss backward can run from: a scalar that requires grad; else a StepError saying what to change."""
+    if not isinstance(loss, torch.Tensor):
+        raise StepError(f"loss_fn returned a {type(loss).__name__}, not a tensor: return the loss tensor itself "
+                        "(not .item() or a float), so backward can run from it")
+    if loss.dim() != 0:
+        raise StepError(f"loss_fn returned a tensor of shape {list(loss.shape)}, not a scalar: reduce it "
+                        "(e.g. reduction='mean', or .mean() on its result)")
+    if loss.requires_grad:
+        return
+    if not any(p.requires_grad for p in model.parameters()):
+        raise StepError(f"every parameter of {type(model).__name__} is frozen (requires_grad=False), so the step "
+                        "has nothing to train: unfreeze the ones to train, e.g. model.requires_grad_(True) or "
+                        "p.requires_grad_(True) on the layers being fine-tuned")
+    raise StepError("the loss does not require grad although some parameters do: the forward ran under "
+                    "torch.no_grad() or inference_mode(), or the loss was detached; compute it with grad enabled")
 
 
 # ----- the document ------------------------------------------------------------------------------
@@ -189,11 +215,19 @@ def load_build(path):
         raise SystemExit(f"{path}: no such file")
     module_spec = importlib.util.spec_from_file_location(f"tapescope_model_{path.stem}", path)
     module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
+    with cpu_only(str(path)):
+        module_spec.loader.exec_module(module)
     build = getattr(module, "build", None)
     if not callable(build):
         raise SystemExit(f"{path}: defines no build(); it must return (model, batch[, loss_fn[, optimizer]])")
     return build
+
+
+def step_of(build):
+    """(model, batch, loss_fn, optimizer) from a call of the user's build(), its CUDA-on-a-CPU-machine said in words."""
+    with cpu_only("build()"):
+        built = build()
+    return unpack_build(built)
 
 
 def unpack_build(built):
