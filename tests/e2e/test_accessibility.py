@@ -67,3 +67,34 @@ def test_the_ledger_has_no_serious_violations(page, live_server):
     expect(page.locator("body")).to_have_attribute("data-ledger-ready", "true")
     found = serious_violations(page)
     assert found == [], "\n".join(found)
+
+
+def focused_test_id(page):
+    return page.evaluate("document.activeElement?.dataset?.testid ?? document.activeElement?.tagName")
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1920, 1080)], ids=["1280x800", "1920x1080"])
+def test_the_keyboard_reaches_the_graph_by_a_skip_link_and_finds_before_it(page, live_server, size):
+    open_explorer(page, live_server, "deep-mlp", size=size)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("Tab")                                    # the first stop on the page is the skip link
+    skip = page.get_by_test_id("skip-to-graph")
+    expect(skip).to_be_focused()
+    expect(skip).to_be_visible()
+    expect(skip).to_have_text("Skip to the graph")
+    box = skip.bounding_box()
+    assert box["y"] >= 0 and box["width"] > 40, box                # shown on the screen while it has the focus
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("graph")).to_be_focused()
+
+    # Tabbing forward from the search box reaches the graph after the panel's few tools (Fit, zoom): the box that
+    # finds a node comes before the graph it zooms to, and back from the graph is never the page's other controls.
+    page.get_by_test_id("graph-search").focus()
+    stops = []
+    for _ in range(8):
+        page.keyboard.press("Tab")
+        stops.append(focused_test_id(page))
+        if stops[-1] == "graph":
+            break
+    assert stops[-1] == "graph", stops
+    assert set(stops[:-1]) <= {"graph-unfold-all", "graph-fit", "graph-zoom-out", "graph-zoom-in", "graph-actual-size"}, stops
