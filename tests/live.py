@@ -2,58 +2,58 @@
 
 `quiet(url)` waits until that server answers nothing: a page a test left may still have a request in flight (a
 keepalive save sent on pagehide), whose answer would set the session cookie again after the next test cleared it."""
-import itertools
 import threading
 from contextlib import contextmanager
 
-from werkzeug.serving import make_server
-from werkzeug.wsgi import ClosingIterator
+from werkzeug.serving import WSGIRequestHandler, make_server
 
 
-class _InFlight:
-    """WSGI middleware counting the requests the app is answering; `wait_quiet` blocks until none is."""
+class _Answering:
+    """The connections a server is handling, counted per connection (its handler's whole life, so a client that
+    hangs up mid-answer is counted out too); `wait_quiet` blocks until there are none."""
 
-    def __init__(self, app):
-        self.app = app
-        self.answering = {}                 # id -> "METHOD /path", for a wait that times out to name them
+    def __init__(self):
+        self.handlers = set()
         self.changed = threading.Condition()
-        self.ids = itertools.count()
 
-    def __call__(self, environ, start_response):
-        request = next(self.ids)
-        with self.changed:
-            self.answering[request] = f"{environ['REQUEST_METHOD']} {environ.get('PATH_INFO', '')}"
-        answered = lambda: self._answered(request)      # noqa: E731
-        try:
-            answer = self.app(environ, start_response)
-        except BaseException:
-            answered()
-            raise
-        return ClosingIterator(answer, answered)     # closes the app's iterable too, then counts it answered
+    def handler_class(self):
+        answering = self
 
-    def _answered(self, request):
-        with self.changed:
-            self.answering.pop(request, None)
-            self.changed.notify_all()
+        class CountedHandler(WSGIRequestHandler):
+            def handle(self):
+                with answering.changed:
+                    answering.handlers.add(self)
+                try:
+                    super().handle()
+                finally:
+                    with answering.changed:
+                        answering.handlers.discard(self)
+                        answering.changed.notify_all()
+
+            def log_request(self, *args, **kwargs):    # quiet: the suite's logs are the tests' own
+                pass
+
+        return CountedHandler
 
     def wait_quiet(self, timeout):
         with self.changed:
-            if not self.changed.wait_for(lambda: not self.answering, timeout=timeout):
-                raise TimeoutError(f"the live server still answers {sorted(self.answering.values())} after {timeout} s")
+            if not self.changed.wait_for(lambda: not self.handlers, timeout=timeout):
+                lines = sorted(getattr(handler, "requestline", "(reading the request)") for handler in self.handlers)
+                raise TimeoutError(f"the live server still answers {lines} after {timeout} s")
 
 
-_SERVED = {}     # base URL -> its _InFlight
+_SERVED = {}     # base URL -> its _Answering
 
 
 @contextmanager
 def serving(app):
     """The base URL (no trailing slash) of `app` served by werkzeug until the block ends."""
-    counted = _InFlight(app)
-    server = make_server("127.0.0.1", 0, counted, threaded=True)
+    answering = _Answering()
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=answering.handler_class())
     thread = threading.Thread(target=server.serve_forever, name="live_server", daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{server.server_port}"
-    _SERVED[url] = counted
+    _SERVED[url] = answering
     try:
         yield url
     finally:
@@ -64,6 +64,6 @@ def serving(app):
 
 def quiet(url, timeout=60.0):
     """Wait until the server this process serves at `url` has answered every request; nothing for another URL."""
-    counted = _SERVED.get(url)
-    if counted is not None:
-        counted.wait_quiet(timeout)
+    answering = _SERVED.get(url)
+    if answering is not None:
+        answering.wait_quiet(timeout)

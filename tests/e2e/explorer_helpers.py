@@ -18,7 +18,7 @@ def trace_for(page, base_url, preset_id):
 def open_explorer(page, base_url, preset_id="seed-tape", size=(1280, 800)):
     """The explorer at `size` (1280x800 unless told), showing `preset_id`, drawn and interactive."""
     page.set_viewport_size({"width": size[0], "height": size[1]})
-    page.goto(f"{base_url}/")
+    page.goto(f"{base_url}/?preset={preset_id}")         # the address names the model: it opens first, alone
     page.wait_for_selector(".explorer[data-ready=true]")
     if page.evaluate("window.tapescope.getTrace().spec.name") != preset_id:
         page.select_option("[data-testid=preset]", preset_id)
