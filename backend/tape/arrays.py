@@ -119,6 +119,14 @@ def where(condition, x):
     return selected
 
 
+def relu_backward(grad, result):
+    """`grad` where relu's `result` is positive, 0 elsewhere. On Tensors it is the relu_backward op, which
+    depends on `result` (with slope 0), as torch's threshold_backward does: a relu-gated gradient keeps a history."""
+    if isinstance(grad, Tensor) or isinstance(result, Tensor):
+        return _apply("relu_backward", (like(grad, result), like(result, grad)), {})
+    return where(result > 0, grad)
+
+
 def take(x, key):
     """`x[key]` (any numpy index): a gather."""
     if isinstance(x, Tensor):

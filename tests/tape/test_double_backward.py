@@ -282,3 +282,21 @@ def test_double_backward_through_an_in_place_write_on_a_view():
     _, expected = torch.autograd.functional.hvp(torch_fn, torch.tensor(at), torch.tensor(direction))
     for mode in ("reverse-over-reverse", "forward-over-reverse"):
         np.testing.assert_allclose(T.hvp(fn, at, direction, mode=mode), expected.numpy(), rtol=1e-12)
+
+
+def test_a_relu_gated_gradient_keeps_a_history_whose_derivative_is_zero():
+    """torch: grad(relu(x).sum(), x, create_graph=True) is [1, 0, 1] with grad_fn ThresholdBackwardBackward0, and
+    differentiating it again gives zeros; a linear program's gradient [2, 2, 2] has none, and a second grad raises."""
+    x = parameter(np.array([0.5, -1.0, 2.0]))
+    (first,) = grad(x.relu().sum(), x, create_graph=True)
+    np.testing.assert_array_equal(first.data, [1.0, 0.0, 1.0])
+    assert first.requires_grad and first.grad_fn.name() == "ReluBackwardBackward"
+    (second,) = grad((first * tensor(np.array([1.0, 2.0, 3.0]))).sum(), x)
+    np.testing.assert_array_equal(second.data, [0.0, 0.0, 0.0])
+
+    y = parameter(np.array([0.5, -1.0, 2.0]))
+    (linear,) = grad((y * 2.0).sum(), y, create_graph=True)
+    np.testing.assert_array_equal(linear.data, [2.0, 2.0, 2.0])
+    assert not linear.requires_grad
+    with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
+        grad(linear.sum(), y)

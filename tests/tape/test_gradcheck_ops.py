@@ -54,6 +54,8 @@ CASES = {
     "tanh": [(lambda a: a.tanh(), (p(3, 4),))],
     "sigmoid": [(lambda a: a.sigmoid(), (p(3, 4),))],
     "relu": [(lambda a: a.relu(), (p(3, 4),))],
+    # relu's vjp as create_graph records it: gated in the adjoint, flat (slope 0) in relu's output
+    "relu_backward": [(lambda g, r: arrays.relu_backward(g, r), (p(3, 4), p(3, 4)))],
     "gelu": [(lambda a: T.gelu(a), (p(3, 4, low=-3, high=3),))],
     "softmax": [(lambda a: T.softmax(a, dim=-1), (p(3, 5),)), (lambda a: T.softmax(a, dim=0), (p(3, 5),))],
     "log_softmax": [(lambda a: T.log_softmax(a, dim=-1), (p(3, 5),))],

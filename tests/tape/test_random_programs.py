@@ -9,6 +9,7 @@ and prints it as a script to paste.
 import numpy as np
 import pytest
 
+import backend.tape as T
 from backend.tape import gradcheck, hvp, jvp
 from tests.tape.program_ops import FAMILIES
 from tests.tape.programs import build, ours, torch_lib
@@ -131,3 +132,38 @@ def test_hvp_matches_pytorch(index, mode):
         np.testing.assert_allclose(product, expected.numpy(), rtol=1e-7, atol=1e-9, err_msg="H·v (ours, then torch)")
     except Exception as error:
         raise _fail(program, f"has an H·v ({mode}) unlike PyTorch's", error) from error
+
+
+@pytest.mark.parametrize("index", range(PROGRAMS))
+def test_double_backward_matches_pytorch(index):
+    """grad with create_graph, then grad of ⟨first gradient, u⟩ for the first leaf: the first gradient has a
+    history exactly when torch's has one (relu's gate is a zero-slope function of its output, so a relu-gated
+    program keeps one; a linear one has none), and the second gradient is torch's (zeros where torch's is)."""
+    torch, program, leaves, forward, torch_leaves, torch_forward = _on_both(index, SECOND_ORDER)
+    expected_out = torch_forward(*torch_leaves)
+    weight = np.random.default_rng(program.seed).standard_normal(tuple(expected_out.shape))
+    probe = _direction(program, torch_leaves[0].shape, 7)
+    (torch_first,) = torch.autograd.grad((expected_out * torch.tensor(weight)).sum(), torch_leaves[0],
+                                         create_graph=True, allow_unused=True)
+    expected = None
+    if torch_first is not None and torch_first.requires_grad:
+        (expected,) = torch.autograd.grad((torch_first * torch.tensor(probe)).sum(), torch_leaves[0],
+                                          allow_unused=True)
+    try:
+        out = forward(*leaves)
+        (first,) = T.grad((out * weight).sum(), leaves[0], create_graph=True, allow_unused=True)
+        assert (first is None) == (torch_first is None), f"first gradient: ours {first}, torch {torch_first}"
+        if first is None:
+            return
+        np.testing.assert_allclose(first.data, torch_first.detach().numpy(), rtol=1e-7, atol=1e-9,
+                                   err_msg="first gradient (ours, then torch)")
+        assert first.requires_grad == torch_first.requires_grad, (
+            f"the first gradient requires grad: ours {first.requires_grad}, torch {torch_first.requires_grad}")
+        if expected is not None:
+            (second,) = T.grad((first * probe).sum(), leaves[0], allow_unused=True)
+            assert (second is None) == (expected is None), f"second gradient: ours {second}, torch {expected}"
+            if second is not None:
+                np.testing.assert_allclose(second.data, expected.numpy(), rtol=1e-7, atol=1e-9,
+                                           err_msg="second gradient (ours, then torch)")
+    except Exception as error:
+        raise _fail(program, "has a double backward unlike PyTorch's", error) from error

@@ -146,8 +146,10 @@ register(Op(
 ))
 
 def _relu_vjp(g, s, node):
-    """The adjoint where the output is positive, 0 elsewhere (the gate is a constant: relu'' = 0)."""
-    return (A.where(A.constant(s["out"]) > 0, g),)
+    """The adjoint where the output is positive, 0 elsewhere. Under create_graph this is the relu_backward op
+    (torch's threshold_backward), a function of the adjoint and of the output with slope 0 in the output: the
+    gradient of a relu-gated program keeps a history, whose second derivative is exactly zero, as in torch."""
+    return (A.relu_backward(g, s["out"]),)
 
 
 register(Op(
@@ -156,6 +158,23 @@ register(Op(
     vjp=_relu_vjp,
     jvp=lambda t, v, attrs: np.where(v["out"] > 0, t[0], np.zeros((), dtype=t[0].dtype)),
     flops=_n, why="relu saves its output: the gate y > 0 is read off the output.",
+))
+
+
+def _relu_backward_vjp(gg, s, node):
+    """The adjoint's gradient is gated like the adjoint; the output's is zero (the gate is flat), not None: a
+    second sweep reaches the output and what made it, as torch's ThresholdBackwardBackward sends zeros."""
+    return (A.where(A.constant(s["result"]) > 0, gg) if node.needs[0] else None,
+            A.zeros(node.shapes[1], gg) if node.needs[1] else None)
+
+
+register(Op(
+    "relu_backward", "elementwise", ("grad", "result"), saves={"result": ("grad",)},
+    forward=lambda attrs, grad, result: A.where(result > 0, grad),
+    vjp=_relu_backward_vjp,
+    jvp=lambda t, v, attrs: (np.zeros_like(v["out"]) if t[0] is None
+                             else np.where(v["result"] > 0, t[0], np.zeros((), dtype=t[0].dtype))),
+    flops=_n, why="relu's vjp, recorded under create_graph, saves relu's output: the gate y > 0 is read off it.",
 ))
 
 _GELU_C = math.sqrt(2.0 / math.pi)
