@@ -202,7 +202,7 @@ function traced({ trace, previous, label, ms }) {
   renderSavedTable(ui.table, trace, previous);
   ui.table.dataset.compare = label || "";
   if (ws.traced?.spec) noteTraced(ui.form, ws.traced.spec);
-  if (ws.readOnly) setStatus("a shared snapshot: make a copy to edit", "ok");
+  if (ws.readOnly) setStatus(ws.origin?.kind === "file" ? "a run opened from a file: read-only" : "a shared snapshot: make a copy to edit", "ok");
   else if (trace.error) setStatus(`traced in ${Math.round(ms)} ms · backward stopped at step ${trace.error.step}: an in-place op overwrote a saved tensor`, "error");
   else setStatus(`traced in ${Math.round(ms)} ms · peak ${formatBytes(trace.summary.peak_bytes)}`, "ok");
   updateButtons();

@@ -22,6 +22,7 @@ import { describePeakDelta } from "./peak-delta.js";
 import { createPlayer } from "./player.js";
 import { recomputeChoice } from "./recompute-pick.js";
 import { bindRunFile } from "./run-file.js";
+import { forgetOpenedRun, keepOpenedRun, readOpenedRun } from "./opened-run.js";
 import { showRunSource } from "./run-source.js";
 import { normalizeRequest, requestFor, wireRequest } from "./schedule.js";
 import { createScheduleView } from "./schedule-view.js";
@@ -281,6 +282,13 @@ async function start() {
     bindMakeCopy(byTestId("make-copy"), snapshotId, document.getElementById("share-output"));
     return;
   }
+  const kept = await readOpenedRun();
+  if (kept) {                                      // this tab was showing a run.json when it reloaded
+    openingNote = ` · reopened ${kept.fileName || "the run.json"} this tab had open (kept in this browser); `
+      + "close run goes back to your workspace and the presets";
+    openDocument(kept.document, kept.fileName, { kept: true });
+    return;
+  }
   const session = await sessionRequest;
   const preset = presets.find((p) => p.id === address.preset);
   const draft = readDraft();
@@ -343,14 +351,22 @@ window.tapescope = {
   setJvpStep: (n) => workspace.setJvpStep(n),
 };
 
-/** A run.json opened here: the workspace shows it read-only; the Model control and the editor stand aside. */
-function openDocument(file, fileName) {
+/** A run.json opened here: the workspace shows it read-only; the Model control and the editor stand aside, and
+ * "Close run" closes it. It is kept in this browser (opened-run.js): a reload opens it again. */
+function openDocument(file, fileName, { kept = false } = {}) {
   document.body.classList.add("read-only");
   document.body.dataset.readOnly = "true";
   byTestId("preset").disabled = true;
   byTestId("preset").closest("label").hidden = true;     // no preset names it: the run's source does
+  byTestId("close-run").hidden = false;
+  if (!kept) keepOpenedRun(file, fileName);
   workspace.loadDocument(file, fileName);
 }
+
+byTestId("close-run").addEventListener("click", async () => {
+  await forgetOpenedRun();
+  window.location.assign("/");                         // the workspace, as a reload before the run was opened
+});
 
 bindRunFile({ input: byTestId("open-run"), zone: byTestId("drop-zone") },
   { onDocument: (...opened) => { showOpenError(null); openDocument(...opened); }, onError: showOpenError });

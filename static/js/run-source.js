@@ -18,7 +18,7 @@ export function showRunSource(root, trace, { opened }) {
   const label = byTestId("run-source");
   const words = describeSource(trace) || (opened ? `opened from a file: ${runTitle(trace)} · ${trace.engine_version}` : "");
   label.textContent = words;
-  label.title = words ? `${words}. Read-only: reload the page to return to your workspace.` : "";
+  label.title = words ? `${words}. Read-only${opened ? ": Close run returns to your workspace and the presets" : ""}.` : "";
   label.hidden = !words;
   byTestId("model-origin").hidden = Boolean(words);     // the source says what the Model control would
   const elsewhere = recordedElsewhere(trace);

@@ -3,8 +3,9 @@
 
 Why one tab: a new tab starts a new renderer, which compiles the page's scripts again (Plotly, D3, 60 modules), about
 0.6 s of a 1.1 s first visit on this machine; a tab that navigates on keeps V8's compiled code. Between tests the tab
-forgets everything a visitor's browser would have kept: cookies (the session), local storage (drafts), its routes,
-the listeners the test added, its viewport; and it leaves for about:blank, so no script of the last test still runs.
+forgets everything a visitor's browser would have kept: cookies (the session), local, session and IndexedDB storage
+(drafts, an opened run.json), its routes, the listeners the test added, its viewport; and it leaves for about:blank,
+so no script of the last test still runs.
 A test about a fresh *browser* (a second tab, another visitor) opens its own context, as before."""
 from urllib.parse import urlsplit
 
@@ -54,6 +55,8 @@ def page(_visitor_context, _visitor_tab):
             tab.remove_listener(event, handler)
         tab.unroute_all(behavior="ignoreErrors")
         last = _origin_of(tab.url)
+        if last:
+            tab.evaluate("() => { try { sessionStorage.clear(); } catch {} }")    # the tab's own: CDP does not clear it
         tab.goto("about:blank")           # the page's pagehide may keep a draft and send a keepalive save (autosave.js)
         if last:
             quiet(last)                   # whose answer would set the session cookie again after it was cleared

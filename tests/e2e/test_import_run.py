@@ -168,6 +168,25 @@ def test_our_own_runs_json_opens_read_only_from_a_file(page, live_server, tmp_pa
     page.wait_for_timeout(800)                      # past when the schedules would have been asked for
     assert sent == []
 
+    # a reload opens the same run again (kept in this browser), and Close run takes it back to the presets
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.reload()
+    page.wait_for_function("() => window.tapescope?.getTrace()?.spec?.name === 'residual-unit'"
+                           " && document.querySelector('.explorer').dataset.ready === 'true'")
+    expect(page.get_by_test_id("run-source")).to_contain_text("opened from a file")
+    expect(page.locator("#status")).to_contain_text("reopened residual.json")
+    back = page.get_by_test_id("close-run")
+    expect(back).to_be_visible()
+    page.screenshot(path="test-artifacts/run-file-reloaded-1280.png")
+    back.click()
+    page.wait_for_function("() => window.tapescope?.getTrace()?.spec?.name === 'seed-tape'"
+                           " && document.querySelector('.explorer').dataset.ready === 'true'")
+    expect(page.get_by_test_id("preset")).to_be_enabled()
+    expect(back).to_be_hidden()
+    page.reload()                                     # closed is closed: the workspace opens, not the run
+    page.wait_for_selector(".explorer[data-ready=true]")
+    assert page.evaluate("window.tapescope.getTrace().spec.name") == "seed-tape"
+
 
 @pytest.fixture(scope="module")
 def gpt_what_if(tmp_path_factory):
