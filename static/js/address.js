@@ -1,16 +1,25 @@
-// address.js — the workspace in the address bar: /?preset=deep-mlp#step=14&select=t7 (with &edited=1 once the model is
+// address.js — the workspace in the address bar: /?preset=deep-mlp#step=14&select=t7&view=1.5,-120,40 (the graph's
+// zoom and pan: scale, x, y; with &edited=1 once the model is
 // edited from the preset) and /s/<id>#step=N are read on open (the rule for what wins is in explorer.js's start() and
 // docs/sessions-and-snapshots.md); while a person steps, the address follows with history.replaceState (no history entry per step), at
 // most once per ADDRESS_EVERY_MS: Chromium spends ~6 ms in each replaceState, a frame's budget, and a held arrow key or
 // a scrub moves the cursor every frame.
 
-/** {preset, edited, step, selected} from the address; absent parts are undefined. */
+/** {preset, edited, step, selected, zoom} from the address; absent (or malformed) parts are undefined. */
 export function readAddress(location = window.location) {
   const hash = new URLSearchParams(location.hash.replace(/^#/, ""));
   const search = new URLSearchParams(location.search);
   const step = hash.has("step") && /^\d+$/.test(hash.get("step")) ? Number(hash.get("step")) : undefined;
   return { preset: search.get("preset") ?? undefined, edited: search.get("edited") === "1", step,
-    selected: hash.has("select") ? hash.get("select") || null : undefined };
+    selected: hash.has("select") ? hash.get("select") || null : undefined, zoom: readZoom(hash.get("view")) };
+}
+
+/** "1.5,-120,40" -> {k: 1.5, x: -120, y: 40}; undefined unless three finite numbers with a positive scale. */
+function readZoom(text) {
+  const parts = (text ?? "").split(",");
+  if (parts.length !== 3 || parts.some((part) => !/^-?\d+(\.\d+)?$/.test(part))) return undefined;
+  const [k, x, y] = parts.map(Number);
+  return k > 0 ? { k, x, y } : undefined;
 }
 
 /** "?preset=deep-mlp" (with "&edited=1" when the model was edited from it), or "" for a model no preset names. */
@@ -21,11 +30,13 @@ export function modelQuery(model) {
   return `?${query}`;
 }
 
-/** The hash for a step and selection, e.g. "step=14&select=t7". */
-export function stepHash(step, selected) {
+/** The hash for a step, selection and zoom, e.g. "step=14&select=t7&view=1.5,-120,40" (the comma stays a comma). */
+export function stepHash(step, selected, zoom = null) {
   const hash = new URLSearchParams({ step: String(step) });
   if (selected) hash.set("select", selected);
-  return hash.toString();
+  const view = zoom && [zoom.k, zoom.x, zoom.y].every(Number.isFinite)
+    ? `&view=${Number(zoom.k.toFixed(3))},${Math.round(zoom.x)},${Math.round(zoom.y)}` : "";
+  return hash.toString() + view;
 }
 
 const ADDRESS_EVERY_MS = 250;
@@ -46,11 +57,12 @@ function gather() {
   waiting = setTimeout(gather, ADDRESS_EVERY_MS);
 }
 
-/** Replace the address with this step, selection and model (`{preset, edited}`, or null on a snapshot or a model no
- * preset names): a copied address opens the same model and step elsewhere. A change writes at once; changes within
- * ADDRESS_EVERY_MS of a write (playing, a held arrow key, a scrub) are gathered into one write when the wait ends. */
-export function writeAddress(step, selected, model = null) {
-  pending = `${window.location.pathname}${modelQuery(model)}#${stepHash(step, selected)}`;
+/** Replace the address with this step, selection, model (`{preset, edited}`, or null on a snapshot or a model no
+ * preset names) and the graph's zoom: a copied address opens the same model, step and view elsewhere. A change writes
+ * at once; changes within ADDRESS_EVERY_MS of a write (playing, a held arrow key, a scrub, a pan) are gathered into
+ * one write when the wait ends. */
+export function writeAddress(step, selected, model = null, zoom = null) {
+  pending = `${window.location.pathname}${modelQuery(model)}#${stepHash(step, selected, zoom)}`;
   if (waiting) return;
   replaceAddress();
   waiting = setTimeout(gather, ADDRESS_EVERY_MS);

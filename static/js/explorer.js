@@ -274,7 +274,7 @@ async function start() {
   const address = readAddress();
   const sessionRequest = snapshotId ? null : fetchSession().catch(() => null);
   const [presets] = await Promise.all([loadPresets(), workspace.loadSchema()]);
-  const wanted = { step: address.step, selected: address.selected };
+  const wanted = { step: address.step, selected: address.selected, zoom: address.zoom };
   if (snapshotId) {
     document.body.classList.add("read-only");
     byTestId("preset").disabled = true;
@@ -299,7 +299,7 @@ async function start() {
   // workspace; the address's step and selection either way.
   if (preset && !ours) {                         // /?preset=…: that preset, the session's work one undo away
     workspace.adopt(session, {});
-    workspace.loadPreset(preset.id, { step: address.step ?? 0, selected: address.selected ?? null });
+    workspace.loadPreset(preset.id, { step: address.step ?? 0, selected: address.selected ?? null, zoom: address.zoom ?? null });
     if (address.edited) openingNote = ` · this address names a model edited from ${preset.name}; the edits live in the `
       + "browser that made them, so this is the preset itself (to send a model with its edits, use Share)";
   } else if (draft && await workspace.restoreDraft(draft, session, wanted)) {
@@ -309,7 +309,7 @@ async function start() {
   } else {
     workspace.adopt(session);
     workspace.loadPreset((presets.find((p) => p.id === "seed-tape") || presets[0]).id,
-      { step: address.step ?? 0, selected: address.selected ?? null });
+      { step: address.step ?? 0, selected: address.selected ?? null, zoom: address.zoom ?? null });
   }
 }
 

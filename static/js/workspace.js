@@ -275,7 +275,7 @@ export function toggleRecompute(tensor) {
 }
 
 /** Another preset: a new lineage (step 0, nothing to compare with, the baseline cleared); the old one stays undoable. */
-export function loadPreset(presetId, { step = 0, selected = null } = {}) {
+export function loadPreset(presetId, { step = 0, selected = null, zoom = null } = {}) {
   const preset = presetById(presetId);
   if (!preset || state.readOnly) return;
   state.spec = clone(preset.spec);
@@ -284,7 +284,7 @@ export function loadPreset(presetId, { step = 0, selected = null } = {}) {
   state.baseline = null;
   state.step = step;
   state.selected = selected;
-  state.zoom = null;
+  state.zoom = zoom;
   state.unfolded = null;
   emit("spec");
   emit("checkpoint");
@@ -326,7 +326,7 @@ export function redo() {
 /** The step cursor moved; `save: false` while playing (the step is saved once the player stops) or redrawing. */
 export function setStep(step, { save = true } = {}) {
   state.step = step;
-  writeAddress(state.step, state.selected, modelInAddress());
+  writeAddress(state.step, state.selected, modelInAddress(), state.zoom);
   if (save) scheduleSave();
 }
 
@@ -335,12 +335,13 @@ export function setGraphView({ zoom, unfolded }) {
   const before = JSON.stringify([state.zoom, state.unfolded]);
   if (zoom !== undefined) state.zoom = zoom;
   if (unfolded !== undefined) state.unfolded = unfolded;
+  if (zoom !== undefined) writeAddress(state.step, state.selected, modelInAddress(), state.zoom);
   if (!state.readOnly && JSON.stringify([state.zoom, state.unfolded]) !== before) scheduleSave();
 }
 
 export function select(id) {
   state.selected = id || null;
-  writeAddress(state.step, state.selected, modelInAddress());
+  writeAddress(state.step, state.selected, modelInAddress(), state.zoom);
   emit("select", { id: state.selected });
   scheduleSave();
 }
@@ -430,11 +431,11 @@ export function adopt(document, view = {}) {
   state.committed = entry();
   state.step = view.step ?? document.view?.step ?? 0;
   state.selected = view.selected !== undefined ? view.selected : document.view?.selected ?? null;
-  state.zoom = document.view?.zoom ?? null;
+  state.zoom = view.zoom ?? document.view?.zoom ?? null;
   state.unfolded = document.view?.unfolded ?? null;
 }
 
-/** Open a saved workspace document where it was; `view` (the address's step and selection) overrides its own. */
+/** Open a saved workspace document where it was; `view` (the address's step, selection, zoom) overrides its own. */
 export async function restore(document, view = {}) {
   adopt(document, view);
   emit("spec");
@@ -477,6 +478,7 @@ export function openSnapshot(snapshot, view = {}) {
   state.origin = { kind: "snapshot", title: snapshot.title || snapshot.spec?.name || "shared model" };
   if (snapshot.checkpoint) state.checkpoint = { ...state.checkpoint, ...normalizeRequest(snapshot.checkpoint) };
   state.step = view.step ?? snapshot.view.step;
+  state.zoom = view.zoom ?? null;
   state.selected = view.selected !== undefined ? view.selected : snapshot.view.selected || null;
   emit("spec");
   emit("checkpoint");

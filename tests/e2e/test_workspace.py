@@ -196,6 +196,22 @@ def test_a_copied_address_opens_the_same_model_step_and_selection_in_a_fresh_bro
         assert elsewhere.evaluate("window.tapescope.getTrace().spec.name") == "deep-mlp"
         assert elsewhere.evaluate("window.tapescope.getStep()") == 15
         assert elsewhere.evaluate("window.tapescope.getSelected()") == "t7"
+        # a zoom of the graph goes into the address too, and opens at the same scale elsewhere, the current node in
+        # view (the folds there are the opening's, so the player may pan to the cursor)
+        first.get_by_test_id("graph-zoom-out").click()
+        expect(first).to_have_url(re.compile(r"#step=15&select=t7&view=[\d.]+,-?\d+,-?\d+$"))
+        scale = float(re.search(r"view=([\d.]+),", first.url).group(1))
+        zoomed = contexts[1].new_page()
+        zoomed.goto(first.url)
+        zoomed.wait_for_selector(".explorer[data-ready=true]")
+        zoomed.wait_for_function("() => !document.querySelector('[data-testid=graph]').dataset.panning")
+        assert abs(float(zoomed.get_attribute("[data-testid=graph]", "data-scale")) - scale) < 2e-3
+        assert zoomed.evaluate("""() => {
+          const panel = document.querySelector('[data-testid=graph]').getBoundingClientRect();
+          const r = document.querySelector('[data-testid=graph] .node.current').getBoundingClientRect();
+          const [x, y] = [r.left + r.width / 2, r.top + r.height / 2];
+          return x > panel.left && x < panel.right && y > panel.top && y < panel.bottom;
+        }""")
         # an edited model says so in its address, and opening that elsewhere says to use Share
         edit(first, "layers[0].layers[0].out", 48, "t.spec.layers[0].layers[0].out === 48")
         expect(first).to_have_url(re.compile(r"\?preset=deep-mlp&edited=1#"))
