@@ -119,6 +119,20 @@ def where(condition, x):
     return selected
 
 
+def in_float32(fn, *arrays, float16=True):
+    """`fn(*arrays)` computed in float32 and rounded once to the arrays' dtype when that is bfloat16 (or float16,
+    unless `float16=False`), as torch's CPU kernels compute in float32 ("opmath") and round once, where numpy's
+    low-precision arithmetic rounds after every operation. torch's CPU sigmoid_backward is the exception that
+    computes float16 in float16 (float16=False). Tensors (create_graph) and float32 or float64 arrays are left
+    to `fn` as they are."""
+    if any(isinstance(a, Tensor) for a in arrays):
+        return fn(*arrays)
+    dtype = arrays[0].dtype
+    if dtype.itemsize > 2 or dtype.kind not in "fV" or (dtype == np.float16 and not float16):
+        return fn(*arrays)
+    return np.asarray(fn(*(np.asarray(a, dtype=np.float32) for a in arrays))).astype(dtype)
+
+
 def relu_backward(grad, result):
     """`grad` where relu's `result` is positive, 0 elsewhere. On Tensors it is the relu_backward op, which
     depends on `result` (with slope 0), as torch's threshold_backward does: a relu-gated gradient keeps a history."""

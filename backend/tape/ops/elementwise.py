@@ -127,20 +127,20 @@ register(Op(
 register(Op(
     "tanh", "elementwise", ("x",), saves={"out": ("x",)},
     forward=lambda attrs, x: np.tanh(x),
-    vjp=lambda g, s, node: (g * (1 - s["out"] * s["out"]),),
+    vjp=lambda g, s, node: (A.in_float32(lambda g, y: g * (1 - y * y), g, s["out"]),),
     jvp=lambda t, v, attrs: t[0] * (1 - v["out"] * v["out"]),
     flops=_n, why="tanh saves its output: d(tanh) = 1 − y².",
 ))
 
 
 def _sigmoid(attrs, x):
-    return (1 / (1 + np.exp(-x))).astype(x.dtype, copy=False)
+    return A.in_float32(lambda x: (1 / (1 + np.exp(-x))).astype(x.dtype, copy=False), x)
 
 
 register(Op(
     "sigmoid", "elementwise", ("x",), saves={"out": ("x",)},
     forward=_sigmoid,
-    vjp=lambda g, s, node: (g * s["out"] * (1 - s["out"]),),
+    vjp=lambda g, s, node: (A.in_float32(lambda g, y: g * (1 - y) * y, g, s["out"], float16=False),),
     jvp=lambda t, v, attrs: t[0] * v["out"] * (1 - v["out"]),
     flops=per_element(3), why="sigmoid saves its output: dσ = σ(1 − σ).",
 ))
