@@ -6,11 +6,11 @@ blocks, the parameter values (drawn in the same order) and the checkpoint reques
 """
 import copy
 
-from backend.models.kinds import KINDS
+from backend.models.kinds import LAYER_KINDS
 
 
 def has_params(layer):
-    return KINDS[layer["type"]].params or any(has_params(inner) for inner in layer.get("layers", ()))
+    return LAYER_KINDS[layer["type"]].params or any(has_params(inner) for inner in layer.get("layers", ()))
 
 
 def frozen(layer):
@@ -21,7 +21,7 @@ def frozen(layer):
 
 
 def _mark(layer):
-    if KINDS[layer["type"]].params:
+    if LAYER_KINDS[layer["type"]].params:
         layer["frozen"] = True
     for inner in layer.get("layers", ()):
         _mark(inner)

@@ -7,7 +7,7 @@ import numpy as np
 from backend.models import fields as f
 from backend.models.caps import cap
 from backend.models.errors import CapError, SpecError
-from backend.models.kinds import KINDS
+from backend.models.kinds import LAYER_KINDS
 from backend.models.layers import Tally, check_layer_list, plan_layers
 from backend.models.training import ACCUMULATE, check_training, read_precision
 from backend.problems import Problems
@@ -169,7 +169,7 @@ def _check_penalty_fits(spec, problems):
         problems.add("loss.type", f"cross_entropy cannot carry a gradient penalty: {OPS['cross_entropy'].not_recordable}; "
                                   'use "mse" or "sum", or remove loss.gradient_penalty')
     for path, layer in _walk_layers(spec["layers"], "layers"):
-        kind = KINDS.get(layer.get("type"))           # an unknown type has its own problem already
+        kind = LAYER_KINDS.get(layer.get("type"))           # an unknown type has its own problem already
         op = kind.unrecordable_op if kind is not None else None
         if op is not None:
             problems.add(f"{path}.type", f"{layer['type']} cannot be differentiated twice ({OPS[op].not_recordable}): "

@@ -7,11 +7,11 @@ import math
 import numpy as np
 
 from backend.trace.failure import describe_failure
+from backend.trace.memory_kinds import MEMORY_KIND_NAMES
 from backend.trace.peak import assign_scopes, explain_peak
 from backend.trace.recompute import mark as mark_recomputable
 
 EXPANDED_SCHEMA_VERSION = 1        # the expanded form is schema_version 1's layout
-KINDS = ("input", "param", "weight_copy", "activation", "grad", "optimizer")   # weight_copy: autocast's casts
 
 
 def _intervals(recorder):
@@ -22,7 +22,7 @@ def _intervals(recorder):
     live, by_kind = _live_bytes(storages, len(steps))
     for step in steps:
         step["live_bytes"] = int(live[step["index"]])
-        step["by_kind"] = {kind: int(by_kind[kind][step["index"]]) for kind in KINDS}
+        step["by_kind"] = {kind: int(by_kind[kind][step["index"]]) for kind in MEMORY_KIND_NAMES}
     tensors = sorted(recorder.tensors.values(), key=lambda t: t["id"])
     if _mark_saved_for_second_backward(recorder.tape, tensors, storages):
         kept = _live_bytes([s for s in storages if s.get("saved_for_backward_2")], len(steps))[0]
@@ -64,9 +64,9 @@ def build_document(recorder, spec, engine_version, loss, cuts=(), backward_error
             "peak_bytes": int(live[peak_step]),
             "peak_step": peak_step,
             "saved_bytes": _saved_bytes(recorder.tape, recorder.tensors, storages, len(steps)),
-            "by_kind_at_peak": {kind: int(by_kind[kind][peak_step]) for kind in KINDS},
+            "by_kind_at_peak": {kind: int(by_kind[kind][peak_step]) for kind in MEMORY_KIND_NAMES},
             # What the next training step starts from: params, grads and the optimizer's state (momentum, m, v).
-            "by_kind_at_end": {kind: int(by_kind[kind][len(steps) - 1]) for kind in KINDS},
+            "by_kind_at_end": {kind: int(by_kind[kind][len(steps) - 1]) for kind in MEMORY_KIND_NAMES},
             "forward_end_step": forward_end,
             "steps": len(steps),
             "entries": len(recorder.tape),
@@ -128,12 +128,12 @@ def _mark_saved_for_second_backward(tape, tensors, storages):
 
 def _live_bytes(storages, n_steps):
     """Storages alive at step s are those with born ≤ s ≤ freed: one difference array per kind."""
-    delta = {kind: np.zeros(n_steps + 1, dtype=np.int64) for kind in KINDS}
+    delta = {kind: np.zeros(n_steps + 1, dtype=np.int64) for kind in MEMORY_KIND_NAMES}
     for s in storages:
         delta[s["kind"]][s["born"]] += s["nbytes"]
         if s["freed"] is not None:
             delta[s["kind"]][s["freed"] + 1] -= s["nbytes"]
-    by_kind = {kind: np.cumsum(delta[kind])[:n_steps] for kind in KINDS}
+    by_kind = {kind: np.cumsum(delta[kind])[:n_steps] for kind in MEMORY_KIND_NAMES}
     return sum(by_kind.values()), by_kind
 
 

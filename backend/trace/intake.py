@@ -18,7 +18,8 @@ import jsonschema
 
 from backend.problems import Problems
 from backend.trace.deadline import check as check_deadline
-from backend.trace.document import KINDS, _live_bytes, _saved_bytes
+from backend.trace.document import _live_bytes, _saved_bytes
+from backend.trace.memory_kinds import MEMORY_KIND_NAMES
 from backend.trace.document_versions import ACCEPTED_VERSIONS, TABLES, unpack
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -348,7 +349,7 @@ def _check_timeline(document, problems):
         if step["live_bytes"] != live[i]:
             problems.add(f"steps[{i}].live_bytes", f"is {step['live_bytes']:,}; the storages alive at step {i} "
                                                    f"hold {int(live[i]):,} bytes.")
-        for kind in KINDS:
+        for kind in MEMORY_KIND_NAMES:
             if step["by_kind"].get(kind) != by_kind[kind][i]:
                 problems.add(f"steps[{i}].by_kind.{kind}", f"is {step['by_kind'].get(kind)}; the {kind} storages "
                                                            f"alive at step {i} hold {int(by_kind[kind][i]):,} bytes.")
@@ -358,7 +359,7 @@ def _check_timeline(document, problems):
     peak_step = summary["peak_step"]
     if live[peak_step] != peak_bytes:
         problems.add("summary.peak_step", f"holds {int(live[peak_step]):,} bytes, not the peak's {peak_bytes:,}.")
-    for kind in KINDS:
+    for kind in MEMORY_KIND_NAMES:
         if summary["by_kind_at_peak"][kind] != by_kind[kind][peak_step]:
             problems.add(f"summary.by_kind_at_peak.{kind}", f"is {summary['by_kind_at_peak'][kind]:,}; at the peak "
                                                             f"step the {kind} storages hold {int(by_kind[kind][peak_step]):,}.")

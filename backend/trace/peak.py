@@ -3,8 +3,8 @@
 Every storage gets a scope (the layer path that owns it: an activation's op scope, a parameter's module, a grad's
 or an optimizer buffer's parameter), so the page can group any step the same way from the storages' intervals.
 """
-KIND_WORDS = {"input": "the input batch", "param": "the parameters", "activation": "activations",
-              "grad": "gradients", "optimizer": "optimizer state", "weight_copy": "the weights' low-precision copies"}
+from backend.trace.memory_kinds import MEMORY_KIND_WORDS
+
 OPTIMIZER_STATE = {"adam": "Adam's m and v", "adamw": "AdamW's m and v", "sgd": "SGD's momentum buffers",
                    "adam8bit": "8-bit Adam's one-byte m and v with their block absmaxes"}
 
@@ -119,7 +119,7 @@ def _verdict_by_kind(peak, document):
     activations = by_kind["activation"]
     tail = ("checkpointing can trim the activations' part" if activations and activations >= 0.2 * total
             else "checkpointing can do little here")
-    return (f"The peak is {where}, where {KIND_WORDS[dominant]} ({format_bytes(by_kind[dominant])}, {share:.0%} of "
+    return (f"The peak is {where}, where {MEMORY_KIND_WORDS[dominant]} ({format_bytes(by_kind[dominant])}, {share:.0%} of "
             f"{format_bytes(total)}) {_weigh(share)}; {tail} ({format_bytes(activations)} of activations).")
 
 

@@ -5,7 +5,7 @@
 import { byteAxis } from "./byte-axis.js";
 import { createChartCursor } from "./chart-cursor.js";
 import { formatBytes } from "./format.js";
-import { KINDS, KIND_COLORS } from "./palette.js";
+import { KIND_COLORS, MEMORY_KINDS } from "./palette.js";
 import { loadPlotly } from "./plotly-loader.js";
 
 export function createMemoryChart(element, { onPick }) {
@@ -14,7 +14,7 @@ export function createMemoryChart(element, { onPick }) {
 
   function kindSeries(doc) {
     const x = doc.steps.map((s) => s.index);
-    return KINDS.map((kind) => ({
+    return MEMORY_KINDS.map((kind) => ({
       type: "scatter", mode: "lines", stackgroup: "memory", name: kind, x,
       y: doc.steps.map((s) => s.by_kind[kind] || 0),
       line: { width: 0.5, color: KIND_COLORS[kind] }, fillcolor: `${KIND_COLORS[kind]}cc`,

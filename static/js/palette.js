@@ -13,7 +13,8 @@ export const FAMILY_COLORS = {
 
 export const familyColor = (family) => FAMILY_COLORS[family] || OKABE_ITO.grey;
 
-export const KINDS = ["input", "param", "weight_copy", "activation", "grad", "optimizer"];
+// The memory kinds, in backend/trace/memory_kinds.py's order (tests/trace/test_memory_kinds.py checks both lists and a colour each).
+export const MEMORY_KINDS = ["input", "param", "weight_copy", "activation", "grad", "optimizer"];
 
 export const KIND_COLORS = {
   input: OKABE_ITO.grey, param: OKABE_ITO.blue, activation: OKABE_ITO.orange,

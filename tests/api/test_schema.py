@@ -3,7 +3,7 @@ import pytest
 
 from backend.models import SpecError, validate_spec
 from backend.models.caps import CAPS
-from backend.models.kinds import KINDS
+from backend.models.kinds import LAYER_KINDS
 
 
 def field(entries, name):
@@ -16,7 +16,7 @@ def kind(schema, name):
 
 def test_schema_lists_every_layer_kind_with_its_fields_and_help(client):
     schema = client.get("/api/schema").get_json()
-    assert [entry["type"] for entry in schema["layers"]] == list(KINDS)
+    assert [entry["type"] for entry in schema["layers"]] == list(LAYER_KINDS)
     linear = kind(schema, "linear")
     assert linear["params"] and linear["help"]
     out = field(linear["fields"], "out")
@@ -53,7 +53,7 @@ def test_a_cap_changed_in_python_moves_the_schema_and_the_check_together(client,
 
 def test_every_declared_default_is_a_valid_layer():
     """A layer made from the schema's defaults (as the editor makes a new one) validates as is."""
-    for name, declared in KINDS.items():
+    for name, declared in LAYER_KINDS.items():
         layer = {"type": name, **{f.name: f.default for f in declared.fields if not f.optional}}
         if declared.inner is not None:
             layer["layers"] = list(declared.inner)

@@ -10,7 +10,7 @@ import pytest
 from backend.driver import trace_spec
 from backend.models import presets
 from backend.trace import SCHEMA_VERSION, upgrade
-from backend.trace.document import KINDS
+from backend.trace.memory_kinds import MEMORY_KIND_NAMES
 from backend.trace.document_versions import DocumentVersionError, pack, step_count, unpack
 from tests.close import differences
 
@@ -58,7 +58,7 @@ def test_version_2_is_smaller_and_leaves_out_what_a_reader_derives(expanded):
     assert not {"op", "why", "backward", "reads"} & set(packed["sweep"]["columns"])
     assert not {"address", "nbytes"} & set(packed["tensors"]["columns"])
     assert not {"live_bytes", "index"} & set(packed["steps"]["columns"])
-    assert set(packed["steps"]["columns"]["by_kind"]["columns"]) == set(KINDS)
+    assert set(packed["steps"]["columns"]["by_kind"]["columns"]) == set(MEMORY_KIND_NAMES)
     assert len(json.dumps(packed)) < len(json.dumps(expanded))      # small runs are mostly tensor values
 
 

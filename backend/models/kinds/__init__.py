@@ -11,9 +11,9 @@ from backend.models.kinds import norms  # noqa: F401
 from backend.models.kinds import attention  # noqa: F401
 from backend.models.kinds import wrappers  # noqa: F401
 from backend.models.kinds.base import (
-    KINDS, Kind, build_layer, build_layers, chain, check_layer, check_layers, plan_layer, plan_layers, register, schema,
+    LAYER_KINDS, Kind, build_layer, build_layers, chain, check_layer, check_layers, plan_layer, plan_layers, register, schema,
     scoped,
 )
 
-__all__ = ["KINDS", "Kind", "build_layer", "build_layers", "chain", "check_layer", "check_layers", "plan_layer",
+__all__ = ["LAYER_KINDS", "Kind", "build_layer", "build_layers", "chain", "check_layer", "check_layers", "plan_layer",
            "plan_layers", "register", "schema", "scoped"]

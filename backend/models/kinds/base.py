@@ -2,7 +2,7 @@
 
 Each kind module (dense, pointwise, norms, attention, wrappers) registers its Kinds here; layers.py and
 network.py call these functions, and wrappers recurse through them. Kind modules import this one, never the
-reverse, and this one imports no kind module: backend/models/kinds/__init__.py does, to fill KINDS.
+reverse, and this one imports no kind module: backend/models/kinds/__init__.py does, to fill LAYER_KINDS.
 """
 from contextlib import nullcontext
 
@@ -10,7 +10,7 @@ from backend.models import fields as f
 from backend.models.caps import cap
 from backend.tape import layer_scope
 
-KINDS = {}
+LAYER_KINDS = {}
 
 NAME = f.Field("name", "text", "a label for the layer, shown in the graph and the tables", default="",
                cap="name_length", optional=True)
@@ -48,14 +48,14 @@ class Kind:
 
 
 def register(kind):
-    assert kind.name not in KINDS, kind.name
-    KINDS[kind.name] = kind
+    assert kind.name not in LAYER_KINDS, kind.name
+    LAYER_KINDS[kind.name] = kind
     return kind
 
 
 def schema():
     """Every kind's entry for GET /api/schema, as a list in registration order (the editor's order)."""
-    return [kind.describe() for kind in KINDS.values()]
+    return [kind.describe() for kind in LAYER_KINDS.values()]
 
 
 # ============================== checks ==============================
@@ -64,10 +64,10 @@ def check_layer(layer, path, problems, depth=0):
     """Validate one layer (recursing into wrappers); returns the normalized layer."""
     layer = f.mapping(layer, path, problems)
     name = layer.get("type")
-    if not isinstance(name, str) or name not in KINDS:
-        problems.add(f"{path}.type", "must be one of " + ", ".join(f'"{k}"' for k in KINDS))
+    if not isinstance(name, str) or name not in LAYER_KINDS:
+        problems.add(f"{path}.type", "must be one of " + ", ".join(f'"{k}"' for k in LAYER_KINDS))
         return {"type": "relu"}
-    kind = KINDS[name]
+    kind = LAYER_KINDS[name]
     normalized = {"type": name}
     allowed = {"type", *f.read_fields(kind.fields, layer, path, problems, normalized)}
     if kind.check is not None:
@@ -97,7 +97,7 @@ def plan_layer(layer, shape, path, problems, tally, tokens):
     Also follows whether the running value requires grad (`tally.grad_flows`), as the engine will: a
     parameter that is not frozen, outside no_grad, makes it so; detach and no_grad cut it.
     """
-    kind = KINDS[layer["type"]]
+    kind = LAYER_KINDS[layer["type"]]
     if tokens and not kind.reads_tokens:
         problems.add(path, "token inputs need an embedding as the first layer")
         return None
@@ -123,7 +123,7 @@ def plan_layers(layers, shape, path, problems, tally, tokens=0):
 def build_layer(layer, width, ctx, path):
     """(forward function, output width) of one layer; a frozen layer's parameters are made without grad."""
     with ctx.freezing() if layer.get("frozen") else nullcontext():
-        return KINDS[layer["type"]].build(layer, width, ctx, path)
+        return LAYER_KINDS[layer["type"]].build(layer, width, ctx, path)
 
 
 def build_layers(layers, width, ctx, path):
