@@ -23,3 +23,5 @@ def register_blueprints(app):
     app.register_blueprint(snapshots)
     from backend.api.traces import traces_api
     app.register_blueprint(traces_api)
+    from backend.api.compression import register_compression
+    register_compression(app)
