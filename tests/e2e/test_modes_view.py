@@ -110,3 +110,18 @@ def test_a_model_over_the_work_cap_runs_on_a_named_slice(page, live_server):
     expect(view).to_have_attribute("data-sliced", "true")
     expect(view.locator(".modes-status")).to_contain_text("A slice: the whole batch's 4,096 input elements")
     expect(view.locator(".modes-status")).to_contain_text("none extrapolated")
+
+
+def test_the_modes_panel_shows_executed_figures_on_every_preset_but_version_error_which_says_why(page, live_server):
+    for preset_id in presets(page, live_server):
+        open_explorer(page, live_server, preset_id)
+        view = page.get_by_test_id("modes-view")
+        view.scroll_into_view_if_needed()
+        if preset_id == "version-error":
+            expect(view).to_have_attribute("data-state", "failed", timeout=60_000)
+            expect(view.locator(".modes-status")).to_contain_text("version error")
+            continue
+        expect(view).to_have_attribute("data-state", "ready", timeout=60_000)
+        sweeps = view.locator("[data-testid$=-sweeps][data-jacobian]").all_inner_texts()   # forward and reverse, both Jacobians
+        assert len(sweeps) == 4 and all(int(text.replace(",", "")) >= 1 for text in sweeps), (preset_id, sweeps)
+        expect(view.locator(".modes-status")).to_contain_text("Executed on")
