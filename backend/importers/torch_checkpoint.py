@@ -15,9 +15,8 @@ import torch
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from backend.importers.mistakes import ImportMistake
-from backend.importers.torch_step import record_step, record_with, step_of
+from backend.importers.torch_step import record_step, step_of
 from backend.importers.torch_blocks import blocks_for
-from backend.importers.torch_recorder import TorchRecorder
 from backend.planner.execute import grad_mismatch
 from backend.planner.policies import every_k
 from backend.planner.torch_timeline import TorchBase, predict_live_bytes, recompute_flops
@@ -77,28 +76,8 @@ def context_fn(request):
 
 
 # ----- the checkpointed step ---------------------------------------------------------------------
-class RegionRecorder(TorchRecorder):
-    """The torch recorder for a checkpointed step: a region's nodes hold checkpoint's placeholders, and reading
-    their saved tensors would start the recompute early, so their `saved` is left as the region saves: nothing."""
-
-    def __init__(self, **options):
-        super().__init__(**options)
-        self.region_entries = set()
-
-    def note_region(self, start, end):
-        self.region_entries.update(range(start, end))
-
-    def _read_saved(self, node, index):
-        if index in self.region_entries:
-            entry = self.tape[index]
-            entry["backward"] = node.name()
-            entry["why"] = f"{node.name()} keeps only checkpoint placeholders: its region is recomputed in backward"
-            return
-        super()._read_saved(node, index)
-
-
 @contextmanager
-def checkpointed(model, paths, regions, recorder, context=None):
+def checkpointed(model, paths, regions, context=None):
     """Within the block, each region runs under checkpoint(): its first block's forward runs the region's blocks
     in turn (each through its own __call__, so module hooks and scopes still fire), the others pass their input
     through (the region already made it). Every forward is restored on the way out."""
@@ -120,13 +99,8 @@ def checkpointed(model, paths, regions, recorder, context=None):
                 running.difference_update(region)
 
         def forward(*args, **kwargs):
-            start = len(recorder.tape)
-            try:
-                return checkpoint(run, *args, use_reentrant=False, **({"context_fn": context} if context else {}),
-                                  **kwargs)
-            finally:
-                if recorder.phase == "forward":
-                    recorder.note_region(start, len(recorder.tape))
+            return checkpoint(run, *args, use_reentrant=False, **({"context_fn": context} if context else {}),
+                              **kwargs)
         return forward
 
     def passed_through(b):
@@ -150,9 +124,8 @@ def checkpointed(model, paths, regions, recorder, context=None):
 def record_checkpointed(step, paths, request, values=False):
     """(document, grads) of one step with `request`'s regions under checkpoint()."""
     model = step[0]
-    recorder = RegionRecorder(with_values=values)
-    with checkpointed(model, paths, regions_of(request, len(paths)), recorder, context_fn(request)):
-        document = record_with(recorder, *step, blocks=paths)
+    with checkpointed(model, paths, regions_of(request, len(paths)), context_fn(request)):
+        document = record_step(*step, values=values, blocks=paths)
     return document, grads_of(model)
 
 

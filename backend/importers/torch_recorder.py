@@ -5,6 +5,7 @@ Four kinds of hook, each with one job:
 - saved_tensors_hooks see exactly what autograd packs, and when it lets go of it;
 - module forward pre/post hooks give every op its scope (the module path, e.g. `transformer.h.0.attn`);
 - pre/post hooks on the grad_fn nodes give the order of the backward sweep, one step per node.
+A model that checkpoints itself is watched through checkpoint's own hooks (torch_regions.py), never unpacked.
 Storages are keyed by untyped_storage().data_ptr() while alive (views share them); a weakref finalizer on
 the storage object says when the allocator gets it back, so `freed` is the step during which it went.
 The attributes (tensors, storages, tape, steps, sweep, values, ...) are what backend.trace.document reads.
@@ -17,6 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from backend.importers.torch_ops import TAPESCOPE, aten_name, family, flops, op_name, op_tensors, written_arguments
+from backend.importers.torch_regions import CheckpointRegions
 from backend.trace.values import ValueTable
 
 SMALL_TENSOR_ELEMENTS = 1024      # with --values, tensors this small carry their values (heatmaps)
@@ -36,7 +38,7 @@ class Packed:
             recorder.on_release(self.uid)
 
 
-class TorchRecorder(TorchDispatchMode):
+class TorchRecorder(CheckpointRegions, TorchDispatchMode):
     def __init__(self, with_values=False):
         super().__init__()
         self.with_values = with_values
@@ -65,6 +67,7 @@ class TorchRecorder(TorchDispatchMode):
         self._writes = {}           # storage id -> how many ops have written into it (see _wrote)
         self._busy = 0
         self._freed_in_step = False
+        self._init_regions()
 
     # ----- steps and phases ---------------------------------------------------------------------
     def begin(self, phase):
@@ -225,6 +228,8 @@ class TorchRecorder(TorchDispatchMode):
             return func(*args, **kwargs)
         if self.phase == "forward":
             return self._forward_op(func, args, kwargs)
+        if self.phase == "recompute":
+            return self.recompute_op(func, args, kwargs)
         if self.phase == "optimizer":
             self._new_step(None, op=op_name(func))
         elif self._freed_in_step and self.steps:
@@ -317,13 +322,19 @@ class TorchRecorder(TorchDispatchMode):
 
     def unpack(self, packed):
         if self._probe is not None and packed.uid is not None:
-            entry = self.tape[self._probe[0]]
-            if packed.uid not in entry["saved"]:
-                entry["saved"].append(packed.uid)
-                self.tensors[packed.uid]["saved_by"].append(entry["index"])
-            index, names, label = self._probe
-            names.append(label.format(len(names)))
+            self._probed(packed.uid, "saved", "saved_by")
         return packed.tensor
+
+    def _probed(self, uid, field, back_field):
+        """The node being probed saves tensor `uid`: listed in its entry's `field` (saved, or recomputes in a
+        checkpoint region) and the tensor's `back_field`, named by the attribute read."""
+        index, names, label = self._probe
+        entry = self.tape[index]
+        listed = entry.setdefault(field, [])
+        if uid not in listed:
+            listed.append(uid)
+            self.tensors[uid].setdefault(back_field, []).append(index)
+        names.append(label.format(len(names)))
 
     def on_release(self, uid):
         if self.sweep and self.phase == "backward":
@@ -414,7 +425,10 @@ class TorchRecorder(TorchDispatchMode):
                 pass
             finally:
                 self._probe = None
-        if names:
+        if names and "checkpoint_region" in entry:
+            entry["why"] = (f"{node.name()} needs {', '.join(dict.fromkeys(names))} in backward; checkpoint keeps "
+                            f"placeholders and region {entry['checkpoint_region']} recomputes them")
+        elif names:
             entry["why"] = f"{node.name()} keeps {', '.join(dict.fromkeys(names))} for backward"
         else:
             entry["why"] = f"{node.name()} keeps nothing for backward"
@@ -445,6 +459,8 @@ class TorchRecorder(TorchDispatchMode):
             if self._node_entry.get(node) is None or not self.sweep:
                 return None
             item = self.sweep[-1]
+            if "checkpoint_region" in self.tape[item["entry"]]:
+                item["reads"] = self.reads_of(item["entry"])       # known once its region was recomputed
             for grad, (target, _) in zip(grad_inputs, node.next_functions):
                 if grad is None or target is None:
                     continue

@@ -1,5 +1,5 @@
 """One real PyTorch training step, plain or recorded into the trace document: `run_step`, `record_step`,
-`record_with`, and reading the user's MODEL_FILE (`load_build`, `step_of`, `unpack_build`); a step that cannot
+`record` + `document_of`, and reading the user's MODEL_FILE (`load_build`, `step_of`, `unpack_build`); a step that cannot
 run as given raises mistakes.StepError, one sentence naming what to change.
 
 The command line (backend/importers/torch.py) and the checkpoint what-ifs (torch_checkpoint.py) both record through
@@ -14,6 +14,7 @@ import torch
 from backend.importers.mistakes import StepError, cpu_only
 from backend.importers.torch_blocks import find_blocks
 from backend.importers.torch_recorder import TorchRecorder, _tensors
+from backend.importers.torch_regions import watching_checkpoints
 from backend.planner.blocks import BlockIndex
 from backend.planner.torch_timeline import RECOMPUTE_ON_FIRST_UNPACK
 from backend.trace.document import build_document
@@ -112,12 +113,7 @@ def record_step(model, batch, loss_fn=None, optimizer=None, values=False, blocks
     `blocks` are the module paths a checkpoint what-if counts as blocks (default: torch_blocks.find_blocks:
     the longest run of same-class children of a ModuleList or Sequential); the document reports which storage
     enters each, as our engine's driver does."""
-    return record_with(TorchRecorder(with_values=values), model, batch, loss_fn, optimizer, blocks)
-
-
-def record_with(recorder, model, batch, loss_fn=None, optimizer=None, blocks=None):
-    """The document of one step recorded by `recorder` (a TorchRecorder, or one that knows checkpoint regions)."""
-    recorder, loss = record(model, batch, loss_fn, optimizer, blocks=blocks, recorder=recorder)
+    recorder, loss = record(model, batch, loss_fn, optimizer, values=values, blocks=blocks)
     return document_of(recorder, loss, model, batch, loss_fn, optimizer)
 
 
@@ -128,7 +124,8 @@ def record(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None
     recorder.add_model(model, _tensors(batch))
     recorder.note_blocks(model, find_blocks(model) if blocks is None else blocks)
     try:
-        with recorder, torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack):
+        with recorder, torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack), \
+                watching_checkpoints(recorder):
             loss = run_step(model, batch, loss_fn, optimizer, recorder)
     finally:
         recorder.finish()
@@ -148,6 +145,7 @@ def document_of(recorder, loss, model, batch, loss_fn=None, optimizer=None):
     document["summary"]["packed"] = len(recorder.packed)
     document["summary"].update(step_flops(document))
     count_block_entries(document)
+    document["checkpoint_regions"] = recorder.regions_document()
     # torch.utils.checkpoint(use_reentrant=False) recomputes a region inside the first of its backward nodes that
     # unpacks a saved tensor, and stops at its last save: the planner predicts this run's schedules in that order
     document["checkpointing"] = {"recompute": RECOMPUTE_ON_FIRST_UNPACK, "early_stop": True}
@@ -155,8 +153,9 @@ def document_of(recorder, loss, model, batch, loss_fn=None, optimizer=None):
 
 
 def step_flops(document):
-    """The step's FLOPs beyond the forward's: each backward node's (the ops it ran, recomputes included), and
-    forward + backward by source (torch's FlopCounterMode formulas, or ours where torch has none)."""
+    """The step's FLOPs beyond the forward's: each backward node's (the ops it ran; a checkpoint's recompute is on
+    its own `recompute` tape entries), and the whole step's by source (torch's FlopCounterMode formulas, or ours
+    where torch has none)."""
     by_source = Counter()
     for entry in document["tape"]:
         by_source[entry["flops_source"]] += entry["flops"]
