@@ -213,7 +213,9 @@ function showOrigin() {
   if (id) chooser.value = id;
   else chooser.selectedIndex = 0;                  // the placeholder: a copy of a model no preset names
   const origin = byTestId("model-origin");
-  origin.textContent = workspace.describeOrigin();
+  const words = workspace.describeOrigin();
+  // An unedited preset is what the dropdown already says: nothing beside it ("Model [seed-tape] seed-tape" read twice).
+  origin.textContent = id && words === chooser.selectedOptions[0]?.textContent ? "" : words;
   origin.title = origin.textContent;
 }
 

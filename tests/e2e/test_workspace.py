@@ -80,7 +80,7 @@ def opened_where_it_was(page, spec, checkpoint, step, selected, peak):
 
 def test_edit_policy_step_and_selection_survive_a_reload_and_ledger_then_back(page, live_server):
     open_explorer(page, live_server, "deep-mlp")
-    expect(page.get_by_test_id("model-origin")).to_have_text("deep-mlp")
+    expect(page.get_by_test_id("model-origin")).to_have_text("")           # the dropdown says deep-mlp, once
     trace = edit(page, "layers[0].layers[0].out", 48, "t.spec.layers[0].layers[0].out === 48")
     expect(page.get_by_test_id("model-origin")).to_have_text("edited from deep-mlp")
     count = page.evaluate("window.tapescope.traceCount()")
@@ -171,7 +171,8 @@ def test_the_address_opens_a_preset_at_a_step_with_a_selection(page, live_server
     assert page.evaluate("window.tapescope.getStep()") == 14
     assert live_bytes(page) == trace["steps"][14]["live_bytes"]
     assert page.evaluate("window.tapescope.getSelected()") == "t7"
-    expect(page.get_by_test_id("model-origin")).to_have_text("deep-mlp")
+    expect(page.get_by_test_id("preset")).to_have_value("deep-mlp")
+    expect(page.get_by_test_id("model-origin")).to_have_text("")
     # stepping moves the hash without a history entry per step
     history_length = page.evaluate("history.length")
     page.get_by_test_id("step-forward").click()
@@ -269,7 +270,8 @@ def test_a_preset_switch_has_no_delta_and_no_ghost(page, live_server):
     names = page.evaluate("Array.from(document.querySelector('[data-testid=memory-chart]').data, d => d.name)")
     assert "previous run" not in names
     assert page.evaluate("window.tapescope.getStep()") == 0
-    expect(page.get_by_test_id("model-origin")).to_have_text("residual-unit")
+    expect(page.get_by_test_id("preset")).to_have_value("residual-unit")
+    expect(page.get_by_test_id("model-origin")).to_have_text("")
 
     # undo past the switch shows the preset it came from
     count = page.evaluate("window.tapescope.traceCount()")
