@@ -1,6 +1,7 @@
 """The command line that records one real PyTorch training step into a trace document (torch_step.py records it).
 
     python -m backend.importers.torch MODEL_FILE [--out run.json] [--share URL] [--checkpoint POLICY] [--values]
+                                                 [--warmup N]
 
 MODEL_FILE is your own Python file. It defines `build()`, which returns either a tuple
 (model, batch[, loss_fn[, optimizer]]) or a dict with those keys ("model", "batch", optional "loss_fn",
@@ -28,6 +29,9 @@ from backend.importers.torch_step import load_build, record_step, step_of
 from backend.trace.document_versions import pack
 
 
+MAX_WARMUP = 100
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m backend.importers.torch",
                                      description="Record one training step of your PyTorch model as a Tapescope trace.")
@@ -41,7 +45,13 @@ def main(argv=None):
                                          "of same-class children of a ModuleList or Sequential)")
     parser.add_argument("--values", action="store_true",
                         help="include small tensors' values (default: statistics only; no raw weights leave)")
+    parser.add_argument("--warmup", type=int, default=0, metavar="N",
+                        help="run N plain steps before the recorded one (the steady state: the optimizer's state "
+                             "allocated, as in the step that runs out of memory)")
     args = parser.parse_args(argv)
+    if not 0 <= args.warmup <= MAX_WARMUP:
+        raise SystemExit(f"--warmup {args.warmup}: give a whole number of steps from 0 to {MAX_WARMUP} "
+                         "(each is a full training step of your model)")
     if args.blocks and not args.checkpoint:     # refused before the user's file runs, not after a recording
         raise SystemExit("--blocks names the modules a checkpoint what-if wraps: give --checkpoint too, "
                          "e.g. --checkpoint every_k=1 --blocks transformer.h.0,transformer.h.1")
@@ -72,8 +82,8 @@ def recorded(args):
     requests = torch_checkpoint.parse_policies(args.checkpoint) if args.checkpoint else None
     build = load_build(args.model_file)     # after the flags are checked: a bad flag is said before the file runs
     if not requests:
-        return record_step(*step_of(build), values=args.values)
-    document = torch_checkpoint.what_ifs(build, requests, args.blocks, values=args.values).document
+        return record_step(*step_of(build), values=args.values, warmup=args.warmup)
+    document = torch_checkpoint.what_ifs(build, requests, args.blocks, values=args.values, warmup=args.warmup).document
     for schedule in document["schedules"]:
         print(what_if_line(schedule), file=sys.stderr)
     return document

@@ -121,11 +121,11 @@ def checkpointed(model, paths, regions, context=None):
             block.__dict__.pop("forward", None)
 
 
-def record_checkpointed(step, paths, request, values=False):
-    """(document, grads) of one step with `request`'s regions under checkpoint()."""
+def record_checkpointed(step, paths, request, values=False, warmup=0):
+    """(document, grads) of one step with `request`'s regions under checkpoint() (its warm-up steps too)."""
     model = step[0]
     with checkpointed(model, paths, regions_of(request, len(paths)), context_fn(request)):
-        document = record_step(*step, values=values, blocks=paths)
+        document = record_step(*step, values=values, blocks=paths, warmup=warmup)
     return document, grads_of(model)
 
 
@@ -135,10 +135,10 @@ def grads_of(model):
 
 
 # ----- the what-ifs, attached to the plain run's document ----------------------------------------
-def checkpoint_what_ifs(build, policy_text, blocks_text=None, values=False):
+def checkpoint_what_ifs(build, policy_text, blocks_text=None, values=False, warmup=0):
     """The plain step's document with `schedules`: no checkpointing, then each --checkpoint policy, each run by
     torch (a fresh build()) and recorded, beside our planner's prediction from the plain document alone."""
-    return what_ifs(build, parse_policies(policy_text), blocks_text, values).document
+    return what_ifs(build, parse_policies(policy_text), blocks_text, values, warmup).document
 
 
 class WhatIfs:
@@ -149,16 +149,17 @@ class WhatIfs:
         self.runs = []                      # (request, executed document, gradients)
 
 
-def what_ifs(build, requests, blocks_text=None, values=False):
-    """Record the plain step and every request's checkpointed step; attach their schedules to the plain document."""
+def what_ifs(build, requests, blocks_text=None, values=False, warmup=0):
+    """Record the plain step and every request's checkpointed step, each after `warmup` plain steps; attach their
+    schedules to the plain document."""
     step = step_of(build)
     model = step[0]
     paths = blocks_for(model, blocks_text)
-    found = WhatIfs(record_step(*step, values=values, blocks=paths), paths, grads_of(model))
+    found = WhatIfs(record_step(*step, values=values, blocks=paths, warmup=warmup), paths, grads_of(model))
     base = TorchBase.from_document(found.document)
     schedules = [schedule_of({"policy": "none", "params": {}}, base, paths, found.document, found.grads, found.grads)]
     for request in requests:
-        executed, grads = record_checkpointed(step_of(build), paths, request)
+        executed, grads = record_checkpointed(step_of(build), paths, request, warmup=warmup)
         found.runs.append((request, executed, grads))
         schedules.append(schedule_of(request, base, paths, executed, grads, found.grads))
     found.document.update(schedule=schedules[0], schedules=schedules, pareto=[])

@@ -206,6 +206,19 @@ class TorchRecorder(CheckpointRegions, TorchDispatchMode):
             self._handles.append(module.register_forward_pre_hook(self._enter(path or "model")))
             self._handles.append(module.register_forward_hook(self._leave))
 
+    def add_optimizer(self, model, optimizer):
+        """The optimizer's state the step starts with (after warm-up steps: Adam's exp_avg, exp_avg_sq and step
+        per parameter), each named after its parameter, e.g. `blocks.0.up.weight.exp_avg`."""
+        if optimizer is None:
+            return
+        names = {p: name for name, p in model.named_parameters()}
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                name = names.get(p, "param")
+                for key, value in optimizer.state.get(p, {}).items():
+                    if isinstance(value, torch.Tensor) and self.lookup(value) is None:
+                        self.tensor(value, "optimizer", name=f"{name}.{key}", scope=name.rpartition(".")[0] or "model")
+
     def _enter(self, path):
         def enter(module, args):
             self._scopes.append(path)

@@ -44,6 +44,14 @@ def run_step(model, batch, loss_fn=None, optimizer=None, recorder=None):
     return loss
 
 
+def warm_up(model, batch, loss_fn=None, optimizer=None, steps=0):
+    """`steps` plain training steps before the recorded one (the steady state: the optimizer's state allocated),
+    each ending as a training loop's does, its gradients set to None (optimizer.zero_grad())."""
+    for _ in range(steps):
+        run_step(model, batch, loss_fn, optimizer)
+        (optimizer or model).zero_grad(set_to_none=True)
+
+
 def _forward_loss(model, batch, loss_fn, recorder):
     """The loss, with the model's output gone by the time it returns (as in a training loop's body)."""
     if loss_fn is None:
@@ -107,14 +115,18 @@ def check_trainable(model, loss):
 
 
 # ----- the document ------------------------------------------------------------------------------
-def record_step(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None):
-    """One training step of `model` on `batch` under PyTorch's hooks, as a trace document (a dict).
+def record_step(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None, warmup=0):
+    """One training step of `model` on `batch` under PyTorch's hooks, as a trace document (a dict), after
+    `warmup` plain steps (see warm_up: the recorded step then starts with the optimizer's state in memory).
 
     `blocks` are the module paths a checkpoint what-if counts as blocks (default: torch_blocks.find_blocks:
     the longest run of same-class children of a ModuleList or Sequential); the document reports which storage
     enters each, as our engine's driver does."""
+    warm_up(model, batch, loss_fn, optimizer, warmup)
     recorder, loss = record(model, batch, loss_fn, optimizer, values=values, blocks=blocks)
-    return document_of(recorder, loss, model, batch, loss_fn, optimizer)
+    document = document_of(recorder, loss, model, batch, loss_fn, optimizer)
+    document["source"]["warmup_steps"] = warmup
+    return document
 
 
 def record(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None, recorder=None):
@@ -122,6 +134,7 @@ def record(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None
     storages, shapes, a copy of each tensor for its statistics); the rest waits for document_of."""
     recorder = TorchRecorder(with_values=values) if recorder is None else recorder
     recorder.add_model(model, _tensors(batch))
+    recorder.add_optimizer(model, optimizer)
     recorder.note_blocks(model, find_blocks(model) if blocks is None else blocks)
     try:
         with recorder, torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack), \
