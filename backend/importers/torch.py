@@ -17,17 +17,13 @@ MODEL_FILE is your own Python file. It defines `build()`, which returns either a
 only here, on your machine, in this process; the app never imports torch and never runs Python it was sent.
 """
 import argparse
-import json
 import sys
-from pathlib import Path
 
 from backend.importers import torch_checkpoint
 from backend.importers.share import ShareFailed, share
 from backend.importers.mistakes import ImportMistake
 from backend.importers.torch_checkpoint import schedule_label
-from backend.importers.torch_step import load_build, record_step, step_of
-from backend.trace.document_versions import pack
-
+from backend.importers.torch_step import document_text, load_build, record_step, step_of, write_run
 
 MAX_WARMUP = 100
 
@@ -59,11 +55,10 @@ def main(argv=None):
         document = recorded(args)
     except ImportMistake as error:         # the user's to change: one sentence, no traceback
         raise SystemExit(str(error)) from None
-    text = json.dumps(pack(document), separators=(",", ":"))     # schema_version 2, as the server sends and stores
     if args.out:
-        Path(args.out).write_text(text)
+        write_run(document, args.out)
     elif not args.share:
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(document_text(document) + "\n")
     summary = document["summary"]
     print(f"{document['source']['model']}: {summary['entries']} ops, {summary['steps']} steps, "
           f"peak {summary['peak_bytes']:,} B at step {summary['peak_step']} ({summary['peak']['phase']}), "

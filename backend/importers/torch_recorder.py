@@ -154,13 +154,13 @@ class TorchRecorder(CheckpointRegions, TorchDispatchMode):
             return
         # .data is not an op (no trip through __torch_dispatch__), but it is a new tensor: only where numpy() needs it
         data = tensor.data if tensor.requires_grad else tensor
-        if dtype in _WIDENED or not data.is_cpu:
-            self._busy += 1
-            try:
+        self._busy += 1             # numpy() may detach (an op) a tensor autograd is packing
+        try:
+            if dtype in _WIDENED or not data.is_cpu:
                 data = data.float().cpu()
-            finally:
-                self._busy -= 1
-        array = data.numpy()
+            array = data.numpy()
+        finally:
+            self._busy -= 1
         with_values = with_values and array.size <= SMALL_TENSOR_ELEMENTS
         sequence, version = self._sequence(tensor, with_values)
         described = self._described.get(sequence)

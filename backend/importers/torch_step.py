@@ -6,6 +6,7 @@ The command line (backend/importers/torch.py) and the checkpoint what-ifs (torch
 this module; it imports neither, so imports go one way.
 """
 import importlib.util
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from backend.importers.torch_regions import watching_checkpoints
 from backend.planner.blocks import BlockIndex
 from backend.planner.torch_timeline import RECOMPUTE_ON_FIRST_UNPACK
 from backend.trace.document import build_document
+from backend.trace.document_versions import pack
 
 LOSS_SCOPE = "loss"
 
@@ -163,6 +165,15 @@ def document_of(recorder, loss, model, batch, loss_fn=None, optimizer=None):
     # unpacks a saved tensor, and stops at its last save: the planner predicts this run's schedules in that order
     document["checkpointing"] = {"recompute": RECOMPUTE_ON_FIRST_UNPACK, "early_stop": True}
     return document
+
+
+def document_text(document):
+    """A document as run.json holds it: schema_version 2, as the server sends and stores it, without spaces."""
+    return json.dumps(pack(document), separators=(",", ":"))
+
+
+def write_run(document, path):
+    Path(path).write_text(document_text(document))
 
 
 def step_flops(document):
