@@ -9,25 +9,27 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 
 class _Answering:
-    """The connections a server is handling, counted per connection (its handler's whole life, so a client that
-    hangs up mid-answer is counted out too); `wait_quiet` blocks until there are none."""
+    """The requests a server is answering, counted per request from its parsed request line to the end of its answer
+    (werkzeug's run_wsgi, so a client that hangs up mid-answer is counted out too, and a connection the browser
+    opened ahead of need, idle with no request on it, is not counted at all); `wait_quiet` blocks until there are
+    none."""
 
     def __init__(self):
-        self.handlers = set()
+        self.answering = {}                 # handler -> its request line
         self.changed = threading.Condition()
 
     def handler_class(self):
         answering = self
 
         class CountedHandler(WSGIRequestHandler):
-            def handle(self):
+            def run_wsgi(self):
                 with answering.changed:
-                    answering.handlers.add(self)
+                    answering.answering[self] = self.requestline
                 try:
-                    super().handle()
+                    super().run_wsgi()
                 finally:
                     with answering.changed:
-                        answering.handlers.discard(self)
+                        answering.answering.pop(self, None)
                         answering.changed.notify_all()
 
             def log_request(self, *args, **kwargs):    # quiet: the suite's logs are the tests' own
@@ -37,9 +39,8 @@ class _Answering:
 
     def wait_quiet(self, timeout):
         with self.changed:
-            if not self.changed.wait_for(lambda: not self.handlers, timeout=timeout):
-                lines = sorted(getattr(handler, "requestline", "(reading the request)") for handler in self.handlers)
-                raise TimeoutError(f"the live server still answers {lines} after {timeout} s")
+            if not self.changed.wait_for(lambda: not self.answering, timeout=timeout):
+                raise TimeoutError(f"the live server still answers {sorted(self.answering.values())} after {timeout} s")
 
 
 _SERVED = {}     # base URL -> its _Answering

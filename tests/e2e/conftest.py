@@ -58,11 +58,13 @@ def page(_visitor_context, _visitor_tab):
         if last:
             tab.evaluate("() => { try { sessionStorage.clear(); } catch {} }")    # the tab's own: CDP does not clear it
         tab.goto("about:blank")           # the page's pagehide may keep a draft and send a keepalive save (autosave.js)
-        if last:
-            quiet(last)                   # whose answer would set the session cookie again after it was cleared
-        _forget_storage(_visitor_context, tab, {last} - {None})
-        _visitor_context.clear_cookies()
-        tab.set_viewport_size(DEFAULT_VIEWPORT)
+        try:
+            if last:
+                quiet(last)               # whose answer would set the session cookie again after it was cleared
+        finally:                          # even when the wait fails, the next test meets a fresh visitor's tab
+            _forget_storage(_visitor_context, tab, {last} - {None})
+            _visitor_context.clear_cookies()
+            tab.set_viewport_size(DEFAULT_VIEWPORT)
 
 
 def _origin_of(url):
