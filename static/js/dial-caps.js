@@ -6,6 +6,7 @@ import { capMessage } from "./editor-problems.js";
 import { clone, getAt, setAt } from "./editor-spec.js";
 
 const marks = new Map();          // dial path -> { model, value, words }
+const DIALS = ".dials input[type=range][data-path]";
 
 /** The model a mark belongs to: the spec with that dial's value taken out. */
 function modelKey(spec, path) {
@@ -36,11 +37,11 @@ export function noteTraced(form, spec) {
   drawMarks(form, spec);
 }
 
-const dialPaths = (form) => [...form.querySelectorAll(".dials input[type=range][data-path]")].map((input) => input.dataset.path);
+const dialPaths = (form) => [...form.querySelectorAll(DIALS)].map((input) => input.dataset.path);
 
 /** Each dial's mark for the model on screen, or none. */
 export function drawMarks(form, spec) {
-  for (const input of form.querySelectorAll(".dials input[type=range][data-path]")) {
+  for (const input of form.querySelectorAll(DIALS)) {
     const field = input.closest(".field");
     field.querySelector(".cap-mark")?.remove();
     const mark = marks.get(input.dataset.path);

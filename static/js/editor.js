@@ -213,7 +213,7 @@ function refused({ status, body }) {
   ui.jsonProblems.replaceChildren();
   const problems = problemsOf({ status, body });
   showProblems(ui.form, ui.general, problems);
-  noteRefusal(ui.form, ws.spec, ws.traced?.spec, { status, body });
+  drawMarks(ui.form, ws.spec);                  // an over-cap value was marked as it came ("cap-met")
   for (const p of problems) ui.jsonProblems.append(el("p", {}, el("code", { text: p.path }), ` ${p.message}`));
   setStatus(status === 413 ? "over a size cap — the last good trace stays" : "not traced: see the marked fields — the last good trace stays", "error");
   updateButtons();

@@ -93,6 +93,11 @@ export function presetIdFor(origin = state.origin, spec = state.spec) {
 const entry = () => ({ spec: clone(state.spec), checkpoint: normalizeRequest(state.checkpoint), origin: state.origin });
 
 /** What the address names of the model: its preset and whether it was edited from it (null for anything else). */
+/** The address follows the step, selection, model and zoom (address.js). */
+function showInAddress() {
+  writeAddress(state.step, state.selected, modelInAddress(), state.zoom);
+}
+
 function modelInAddress() {
   if (state.readOnly || state.origin?.kind !== "preset" || !presetById(state.origin.preset)) return null;
   return { preset: state.origin.preset, edited: describeOrigin().startsWith("edited") };
@@ -326,7 +331,7 @@ export function redo() {
 /** The step cursor moved; `save: false` while playing (the step is saved once the player stops) or redrawing. */
 export function setStep(step, { save = true } = {}) {
   state.step = step;
-  writeAddress(state.step, state.selected, modelInAddress(), state.zoom);
+  showInAddress();
   if (save) scheduleSave();
 }
 
@@ -335,13 +340,13 @@ export function setGraphView({ zoom, unfolded }) {
   const before = JSON.stringify([state.zoom, state.unfolded]);
   if (zoom !== undefined) state.zoom = zoom;
   if (unfolded !== undefined) state.unfolded = unfolded;
-  if (zoom !== undefined) writeAddress(state.step, state.selected, modelInAddress(), state.zoom);
+  if (zoom !== undefined) showInAddress();
   if (!state.readOnly && JSON.stringify([state.zoom, state.unfolded]) !== before) scheduleSave();
 }
 
 export function select(id) {
   state.selected = id || null;
-  writeAddress(state.step, state.selected, modelInAddress(), state.zoom);
+  showInAddress();
   emit("select", { id: state.selected });
   scheduleSave();
 }
