@@ -3,7 +3,7 @@
 Traces issue 15's spec (bench/scale.py) at about 20,000 tape entries, plain and with {"policy": "sqrt"} (the
 work cap lifted), and hands the page both forms of the same run as text. In the page it times JSON.parse of
 the v1 text (what reading a trace cost before: v1 needed no decoding) against JSON.parse of the v2 text plus
-static/js/trace-document.js's readTrace, median of a few rounds, and checks the decoded records equal v1's.
+static/js/state/trace-document.js's readTrace, median of a few rounds, and checks the decoded records equal v1's.
 Run: .venv/bin/python bench/decode.py [inner repeat count, default 39 = ~20,000 entries]
 """
 import json
@@ -24,7 +24,7 @@ from tests.conftest import CHROMIUM_ARGS  # noqa: E402
 
 ROUNDS = 5
 READ_SCRIPT = """async ([rounds]) => {
-  const { readTrace } = await import('/static/js/trace-document.js');
+  const { readTrace } = await import('/static/js/state/trace-document.js');
   const v1Text = await (await fetch('/bench/v1.json')).text();
   const v2Text = await (await fetch('/bench/v2.json')).text();
   const v1 = [], parse2 = [], decode2 = [];
@@ -66,7 +66,7 @@ def main(inner=39):
                 page = browser.new_page()
                 for name, text in texts.items():
                     page.route(f"**/bench/{name}.json", answering(text))
-                page.goto(url + "static/js/trace-document.js")          # any page of the server: same origin
+                page.goto(url + "static/js/state/trace-document.js")          # any page of the server: same origin
                 timings = page.evaluate(READ_SCRIPT, [ROUNDS])
                 page.close()
                 v1_ms = statistics.median(timings["v1"])

@@ -34,8 +34,8 @@ def test_closure_resolves_folders_and_parent_paths_as_the_browser_does(tmp_path)
 def test_the_explorer_page_preloads_the_closure_of_its_entries(client):
     page = client.get("/").get_data(as_text=True)
     preloaded = re.findall(r'<link rel="modulepreload" href="/static/js/([\w./-]+\.js)">', page)
-    assert preloaded[:2] == ["explorer.js", "editor.js"] and len(preloaded) == len(set(preloaded))
-    assert "ledger.js" not in preloaded            # the ledger page's own module
+    assert preloaded[:2] == ["pages/explorer.js", "views/editor/editor.js"] and len(preloaded) == len(set(preloaded))
+    assert "pages/ledger.js" not in preloaded            # the ledger page's own module
     # Plotly is fetched ahead but not run as a parser-blocking script (plotly-loader.js runs it after the graph)
     assert '<link rel="preload" as="script" href="/static/vendor/plotly.min.js">' in page
     assert '<script src="/static/vendor/plotly.min.js">' not in page

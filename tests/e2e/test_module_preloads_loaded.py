@@ -20,9 +20,9 @@ IMPORTED = """() => performance.getEntriesByType('resource').map((entry) => new 
 def classic_worker_scripts():
     """The layout worker (`new Worker(...)`, not a module) and the scripts it pulls in with importScripts: fetched
     for the worker, not imported by the page, and Chromium lists them in the window's timeline all the same."""
-    worker = STATIC_JS / "layout-worker.js"
+    worker = STATIC_JS / "views" / "graph" / "layout-worker.js"
     pulled = re.findall(r'"(/static/js/[^"]+\.js)"', re.search(r"importScripts\(([^)]*)\)", worker.read_text())[1])
-    return {"/static/js/layout-worker.js", *pulled}
+    return {"/static/js/views/graph/layout-worker.js", *pulled}
 
 
 def test_every_module_the_browser_imports_is_preloaded_and_every_preload_is_imported(page, live_server):

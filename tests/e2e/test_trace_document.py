@@ -1,4 +1,4 @@
-"""The page's one reader of trace documents (static/js/trace-document.js) in a real browser: a schema_version 2
+"""The page's one reader of trace documents (static/js/state/trace-document.js) in a real browser: a schema_version 2
 document decodes to the records Python's unpack gives, field by field, and a snapshot stored as schema_version 1
 (before version 2 existed) opens at its step and shows what the same run shared today shows."""
 import json
@@ -13,7 +13,7 @@ from backend.trace.document_versions import unpack
 from tests.e2e.explorer_helpers import presets
 
 FIXTURES = Path(__file__).resolve().parents[1] / "trace" / "fixtures"
-DECODE = "async packed => (await import('/static/js/trace-document.js')).readTrace(packed)"
+DECODE = "async packed => (await import('/static/js/state/trace-document.js')).readTrace(packed)"
 
 
 def api_trace(page, base, spec, checkpoint=None):

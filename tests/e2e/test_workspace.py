@@ -364,7 +364,7 @@ def test_a_burst_of_arrow_presses_compares_with_where_it_started_and_is_one_undo
 
 def expected_peak_text(page, nbytes):
     """The page's own byte formatting (format.js), so the test compares words with words."""
-    return page.evaluate("async n => (await import('/static/js/format.js')).formatBytes(n)", nbytes)
+    return page.evaluate("async n => (await import('/static/js/lib/format.js')).formatBytes(n)", nbytes)
 
 
 def test_a_drag_past_the_cap_keeps_the_settled_model_and_compares_against_it(page, live_server):

@@ -70,7 +70,7 @@ def test_page_serves_the_form_and_the_module(client):
     response = client.get("/ledger?layers=24&hidden=1024")
     assert response.status_code == 200
     html = response.get_data(as_text=True)
-    assert 'type="module"' in html and "js/ledger.js" in html and "vendor/plotly.min.js" in html
+    assert 'type="module"' in html and "js/pages/ledger.js" in html and "vendor/plotly.min.js" in html
     assert 'name="layers"' in html and 'name="attention"' in html
     for chunk in html.split("<script")[1:]:
         assert "src=" in chunk.split(">", 1)[0], "inline script"

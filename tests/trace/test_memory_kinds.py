@@ -20,7 +20,7 @@ def js_list(source, name):
 
 
 def test_the_page_lists_the_declared_kinds_in_order_with_a_colour_each():
-    palette = (ROOT / "static" / "js" / "palette.js").read_text()
+    palette = (ROOT / "static" / "js" / "lib" / "palette.js").read_text()
     assert js_list(palette, "MEMORY_KINDS") == list(MEMORY_KIND_NAMES)
     colours = re.search(r"export const KIND_COLORS = \{([^}]*)\}", palette).group(1)
     assert sorted(re.findall(r"([a-z_]+):", colours)) == sorted(MEMORY_KIND_NAMES)

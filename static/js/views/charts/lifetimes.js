@@ -1,0 +1,155 @@
+// lifetimes.js — the Plotly lifetime chart: one horizontal bar per saved tensor from born to freed, with a step cursor;
+// rows grouped by scope (lifetime-rows.js): the parameters in one "resident" band and each folded group one bar, opened
+// by a click on it; every drawn row is named and the chart's frame scrolls. The selection (a tensor, or the op that
+// made it) is outlined, its group opened to show it.
+import { createChartCursor } from "./cursor.js";
+import { formatBytes, formatShape } from "../../lib/format.js";
+import { lifetimeRows, lifetimeTree, pathToTensor, RESIDENT } from "../../model/lifetime-rows.js";
+import { KIND_COLORS } from "../../lib/palette.js";
+import { loadPlotly } from "../../lib/plotly-loader.js";
+
+const ROW_PX = 16;
+const GROUP_COLOR = "#94a3b8";
+
+function describe(tensor, index) {
+  const trace = index.trace;
+  const savers = tensor.saved_by.map((entry) => `${trace.tape[entry].op} (entry ${entry})`).join(", ");
+  const released = index.releasedAt.get(tensor.id);
+  const releaser = released !== undefined ? index.sweepByStep.get(released) : null;
+  const freed = tensor.freed === null ? "alive at the end" : `freed at step ${tensor.freed}`;
+  const release = releaser ? `released by ${releaser.backward} at step ${released}` : "never released by backward";
+  return `<b>${tensor.name}</b> ${formatShape(tensor.shape)} · ${formatBytes(tensor.nbytes)}<br>`
+    + `saved by ${savers}<br>${release}; ${freed}`;
+}
+
+export function createLifetimeChart(element, { onPick }) {
+  const cursor = createChartCursor(element);
+  let shown = null;        // {rows, index}
+  let outlined = null;     // the selected tensor's row, or null
+
+  /** What the bar colours mean: the kinds of tensor in this chart. */
+  function showLegend(rows) {
+    const wrap = element.closest(".chart-wrap");
+    let legend = wrap?.previousElementSibling?.matches?.(".lifetime-legend") ? wrap.previousElementSibling : null;
+    if (!legend && wrap) {
+      legend = document.createElement("ul");
+      legend.className = "legend lifetime-legend";
+      legend.dataset.testid = "lifetime-legend";
+      legend.setAttribute("aria-label", "Lifetime colours");
+      wrap.before(legend);
+    }
+    if (!legend) return;
+    const kinds = [...new Set(rows.map((r) => r.tensor.kind))];
+    legend.replaceChildren(...kinds.map((kind) => {
+      const item = document.createElement("li");
+      const swatch = document.createElement("span");
+      swatch.className = "swatch";
+      swatch.style.background = KIND_COLORS[kind];
+      item.append(swatch, kind === "param" ? "parameter (resident)" : kind);
+      return item;
+    }));
+  }
+
+  let tree = null;         // lifetime-rows.js's tensor -> group paths
+  let groups = new Map();
+  let open = new Set();
+
+  /** groupsView: {groups, pathOf(nodeId)} (the graph's groups, graph-groups.js). */
+  async function load(index, groupsView = { groups: new Map(), pathOf: () => [] }) {
+    groups = groupsView.groups;
+    tree = lifetimeTree(index, groups, groupsView.pathOf);
+    open = new Set(tree.defaultOpen);
+    shown = { index, rows: [], drawn: false };
+    await draw();
+    if (!element.dataset.bound) {
+      element.dataset.bound = "1";
+      element.on("plotly_click", (event) => {
+        const key = event.points[0]?.customdata;
+        if (!key) return;
+        if (key === RESIDENT || key.startsWith("g:")) toggle(key === RESIDENT ? RESIDENT : key.slice(2));
+        else onPick(key, event.points[0]);
+      });
+      element.on("plotly_afterplot", () => cursor.place());
+    }
+  }
+
+  function toggle(id) {
+    if (open.has(id)) open.delete(id);
+    else open.add(id);
+    draw().then(() => reselect());
+  }
+
+  async function draw() {
+    const mine = shown;
+    const { index } = mine;
+    const rows = lifetimeRows(index, groups, tree, open).map((r, row) => ({ ...r, row }));
+    const color = (r) => (r.kind === "group" ? GROUP_COLOR : KIND_COLORS[r.kind]);
+    const data = [{
+      type: "bar", orientation: "h", y: rows.map((r) => r.row), base: rows.map((r) => r.born - 0.5),
+      x: rows.map((r) => r.end - r.born + 1), marker: { color: rows.map(color) },
+      customdata: rows.map((r) => r.key),
+      hovertext: rows.map((r) => (r.tensor ? describe(r.tensor, index) : `<b>${r.label}</b><br>click to ${r.open || (r.band && open.has(RESIDENT)) ? "fold" : "open"}`)),
+      hovertemplate: "%{hovertext}<extra></extra>",
+    }];
+    // Every drawn row is named: the chart grows and its frame scrolls (.lifetime-scroll).
+    const height = Math.max(160, 40 + rows.length * ROW_PX);
+    element.style.height = `${height}px`;
+    const frame = element.closest(".chart-wrap");
+    if (frame) {       // a frame that scrolls takes the focus, so its arrow keys scroll it without a mouse
+      frame.classList.add("lifetime-scroll");
+      frame.tabIndex = 0;
+      frame.setAttribute("role", "region");
+      frame.setAttribute("aria-label", "Saved tensor lifetimes, one row per tensor or module (scrolls)");
+    }
+    showLegend(rows.filter((r) => r.tensor || r.band).map((r) => ({ tensor: r.tensor ?? { kind: "param" } })));
+    const layout = {
+      height, margin: { l: 40, r: 12, t: 6, b: 30 }, showlegend: false, bargap: 0.25,
+      hovermode: "closest",
+      xaxis: { range: [-0.5, index.trace.steps.length - 0.5], title: { text: "step", standoff: 2 }, zeroline: false },
+      yaxis: { autorange: "reversed", tickvals: rows.map((r) => r.row),
+        ticktext: rows.map((r) => `${"\u2003".repeat(r.depth)}${r.label}`), automargin: true, tickfont: { size: 10 } },
+    };
+    const Plotly = await loadPlotly();
+    if (shown !== mine) return;                    // a newer run arrived while Plotly loaded
+    await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
+    shown.rows = rows;
+    shown.drawn = true;
+    element.dataset.rows = String(rows.length);
+    outlined = undefined;
+  }
+
+  let wanted = null;   // the selection to outline, kept across redraws
+
+  /** Outline the bar of the selected tensor: "t<id>", or "e<entry>" for the tensor that entry made; a tensor inside
+   * a folded group (or the resident band) opens it first. */
+  function select(id) {
+    wanted = id;
+    if (!shown?.drawn) return;                     // outlined once drawn (explorer.js selects again then)
+    const tensorId = tensorOf(id);
+    const path = tensorId === null ? [] : pathToTensor(shown.index, tree, tensorId).filter((g) => !open.has(g));
+    if (path.length) { for (const g of path) open.add(g); draw().then(() => reselect()); return; }
+    reselect();
+  }
+
+  function tensorOf(id) {
+    if (id?.[0] === "t") return Number(id.slice(1));
+    if (id?.[0] === "e") return shown.index.trace.tape[Number(id.slice(1))]?.output ?? null;
+    return null;
+  }
+
+  function reselect() {
+    if (!shown?.drawn) return;
+    const tensorId = tensorOf(wanted);
+    const row = shown.rows.findIndex((r) => r.tensor && r.tensor.id === tensorId);
+    const next = row < 0 ? null : row;
+    if (next === outlined) return;
+    outlined = next;
+    element.dataset.selectedTensor = next === null ? "" : String(tensorId);
+    window.Plotly.restyle(element, {
+      "marker.line.width": [shown.rows.map((r) => (r.row === next ? 3 : 0))],
+      "marker.line.color": "#CC79A7",
+    }, [0]);
+  }
+
+  return { load, update: (stepIndex) => cursor.move(stepIndex), select };
+}

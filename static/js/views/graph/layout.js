@@ -1,0 +1,49 @@
+// layout.js — lays a graph out: in the page while a graph is being opened (no frame is waiting, and a small layout
+// costs less than a worker's start), otherwise in one long-lived Web Worker, so a fold, an unfold or the player
+// entering a group re-lays out off the main thread and playing keeps its frames.
+/* global tapescopeLayout */
+
+let worker = null;
+let nextId = 0;
+const waiting = new Map();   // request id -> {resolve, reject}
+
+function layoutWorker() {
+  if (worker) return worker;
+  worker = new Worker("/static/js/views/graph/layout-worker.js");
+  worker.onmessage = (event) => {
+    const { id, layout } = event.data;
+    waiting.get(id)?.resolve(layout);
+    waiting.delete(id);
+  };
+  worker.onerror = (event) => {
+    for (const { reject } of waiting.values()) reject(new Error(event.message));
+    waiting.clear();
+    worker.terminate();
+    worker = null;
+  };
+  return worker;
+}
+
+/** Past this many boxes a layout is left to right only (layout-core.js's linear-time layering). */
+export const turnsMaxBoxes = () => tapescopeLayout.turnsMaxBoxes;
+
+/** Start the worker (it loads dagre) before the first fold needs it. */
+export function warmLayoutWorker() {
+  if (typeof Worker === "function") layoutWorker();
+}
+
+function inWorker(boxes, edges, clusters, rankdir) {
+  return new Promise((resolve, reject) => {
+    const id = nextId++;
+    waiting.set(id, { resolve, reject });
+    layoutWorker().postMessage({ id, boxes, edges, clusters, rankdir });
+  });
+}
+
+/** boxes: [{id, width, height, parent?}], edges: [{source, target}], clusters: [{id, parent?}] (layout-core.js)
+ * -> {positions, routes, clusters, width, height, rankdir}. `rankdir`: "LR" (left to right) or "TB" (top to bottom);
+ * `inPage`: lay out on the main thread (a graph being opened). */
+export function layoutGraph(boxes, edges, clusters = [], { inPage = false, rankdir = "LR" } = {}) {
+  if (!inPage) return inWorker(boxes, edges, clusters, rankdir);
+  return Promise.resolve(tapescopeLayout(boxes, edges, clusters, rankdir));
+}
