@@ -1,12 +1,14 @@
-"""The explorer preloads every module it imports, found from the modules' import lines.
+"""Each page preloads every module it imports, found from the modules' static import declarations.
 
-The closure is checked two ways that do not share its code: against hand-made module trees (folders, `../`, several-line
-imports), and, in tests/e2e/test_module_preloads_loaded.py, against the module requests a real page load makes.
+The closure is checked two ways that do not share its code: here against hand-made module trees (folders, `../`,
+several-line imports, and what only looks like an import), and, in tests/e2e/test_module_preloads_loaded.py (where the
+browser fixtures live), against the script requests a real Chromium makes loading each page with its preloads
+stripped: that test fails when the closure misses a module, or preloads one no page imports.
 """
 import re
 from pathlib import Path
 
-from backend.api.module_preloads import module_closure
+from backend.api.module_preloads import module_closure, specifiers
 
 STATIC_JS = Path(__file__).resolve().parents[2] / "static" / "js"
 
@@ -31,6 +33,30 @@ def test_closure_resolves_folders_and_parent_paths_as_the_browser_does(tmp_path)
     assert module_closure(tmp_path, ("entry.js",)) == ["entry.js", "graph/draw.js", "graph/nav.js", "store/state.js"]
 
 
+def test_only_static_declarations_count_not_comments_strings_templates_or_dynamic_imports():
+    source = """
+// import x from "./comment.js"
+/* import "./block-comment.js" */
+const words = "import y from './in-a-string.js'";
+const text = `import z from "./in-a-template.js" ${ {a: 1}.a } and "./after-a-substitution.js"`;
+const pattern = /["'`]/g, ratio = a / b / c;
+export const path = "./a-string-not-a-module.js";
+export function later() { return import("./dynamic.js"); }
+import.meta.url;
+import a, { b as c,
+  d } from "./default-and-named.js";
+import * as ns from '../namespace.js';
+import "./side-effect.js";
+export * from "./star.js";
+export * as grouped from "./star-as.js";
+export { e, f as g } from "./named-re-export.js";
+export { h };
+const nested = `x${`inner ${1}`}y`; import "./after-nested-templates.js";
+"""
+    assert specifiers(source) == ["./default-and-named.js", "../namespace.js", "./side-effect.js", "./star.js",
+                                  "./star-as.js", "./named-re-export.js", "./after-nested-templates.js"]
+
+
 def test_the_explorer_page_preloads_the_closure_of_its_entries(client):
     page = client.get("/").get_data(as_text=True)
     preloaded = re.findall(r'<link rel="modulepreload" href="/static/js/([\w./-]+\.js)">', page)
@@ -39,3 +65,9 @@ def test_the_explorer_page_preloads_the_closure_of_its_entries(client):
     # Plotly is fetched ahead but not run as a parser-blocking script (plotly-loader.js runs it after the graph)
     assert '<link rel="preload" as="script" href="/static/vendor/plotly.min.js">' in page
     assert '<script src="/static/vendor/plotly.min.js">' not in page
+
+
+def test_the_ledger_page_preloads_its_own_modules(client):
+    page = client.get("/ledger").get_data(as_text=True)
+    preloaded = re.findall(r'<link rel="modulepreload" href="/static/js/([\w./-]+\.js)">', page)
+    assert preloaded == ["pages/ledger.js", "lib/dom.js", "lib/format.js"]

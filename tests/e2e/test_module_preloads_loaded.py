@@ -1,43 +1,56 @@
-"""The preload list against the oracle that matters: the modules a real Chromium imports when the page loads.
+"""The preload lists against the oracle that matters: the modules a real Chromium requests when each page loads.
 
-The page is loaded once with its `<link rel="modulepreload">` tags stripped, so the browser finds every module by
-following the imports itself; the window's resource timing then lists what it fetched (a dedicated worker's fetches
-are in the worker's own timeline, not the window's). That set must be exactly the list the server preloads: a module
-missed (say, one moved into a folder the preload parser does not follow) costs a round trip per import depth at
-start, and a preload nobody imports is a wasted download.
+Each page is loaded with its `<link rel="modulepreload">` tags stripped, so the browser finds every module by
+following the imports itself, and every request it makes for a script under /static/js/ is recorded. Those, less the
+classic scripts (the page's own `<script src>` tags, the layout worker and what it pulls in with importScripts), must
+be exactly the list the server preloads: a module missed (say, one in a folder the preload parser does not resolve)
+costs a round trip per import depth at start, and a preload nobody imports is a wasted download.
 """
 import re
 from pathlib import Path
 from urllib.parse import urlparse
 
+import pytest
+
 STATIC_JS = Path(__file__).resolve().parents[2] / "static" / "js"
 PRELOAD = re.compile(r'<link rel="modulepreload" href="([^"]+)">')
-
-IMPORTED = """() => performance.getEntriesByType('resource').map((entry) => new URL(entry.name).pathname)
-                 .filter((path) => path.startsWith('/static/js/'))"""
+CLASSIC_SCRIPT = re.compile(r'<script src="(/static/js/[^"]+\.js)">')
+PAGES = [("/", ".explorer[data-ready=true]"), ("/ledger", "body[data-ledger-ready=true]")]
 
 
 def classic_worker_scripts():
     """The layout worker (`new Worker(...)`, not a module) and the scripts it pulls in with importScripts: fetched
-    for the worker, not imported by the page, and Chromium lists them in the window's timeline all the same."""
-    worker = STATIC_JS / "views" / "graph" / "layout-worker.js"
+    for the worker, not imported by the page, and Chromium reports their requests to the page all the same."""
+    layout = (STATIC_JS / "views" / "graph" / "layout.js").read_text()
+    worker_url = re.search(r'new Worker\("(/static/js/[^"]+\.js)"\)', layout)[1]
+    worker = STATIC_JS / worker_url.removeprefix("/static/js/")
     pulled = re.findall(r'"(/static/js/[^"]+\.js)"', re.search(r"importScripts\(([^)]*)\)", worker.read_text())[1])
-    return {"/static/js/views/graph/layout-worker.js", *pulled}
+    return {worker_url, *pulled}
 
 
-def test_every_module_the_browser_imports_is_preloaded_and_every_preload_is_imported(page, live_server):
-    html = page.request.get(f"{live_server}/").text()
+@pytest.mark.parametrize(("path", "ready"), PAGES)
+def test_every_module_the_browser_requests_is_preloaded_and_every_preload_is_requested(page, live_server, path, ready):
+    html = page.request.get(f"{live_server}{path}").text()
     preloaded = {urlparse(href).path for href in PRELOAD.findall(html)}
+    classic = set(CLASSIC_SCRIPT.findall(html)) | classic_worker_scripts()
 
     def without_preloads(route):
         response = route.fetch()
         route.fulfill(response=response, body=PRELOAD.sub("", response.text()))
 
-    page.route(f"{live_server}/", without_preloads)
-    page.goto(f"{live_server}/")
-    page.wait_for_selector(".explorer[data-ready=true]")
+    requested = set()
+
+    def record(request):
+        url = urlparse(request.url)
+        if request.resource_type == "script" and url.path.startswith("/static/js/") and url.path.endswith(".js"):
+            requested.add(url.path)
+
+    page.on("request", record)
+    page.route(f"{live_server}{path}", without_preloads)
+    page.goto(f"{live_server}{path}")
+    page.wait_for_selector(ready)
     page.wait_for_load_state("networkidle")
-    imported = set(page.evaluate(IMPORTED)) - classic_worker_scripts()
-    assert len(imported) > 40, imported
-    assert imported - preloaded == set(), "imported by the page but not preloaded"
-    assert preloaded - imported == set(), "preloaded but never imported"
+    imported = requested - classic
+    assert len(imported) >= (40 if path == "/" else 3), imported
+    assert imported - preloaded == set(), "requested by the page but not preloaded"
+    assert preloaded - imported == set(), "preloaded but never requested"
