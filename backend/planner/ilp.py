@@ -20,6 +20,7 @@ from scipy.sparse import coo_array
 
 from backend.models.caps import cap
 from backend.planner.selective import live_changes, predict_live_bytes
+from backend.trace.memory import live_bytes
 
 
 
@@ -147,18 +148,18 @@ def solve(base, budget_bytes, time_limit_s=10.0):
 
 def _floor(base_live, changes):
     """A peak no choice of units can go below: every unit's savings taken at once, exclusions ignored. A budget
-    under it is infeasible without asking the solver (the sweep's low budgets often are)."""
-    savings = np.zeros(len(base_live) + 1)
+    under it is infeasible without asking the solver (the sweep's low budgets often are). A unit saves where its
+    running change is below zero: each such stretch is a lifetime of negative bytes."""
+    savings = []
     for unit in changes:
         level, previous = 0, 0
         for step in sorted(unit):
             if level < 0:
-                savings[previous] += level
-                savings[step] -= level
+                savings.append((previous, step - 1, level))
             level, previous = level + unit[step], step
         if level < 0:
-            savings[previous] += level
-    return int((base_live + np.cumsum(savings)[:len(base_live)]).max())
+            savings.append((previous, None, level))
+    return int((base_live + live_bytes(savings, len(base_live))).max())
 
 
 def _merged(changes, n_steps):

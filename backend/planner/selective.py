@@ -6,10 +6,11 @@ With a recompute set, no step moves: the base run's storages keep their births, 
   until that saver's backward step; a recipe is also held by its output Tensor while that lives;
 - at each saver's backward step the recipes it holds are evaluated once each: transient copies, born and
   freed at that step.
-Live bytes at a step are then the storages with born ≤ step ≤ freed, as the trace document counts them.
+Live bytes at a step are then the storages with born ≤ step ≤ freed, counted by the trace document's own memory
+core (backend/trace/memory.py): the base run's lifetimes once, as a difference array, and each recompute set as the
+difference points it moves.
 """
-import numpy as np
-
+from backend.trace.memory import add_changes, lifetime_changes, live_from_deltas, release_point, step_deltas
 from backend.trace.recompute import refusal, saved_by_storage
 
 
@@ -32,11 +33,8 @@ class SelectiveBase:
         for t in document["tensors"]:
             self.tensors_on_storage.setdefault(t["storage"], []).append(t["id"])
         self.freed = {storage_id: _base_release(self, storage_id, st) for storage_id, st in self.storages.items()}
-        self.base_delta = np.zeros(self.n_steps + 1, dtype=np.int64)
-        for storage_id, st in self.storages.items():
-            end = self.freed[storage_id]
-            self.base_delta[st["born"]] += st["nbytes"]
-            self.base_delta[self.n_steps if end is None else end + 1] -= st["nbytes"]
+        self.base_delta = step_deltas(((st["born"], self.freed[storage_id], st["nbytes"])
+                                       for storage_id, st in self.storages.items()), self.n_steps)
 
     def output(self, entry):
         return self.tensors[self.tape[entry]["output"]]
@@ -55,10 +53,8 @@ class SelectiveBase:
 
 def predict_live_bytes(base, recompute):
     """Live bytes per step with the outputs of the `recompute` entries recomputed (see the module doc)."""
-    delta = base.base_delta.copy()
-    for step, nbytes in live_changes(base, recompute):
-        delta[step] += nbytes
-    return np.cumsum(delta)[:base.n_steps]
+    delta = add_changes(base.base_delta.copy(), live_changes(base, recompute))
+    return live_from_deltas(delta, base.n_steps)
 
 
 def live_changes(base, recompute):
@@ -90,11 +86,10 @@ def live_changes(base, recompute):
         before = base.freed[storage_id]
         if end != before:
             nbytes = base.storages[storage_id]["nbytes"]
-            changes.append((base.n_steps if before is None else before + 1, nbytes))
-            changes.append((base.n_steps if end is None else end + 1, -nbytes))
+            changes.append((release_point(before, base.n_steps), nbytes))
+            changes.append((release_point(end, base.n_steps), -nbytes))
     for step, nbytes in _transients(base, recompute, produced, sources):
-        changes.append((step, nbytes))
-        changes.append((step + 1, -nbytes))
+        changes.extend(lifetime_changes(step, step, nbytes, base.n_steps))      # made and dropped at the step
     return changes
 
 

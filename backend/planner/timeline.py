@@ -17,14 +17,13 @@ Under gradient accumulation every micro-batch runs its own forward and backward,
 regions: a region is then one per micro-batch, keyed (micro-batch, region), each with its own input, recompute
 and nested sweep.
 
-Live bytes at a step are the storages with born ≤ step ≤ freed, exactly as the trace document counts them,
-so the predicted peak is checked byte for byte against the executed run.
+Live bytes at a step are the storages with born ≤ step ≤ freed, counted by the trace document's own memory core
+(backend/trace/memory.py), so the predicted peak is checked byte for byte against the executed run.
 """
 from dataclasses import dataclass
 
-import numpy as np
-
 from backend.planner.blocks import BlockIndex
+from backend.trace.memory import live_bytes
 
 
 @dataclass
@@ -142,11 +141,7 @@ class Timeline:
 def predict_live_bytes(base, regions):
     """Live bytes per step of the checkpointed run, predicted from `base` (a BaseRun)."""
     timeline = Timeline(base, regions)
-    delta = np.zeros(timeline.n_steps + 1, dtype=np.int64)
-    for born, freed, nbytes in _intervals(base, regions, timeline):
-        delta[born] += nbytes
-        delta[timeline.n_steps if freed is None else freed + 1] -= nbytes
-    return np.cumsum(delta)[:timeline.n_steps]
+    return live_bytes(_intervals(base, regions, timeline), timeline.n_steps)
 
 
 def latest_release(steps):

@@ -15,14 +15,14 @@ is predicted with torch's own order, as torch.utils.checkpoint(use_reentrant=Fal
   again, it lives on from forward until that moment;
 - everything else keeps its interval, re-timed.
 
-Live bytes at a step are the storages with born ≤ step ≤ freed, as the trace document counts them.
+Live bytes at a step are the storages with born ≤ step ≤ freed, counted by the trace document's own memory core
+(backend/trace/memory.py).
 """
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from backend.planner.blocks import BlockIndex
 from backend.planner.timeline import latest_release
+from backend.trace.memory import live_bytes
 
 RECOMPUTE_ON_FIRST_UNPACK = "on_first_unpack"
 
@@ -138,16 +138,13 @@ def predict_live_bytes(base, regions, saved_ops=()):
     phase; `saved_ops` are the op names a selective policy keeps (their outputs are not recomputed)."""
     where = Regions(base, regions)
     timeline = Timeline(base, where)
-    delta = np.zeros(timeline.n_steps + 1, dtype=np.int64)
-    for born, freed, nbytes in _intervals(base, where, timeline, set(saved_ops)):
-        delta[born] += nbytes
-        delta[timeline.n_steps if freed is None else freed + 1] -= nbytes
+    live = live_bytes(_intervals(base, where, timeline, set(saved_ops)), timeline.n_steps)
     phases = [None] * timeline.n_steps
     for s, new in timeline.new.items():
         phases[new] = base.steps[s][0]
     for (r, _), new in timeline.recompute.items():
         phases[new] = "backward"
-    return np.cumsum(delta)[:timeline.n_steps], phases
+    return live, phases
 
 
 def _intervals(base, where, t, saved_ops):

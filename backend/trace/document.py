@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from backend.trace.failure import describe_failure
+from backend.trace.memory import live_bytes_by_kind, peak
 from backend.trace.memory_kinds import MEMORY_KIND_NAMES
 from backend.trace.peak import assign_scopes, explain_peak
 from backend.trace.recompute import mark as mark_recomputable
@@ -19,13 +20,13 @@ def _intervals(recorder):
     what the document and a peak without a document both stand on."""
     storages = sorted(recorder.storages.values(), key=lambda s: s["id"])
     steps = recorder.steps or [{"index": 0, "phase": "forward", "entry": None}]
-    live, by_kind = _live_bytes(storages, len(steps))
+    live, by_kind = live_bytes_by_kind(storages, len(steps))
     for step in steps:
         step["live_bytes"] = int(live[step["index"]])
         step["by_kind"] = {kind: int(by_kind[kind][step["index"]]) for kind in MEMORY_KIND_NAMES}
     tensors = sorted(recorder.tensors.values(), key=lambda t: t["id"])
     if _mark_saved_for_second_backward(recorder.tape, tensors, storages):
-        kept = _live_bytes([s for s in storages if s.get("saved_for_backward_2")], len(steps))[0]
+        kept = live_bytes_by_kind([s for s in storages if s.get("saved_for_backward_2")], len(steps))[0]
         for step in steps:
             step["recorded_backward_bytes"] = int(kept[step["index"]])
     freed_at = {s["id"]: s["freed"] for s in storages}
@@ -41,7 +42,7 @@ def build_document(recorder, spec, engine_version, loss, cuts=(), backward_error
     recorder.values.fill()
     mark_recomputable(recorder.tape, recorder.tensors.values())
     storages, steps, tensors, live, by_kind = _intervals(recorder)
-    peak_step = int(np.argmax(live))
+    peak_bytes, peak_step = peak(live)
     forward_end = max((s["index"] for s in steps if s["phase"] == "forward"), default=0)
     document = {
         "schema_version": EXPANDED_SCHEMA_VERSION,
@@ -61,7 +62,7 @@ def build_document(recorder, spec, engine_version, loss, cuts=(), backward_error
         "cuts": _cuts(cuts, recorder.tape, tensors),
         "error": describe_failure(backward_error, steps, recorder.tape, recorder.tensors) if backward_error else None,
         "summary": {
-            "peak_bytes": int(live[peak_step]),
+            "peak_bytes": peak_bytes,
             "peak_step": peak_step,
             "saved_bytes": _saved_bytes(recorder.tape, recorder.tensors, storages, len(steps)),
             "by_kind_at_peak": {kind: int(by_kind[kind][peak_step]) for kind in MEMORY_KIND_NAMES},
@@ -105,10 +106,10 @@ def resident_split(tensors, by_kind, last_step):
 def peak_of(recorder, spec):
     """The document's summary.peak_bytes and summary.peak for a recorder, without building the document."""
     storages, steps, tensors, live, _ = _intervals(recorder)
-    peak_step = int(np.argmax(live))
+    peak_bytes, peak_step = peak(live)
     core = {"spec": spec, "tensors": tensors, "storages": storages, "tape": recorder.tape, "steps": steps,
             "summary": {"peak_step": peak_step}}
-    return int(live[peak_step]), explain_peak(core)
+    return peak_bytes, explain_peak(core)
 
 
 def _mark_saved_for_second_backward(tape, tensors, storages):
@@ -126,17 +127,6 @@ def _mark_saved_for_second_backward(tape, tensors, storages):
     return True
 
 
-def _live_bytes(storages, n_steps):
-    """Storages alive at step s are those with born ≤ s ≤ freed: one difference array per kind."""
-    delta = {kind: np.zeros(n_steps + 1, dtype=np.int64) for kind in MEMORY_KIND_NAMES}
-    for s in storages:
-        delta[s["kind"]][s["born"]] += s["nbytes"]
-        if s["freed"] is not None:
-            delta[s["kind"]][s["freed"] + 1] -= s["nbytes"]
-    by_kind = {kind: np.cumsum(delta[kind])[:n_steps] for kind in MEMORY_KIND_NAMES}
-    return sum(by_kind.values()), by_kind
-
-
 def _saved_bytes(tape, tensors, storages, n_steps):
     """The most bytes of unique storages the forward tape holds for backward at once, parameters included.
 
@@ -146,7 +136,7 @@ def _saved_bytes(tape, tensors, storages, n_steps):
     never above the peak.
     """
     held = {tensors[uid]["storage"] for entry in tape if entry["phase"] == "forward" for uid in entry["saved"]}
-    live, _ = _live_bytes([s for s in storages if s["id"] in held], n_steps)
+    live, _ = live_bytes_by_kind([s for s in storages if s["id"] in held], n_steps)
     return int(live.max(initial=0))
 
 

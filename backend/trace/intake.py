@@ -18,7 +18,8 @@ import jsonschema
 
 from backend.problems import Problems
 from backend.trace.deadline import check as check_deadline
-from backend.trace.document import _live_bytes, _saved_bytes
+from backend.trace.document import _saved_bytes
+from backend.trace.memory import live_bytes_by_kind
 from backend.trace.memory_kinds import MEMORY_KIND_NAMES
 from backend.trace.document_versions import ACCEPTED_VERSIONS, TABLES, unpack
 
@@ -344,7 +345,7 @@ def _short(value):
 # ----- the timeline: live bytes, by kind, the peak and the saved bytes, as the intervals imply -------
 def _check_timeline(document, problems):
     storages, steps, summary = document["storages"], document["steps"], document["summary"]
-    live, by_kind = _live_bytes(storages, len(steps))
+    live, by_kind = live_bytes_by_kind(storages, len(steps))
     for i, step in enumerate(steps):
         if step["live_bytes"] != live[i]:
             problems.add(f"steps[{i}].live_bytes", f"is {step['live_bytes']:,}; the storages alive at step {i} "

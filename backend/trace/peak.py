@@ -3,6 +3,7 @@
 Every storage gets a scope (the layer path that owns it: an activation's op scope, a parameter's module, a grad's
 or an optimizer buffer's parameter), so the page can group any step the same way from the storages' intervals.
 """
+from backend.trace.memory import holders_at
 from backend.trace.memory_kinds import MEMORY_KIND_WORDS
 
 OPTIMIZER_STATE = {"adam": "Adam's m and v", "adamw": "AdamW's m and v", "sgd": "SGD's momentum buffers",
@@ -37,22 +38,6 @@ def _scope_of(tensor, by_id, depth=0):
         keep = len(parts) - (2 if kind != "param" and len(parts) > 2 else 1)
         return ".".join(parts[:keep]) or "model"
     return "loss" if tensor.get("name", "").startswith("loss") else "model"
-
-
-def holders_at(step, tensors, storages):
-    """The storages alive at `step`, grouped by (scope, kind): [{scope, kind, bytes, storages, tensors}], largest first."""
-    alive = {s["id"]: s for s in storages if s["born"] <= step and (s["freed"] is None or step <= s["freed"])}
-    groups = {}
-    for storage in alive.values():
-        key = (storage["scope"], storage["kind"])
-        group = groups.setdefault(key, {"scope": key[0], "kind": key[1], "bytes": 0, "storages": [], "tensors": []})
-        group["bytes"] += storage["nbytes"]
-        group["storages"].append(storage["id"])
-    for tensor in tensors:
-        storage = alive.get(tensor["storage"])
-        if storage is not None:
-            groups[(storage["scope"], storage["kind"])]["tensors"].append(tensor["id"])
-    return sorted(groups.values(), key=lambda g: (-g["bytes"], g["scope"], g["kind"]))
 
 
 def explain_peak(document):
