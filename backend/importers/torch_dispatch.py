@@ -1,0 +1,100 @@
+"""Every aten op the torch recorder sees, through a TorchDispatchMode: a forward op is a tape entry and a step
+(its FLOPs, its outputs' records, the autograd node it made); in backward and in the optimizer, an op's outputs
+are gradient and optimizer-state records (and a backward op's FLOPs go to the node running it)."""
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from backend.importers.torch_ops import TAPESCOPE, aten_name, family, flops, op_name, op_tensors
+
+_next_sequence_nr = torch._C._autograd._get_sequence_nr
+
+
+class OpRecording(TorchDispatchMode):
+    """The dispatch mode's half of TorchRecorder: reads and writes its tape, steps and tensor records."""
+
+    def _init_ops(self):
+        self._entry_of_seq = {}     # autograd sequence_nr -> tape index
+        self._last_seq = _next_sequence_nr()
+        self._awaiting_output = {}  # sequence_nr of a node made between ops (a custom Function's) -> next tape index
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self._busy or self.phase in ("setup", "done") or func in _MARKERS:
+            return func(*args, **kwargs)
+        if self.phase == "forward":
+            return self._forward_op(func, args, kwargs)
+        if self.phase == "recompute":
+            return self.recompute_op(func, args, kwargs)
+        if self.phase == "optimizer":
+            self._new_step(None, op=op_name(func))
+        elif self._freed_in_step and self.steps:
+            # A node freed a buffer before this op allocates: a step of its own keeps the two apart, so a
+            # step's live bytes are what was held together at one moment (as in the engine's recompute steps).
+            self._new_step(self.steps[-1]["entry"], op=op_name(func), continues=True)
+        out = func(*args, **kwargs)
+        self._wrote(func, args, kwargs)
+        if self.phase == "backward" and self.sweep:
+            self._count_backward(func, args, kwargs, out)
+        kind = "grad" if self.phase == "backward" else "optimizer"
+        for t in op_tensors(out):
+            key = self._key(t)
+            if self.lookup(t, key) is None:
+                self.tensor(t, kind, name=None, scope=None, key=key)
+        return out
+
+    def _count_backward(self, func, args, kwargs, out):
+        """A backward op's FLOPs go to the node running it (a checkpoint's recompute, to the node that started it)."""
+        count, source = flops(func, args, kwargs, out)
+        if not count:
+            return
+        item = self.sweep[-1]
+        item["flops"] += count
+        by_source = item["flops_by_source"]
+        by_source[source] = by_source.get(source, 0) + count
+
+    def _forward_op(self, func, args, kwargs):
+        name = op_name(func)
+        inputs = op_tensors(args) + op_tensors(tuple(kwargs.values()))
+        input_ids = [self.known(t, "input", None, scope="input") for t in inputs]
+        index = len(self.tape)
+        self._note_functions(index, inputs, input_ids)
+        entry = {"index": index, "op": name, "family": family(name), "backward": "", "inputs": input_ids,
+                 "output": None, "saved": [], "flops": 0, "flops_source": TAPESCOPE, "scope": self.scope, "why": "",
+                 "phase": "forward", "attrs": {"aten": aten_name(func)}}
+        self.tape.append(entry)
+        self._new_step(index)
+        out = func(*args, **kwargs)
+        self._wrote(func, args, kwargs)
+        outputs = op_tensors(out)
+        ids = [self.tensor(t, "activation", name=f"{name}{index}" + (f".{i}" if i else ""), produced_by=index,
+                           scope=entry["scope"]) for i, t in enumerate(outputs)]
+        entry["output"] = ids[0] if ids else None
+        if len(ids) > 1:
+            entry["attrs"]["outputs"] = ids
+        entry["flops"], entry["flops_source"] = flops(func, args, kwargs, out, inputs)
+        sequence_nr = _next_sequence_nr()
+        for seq in range(self._last_seq, sequence_nr):      # the autograd node(s) this op created
+            self._entry_of_seq[seq] = index
+        self._last_seq = sequence_nr
+        return out
+
+    def _note_functions(self, index, inputs, input_ids):
+        """A custom autograd.Function's node is made before its forward runs its ops (with grad off), so no op
+        creates it: it is the entry that produced its output, known when a later op (or the loss) reads that output."""
+        first_seq = _next_sequence_nr()
+        for seq in range(self._last_seq, first_seq):
+            self._awaiting_output[seq] = index
+        self._last_seq = first_seq
+        if self._awaiting_output:
+            self._claim_outputs(inputs, input_ids)
+
+    def _claim_outputs(self, tensors, ids):
+        for tensor, uid in zip(tensors, ids):
+            node = tensor.grad_fn
+            if node is not None and node._sequence_nr() in self._awaiting_output:
+                produced_by = self.tensors[uid]["produced_by"]
+                fallback = self._awaiting_output.pop(node._sequence_nr())
+                self._entry_of_seq[node._sequence_nr()] = fallback if produced_by is None else produced_by
+
+
+_MARKERS = (torch.ops.profiler._record_function_enter_new.default, torch.ops.profiler._record_function_exit._RecordFunction)
