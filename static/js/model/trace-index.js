@@ -2,6 +2,8 @@
 // Checkpointed runs add: which block region each checkpoint entry covers, which checkpoint's backward re-ran
 // each recompute entry, and the recompute steps of each checkpoint. Op-level (selective) recomputation adds: the
 // entries whose outputs are kept as recipes instead of saved, and the recomputed copies each backward step makes.
+// Whether a tensor is alive at a step is the memory core's rule (live-bytes.js).
+import { isAlive } from "./live-bytes.js";
 
 /** checkpoint tape index -> {ordinal, blocks, path}: the k-th checkpoint recorded covers schedule.block_regions[k]. */
 function checkpointRegions(trace) {
@@ -87,7 +89,7 @@ export function indexTrace(trace) {
     isCheckpoint: (entry) => tape[entry]?.op === "checkpoint",
     isRecompute: (entry) => tape[entry]?.phase === "recompute",
     isRecipe: (entry) => recipeEntries.has(entry),
-    alive: (t, step) => t.born <= step && (t.freed === null || step <= t.freed),
+    alive: isAlive,
     /** Whether the tape holds tensor `t` at `step`: recorded by a saving entry and not yet released. */
     held(t, step) {
       if (!this.alive(t, step) || !t.saved_by.length) return false;

@@ -6,6 +6,7 @@ import { fetchLevers } from "../../state/api.js";
 import { el } from "../../lib/dom.js";
 import { formatBytes, signedBytes } from "../../lib/format.js";
 import { KIND_COLORS } from "../../lib/palette.js";
+import { holdersAt } from "../../model/live-bytes.js";
 import { percentText } from "../../model/schedule.js";
 import { topLayer } from "../../model/trace-index.js";
 
@@ -16,36 +17,22 @@ const KIND_WORDS = { input: "batch", param: "params", activation: "activations",
 
 
 /** A trace's storages as the breakdown reads them, worked out once per trace (not at every step): their interval,
- * bytes, (top-level layer, kind) group and tensors. */
+ * bytes, kind, top-level layer and tensors. */
 export function breakdownStorages(trace) {
   const tensorsOf = new Map();
   for (const tensor of trace.tensors) {
     if (!tensorsOf.has(tensor.storage)) tensorsOf.set(tensor.storage, []);
     tensorsOf.get(tensor.storage).push(tensor);
   }
-  return trace.storages.map((storage) => {
-    const layer = topLayer(storage.scope);
-    return { born: storage.born, freed: storage.freed, nbytes: storage.nbytes, layer, kind: storage.kind,
-      key: `${layer}|${storage.kind}`, tensors: tensorsOf.get(storage.id) ?? [] };
-  });
+  return trace.storages.map((storage) => ({ born: storage.born, freed: storage.freed, nbytes: storage.nbytes,
+    layer: topLayer(storage.scope), kind: storage.kind, tensors: tensorsOf.get(storage.id) ?? [] }));
 }
 
 /** The storages alive at `step` grouped by (top-level layer, kind), largest first: [{layer, kind, bytes, storages,
- * tensorCount}]; `storages` is breakdownStorages(trace). */
+ * tensorCount}]; `storages` is breakdownStorages(trace), grouped by the memory core (model/live-bytes.js). */
 export function breakdownAt(storages, step) {
-  const groups = new Map();
-  for (const storage of storages) {
-    if (storage.born > step || (storage.freed !== null && step > storage.freed)) continue;
-    let group = groups.get(storage.key);
-    if (!group) {
-      group = { layer: storage.layer, kind: storage.kind, bytes: 0, storages: [], tensorCount: 0 };
-      groups.set(storage.key, group);
-    }
-    group.bytes += storage.nbytes;
-    group.storages.push(storage);
-    group.tensorCount += storage.tensors.length;
-  }
-  return [...groups.values()].sort((a, b) => b.bytes - a.bytes || a.layer.localeCompare(b.layer));
+  return holdersAt(step, storages, (storage) => storage.layer).map(({ scope, kind, bytes, storages: held }) =>
+    ({ layer: scope, kind, bytes, storages: held, tensorCount: held.reduce((count, s) => count + s.tensors.length, 0) }));
 }
 
 /** A group's kind in words; the recorded backward's activations are what a double backward pays for. */
