@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 PIP     := .venv/bin/pip
 VENDOR  := static/vendor
 
-.PHONY: run test install system-deps python-deps torch-deps frontend-deps bench clean
+.PHONY: run test install system-deps python-deps torch-deps frontend-deps schemas bench clean
 
 run: install
 	$(PY) app.py
@@ -44,6 +44,11 @@ $(VENDOR)/.installed: package.json package-lock.json
 	cp node_modules/@dagrejs/dagre/dist/dagre.min.js $(VENDOR)/dagre.min.js
 	cp node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js $(VENDOR)/plotly.min.js
 	touch $@
+
+# Both trace schemas and the page's column list, generated from backend/trace/declaration.py (docs/trace.md);
+# tests/trace/test_declaration.py fails while a committed copy differs from what the declaration makes.
+schemas: python-deps
+	$(PY) -m backend.trace.schemas
 
 bench: install
 	$(PY) bench/engine.py

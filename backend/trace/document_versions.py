@@ -17,27 +17,32 @@ a graph that is the tape seen from its edges. Version 2 keeps the same records a
   itself one column per kind); the graph (nodes, leaves and edges from the tape and the tensors).
 - value statistics are arrays [min, max, mean, norm] with the base64 float16 values fifth when carried.
 
-The page decodes version 2 in static/js/trace-document.js; `unpack` is the same decoding in Python.
+The page decodes version 2 in static/js/state/trace-document.js; `unpack` is the same decoding in Python. Which
+columns are coded, scoped, statistics or nested, and which are derived and how, is declared once, in
+backend/trace/declaration.py (which the schemas and the page's column list are generated from): this module reads it.
 """
 import copy
 
+from backend.trace import declaration
 from backend.trace.deadline import check as check_deadline
 from backend.trace.document import graph_of
 
 CURRENT_VERSION = 2
 ACCEPTED_VERSIONS = (1, 2)
-OP_TEXT = ("family", "backward", "why")
-STATISTICS = ("min", "max", "mean", "norm")
-STATISTICS_AND_VALUES = STATISTICS + ("f16",)
-TABLES = ("storages", "tensors", "tape", "sweep", "steps")
+OP_TEXT = declaration.OP_TEXT
+STATISTICS = declaration.STATISTICS_FIELDS
+STATISTICS_AND_VALUES = declaration.STATISTICS_AND_VALUES
+TABLES = declaration.TABLES
 
 # Per table: columns coded by distinct value, scope columns (indices into "scopes"), object columns whose value
 # statistics become arrays, and object columns of fixed keys written as one column per key (a nested table).
-CODED = {"storages": ("kind",), "tensors": ("kind", "dtype"), "tape": ("phase", "recompute", "op"),
-         "sweep": (), "steps": ("phase", "op")}
-SCOPED = {"storages": ("scope",), "tensors": ("scope",), "tape": ("scope",)}
-WITH_STATISTICS = {"tensors": ("value",), "sweep": ("adjoint",)}
-NESTED = {"steps": ("by_kind",)}
+CODED = declaration.columns_of(declaration.CODED)
+SCOPED = declaration.columns_of(declaration.SCOPED)
+WITH_STATISTICS = declaration.columns_of(declaration.STATISTICS)
+NESTED = declaration.columns_of(declaration.NESTED)
+# Per table, {field: Derived}: the columns left out when every row agrees with their derivation.
+DERIVED = declaration.derived_fields()
+PACKED_ONLY = tuple(field.name for field in declaration.DOCUMENT.fields if field.packed_only)     # scopes, ops
 
 
 class DocumentVersionError(ValueError):
@@ -77,22 +82,16 @@ def pack(document):
     ops = _op_texts(document["tape"])
     storages, tape = document["storages"], document["tape"]
     storage_of = {s["id"]: s for s in storages}
-    entry_of = lambda rows: [tape[row["entry"]] for row in rows]       # noqa: E731  (a sweep item's entry)
-    derived = {               # per table, per field: the whole column a reader would derive
-        "storages": {},
-        "tensors": {"address": lambda rows: [storage_of[t["storage"]]["address"] for t in rows],
-                    "nbytes": lambda rows: [storage_of[t["storage"]]["nbytes"] for t in rows]},
-        "tape": {"index": lambda rows: list(range(len(rows))),
-                 **{field: _op_text(ops, field) for field in OP_TEXT}},
-        "sweep": {"op": lambda rows: [e["op"] for e in entry_of(rows)],
-                  "backward": lambda rows: [e["backward"] for e in entry_of(rows)],
-                  "why": lambda rows: [e["why"] for e in entry_of(rows)],
-                  "reads": lambda rows: [e["saved"] for e in entry_of(rows)]},
-        "steps": {"index": lambda rows: list(range(len(rows))),
-                  "live_bytes": lambda rows: [sum(s["by_kind"].values()) for s in rows]},
+    columns = {               # Derived.how -> the whole column a reader would derive, for the field it reads
+        "row": lambda source: lambda rows: list(range(len(rows))),
+        "storage": lambda source: lambda rows: [storage_of[row["storage"]][source] for row in rows],
+        "op": lambda source: _op_text(ops, source),
+        "entry": lambda source: lambda rows: [tape[row["entry"]][source] for row in rows],
+        "sum": lambda source: lambda rows: [sum(row[source].values()) for row in rows],
     }
     for name in TABLES:
-        packed[name] = _table(name, document[name], derived[name], scopes)
+        derived = {field: columns[how.how](how.source) for field, how in DERIVED[name].items()}
+        packed[name] = _table(name, document[name], derived, scopes)
     if ops is not None:
         packed["ops"] = ops
     packed["scopes"] = scopes.values
@@ -206,32 +205,32 @@ def _statistics_array(value):
 def unpack(packed):
     """The expanded form (schema_version 1's layout, schema_version kept at 2) of a version 2 document."""
     document = {key: copy.deepcopy(value) for key, value in packed.items()
-                if key not in TABLES + ("ops", "scopes", "graph")}
+                if key not in TABLES + PACKED_ONLY + ("graph",)}
     scopes, ops = packed["scopes"], packed.get("ops") or {}
-    storages = _rows("storages", packed["storages"], scopes)
-    storage_of = {s["id"]: s for s in storages}
-    tensors = _rows("tensors", packed["tensors"], scopes)
-    for tensor in tensors:
-        storage = storage_of[tensor["storage"]]
-        tensor.setdefault("address", storage["address"])
-        tensor.setdefault("nbytes", storage["nbytes"])
-    tape = _rows("tape", packed["tape"], scopes)
-    for i, entry in enumerate(tape):
-        entry.setdefault("index", i)
-        for field in OP_TEXT:
-            if field in ops.get(entry["op"], {}):
-                entry.setdefault(field, ops[entry["op"]][field])
-    sweep = _rows("sweep", packed["sweep"], scopes)
-    for item in sweep:
-        entry = tape[item["entry"]]
-        for field, source in (("op", "op"), ("backward", "backward"), ("why", "why"), ("reads", "saved")):
-            item.setdefault(field, copy.copy(entry[source]))
-    steps = _rows("steps", packed["steps"], scopes)
-    for i, step in enumerate(steps):
-        step.setdefault("index", i)
-        step.setdefault("live_bytes", sum(step["by_kind"].values()))
-    document.update(storages=storages, tensors=tensors, tape=tape, sweep=sweep, steps=steps)
-    document["graph"] = copy.deepcopy(packed["graph"]) if "graph" in packed else graph_of(tape, tensors)
+    tables = {}
+    storage_of = {}
+    absent = object()
+    values = {                # Derived.how -> (row index, row, the field it reads) -> the value, or absent
+        "row": lambda i, row, source: i,
+        "storage": lambda i, row, source: storage_of[row["storage"]][source],
+        "op": lambda i, row, source: ops.get(row["op"], {}).get(source, absent),
+        "entry": lambda i, row, source: copy.copy(tables["tape"][row["entry"]][source]),
+        "sum": lambda i, row, source: sum(row[source].values()),
+    }
+    for name in TABLES:       # in declared order: a table's derivations read only the tables before it
+        rows = tables[name] = _rows(name, packed[name], scopes)
+        for field, how in DERIVED[name].items():
+            value_of = values[how.how]
+            for i, row in enumerate(rows):
+                if field not in row:
+                    value = value_of(i, row, how.source)
+                    if value is not absent:
+                        row[field] = value
+        if name == "storages":
+            storage_of.update((storage["id"], storage) for storage in rows)
+    document.update(tables)
+    document["graph"] = (copy.deepcopy(packed["graph"]) if "graph" in packed
+                         else graph_of(tables["tape"], tables["tensors"]))
     return document
 
 

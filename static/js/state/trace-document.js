@@ -3,10 +3,7 @@
 // snapshots stored before version 2 hold, already is that layout and passes as it is. The same decoding in
 // Python is backend/trace/document_versions.py's unpack.
 
-const OP_TEXT = ["family", "backward", "why"];
-const TABLES = ["storages", "tensors", "tape", "sweep", "steps"];
-const SCOPED = { storages: ["scope"], tensors: ["scope"], tape: ["scope"] };
-const WITH_STATISTICS = { tensors: ["value"], sweep: ["adjoint"] };
+import { OP_TEXT, SCOPED, TABLES, WITH_STATISTICS } from "./trace-columns.js";     // generated: make schemas
 
 /** The expanded form of a trace document of either version (anything else is returned as it came). */
 export function readTrace(document) {
