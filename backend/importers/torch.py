@@ -1,7 +1,7 @@
 """The command line that records one real PyTorch training step into a trace document (torch_step.py records it).
 
     python -m backend.importers.torch MODEL_FILE [--out run.json] [--share URL] [--checkpoint POLICY] [--values]
-                                                 [--warmup N]
+                                                 [--warmup N] [--nproc N]
 
 MODEL_FILE is your own Python file. It defines `build()`, which returns either a tuple
 (model, batch[, loss_fn[, optimizer]]) or a dict with those keys ("model", "batch", optional "loss_fn",
@@ -19,7 +19,7 @@ only here, on your machine, in this process; the app never imports torch and nev
 import argparse
 import sys
 
-from backend.importers import torch_checkpoint
+from backend.importers import torch_checkpoint, torch_distributed
 from backend.importers.share import ShareFailed, share
 from backend.importers.mistakes import ImportMistake
 from backend.importers.torch_checkpoint import schedule_label
@@ -44,6 +44,9 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=0, metavar="N",
                         help="run N plain steps before the recorded one (the steady state: the optimizer's state "
                              "allocated, as in the step that runs out of memory)")
+    parser.add_argument("--nproc", type=int, default=0, metavar="N",
+                        help="record every rank of a distributed step: N local processes on 127.0.0.1 (gloo on CPU, "
+                             "nccl with CUDA), build() run after the process group is up; under torchrun, its ranks")
     args = parser.parse_args(argv)
     if not 0 <= args.warmup <= MAX_WARMUP:
         raise SystemExit(f"--warmup {args.warmup}: give a whole number of steps from 0 to {MAX_WARMUP} "
@@ -51,6 +54,11 @@ def main(argv=None):
     if args.blocks and not args.checkpoint:     # refused before the user's file runs, not after a recording
         raise SystemExit("--blocks names the modules a checkpoint what-if wraps: give --checkpoint too, "
                          "e.g. --checkpoint every_k=1 --blocks transformer.h.0,transformer.h.1")
+    if args.nproc or torch_distributed.under_torchrun():      # every rank: one run.json of all ranks' documents
+        try:
+            return torch_distributed.main(args)
+        except ImportMistake as error:
+            raise SystemExit(str(error)) from None
     try:
         document = recorded(args)
     except ImportMistake as error:         # the user's to change: one sentence, no traceback

@@ -1,0 +1,407 @@
+"""One rank's recorder: TorchRecorder plus the step's collectives as tape entries of family `collective`, and the
+sharded memory a distributed step holds (DTensor's local shards, FSDP2's unsharded parameters, DDP's buckets).
+
+What a TorchDispatchMode sees of torch.distributed (torch 2.13, gloo; found with a 2-rank prototype):
+- every c10d op (c10d.allreduce_, _allgather_base_, _reduce_scatter_base_, broadcast_, scatter_, ...) reaches the
+  mode on the thread that issues it, DDP's C++ reducer included: its bucket all-reduce (c10d.allreduce_ on the
+  bucket's flat buffer) arrives on the autograd thread (the caller's, on CPU) right after the AccumulateGrad node
+  that made the bucket ready. A c10d op only issues: it returns a Work, and `Work.wait()` is no op at all, so the
+  wait is seen by wrapping Work.wait (FSDP2 and torch.distributed's Python waits) or, for DDP's reducer, which waits
+  in C++ in its final autograd callback, at the end of backward;
+- a functional collective (_c10d_functional.all_reduce, all_gather_into_tensor, reduce_scatter_tensor, ...)
+  allocates its output and returns at once; `_c10d_functional.wait_tensor` is its wait, an op the mode sees;
+- an op on a DTensor (or on an AsyncCollectiveTensor) reaches the mode once, as the DTensor op; the mode
+  answers NotImplemented, so DTensor's own dispatch runs with the mode still on the stack and the mode sees what
+  really runs on this rank: the local op on the local shard and any redistribution's functional collectives
+  (clip_grad_norm_'s all-reduce of the partial norm, Shard -> Replicate all-gathers). Sharding propagation's
+  meta tensors are passed through unrecorded;
+- FSDP2 frees an unsharded parameter by resizing its storage to 0 bytes and brings it back by resizing it again
+  (fsdp._fully_shard._fsdp_param's free_storage and alloc_storage): no op, no storage death, so both are wrapped
+  while the step is recorded.
+
+Every storage the step's sharding makes is tagged with its `shard_role` (ROLES) within the memory kinds that exist:
+an unsharded parameter is kind `param`, a communication buffer keeps the kind of the phase that allocated it.
+"""
+import contextlib
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+from torch.utils._pytree import tree_leaves
+
+from backend.importers.torch_ops import TAPESCOPE
+from backend.importers.torch_recorder import TorchRecorder
+
+ROLES = {
+    "sharded_param": "the rank's shard of a parameter (DTensor.to_local())",
+    "unsharded_param": "a parameter all-gathered for its module's forward or backward",
+    "grad_shard": "the rank's shard of a gradient (a reduce-scatter's output)",
+    "unsharded_grad": "a full gradient waiting for its reduce-scatter",
+    "comm_buffer": "a collective's input or output buffer",
+    "bucket": "a DDP bucket: the flat buffer its gradients are copied into and all-reduced in",
+}
+
+# c10d ops whose tensors (argument 0) are both what is sent and what is received; every other c10d op writes its
+# argument 0 from its argument 1 (output, input)
+IN_PLACE = {"allreduce_", "allreduce_coalesced_", "broadcast_", "reduce_", "send", "recv_", "recv_any_source_"}
+OP_WORDS = {     # c10d / _c10d_functional op -> the collective's name on the tape
+    "allreduce_": "all_reduce", "allreduce_coalesced_": "all_reduce", "all_reduce": "all_reduce",
+    "all_reduce_": "all_reduce", "all_reduce_coalesced": "all_reduce", "all_reduce_coalesced_": "all_reduce",
+    "_allgather_base_": "all_gather", "allgather_": "all_gather", "allgather_into_tensor_coalesced_": "all_gather",
+    "allgather_coalesced_": "all_gather", "all_gather_into_tensor": "all_gather",
+    "all_gather_into_tensor_coalesced": "all_gather", "all_gather_into_tensor_out": "all_gather",
+    "_reduce_scatter_base_": "reduce_scatter", "reduce_scatter_": "reduce_scatter",
+    "reduce_scatter_tensor_coalesced_": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter",
+    "broadcast_": "broadcast", "broadcast": "broadcast", "broadcast__": "broadcast", "scatter_": "scatter",
+    "gather_": "gather", "reduce_": "reduce", "alltoall_base_": "all_to_all", "alltoall_": "all_to_all",
+    "all_to_all_single": "all_to_all", "barrier": "barrier", "send": "send", "recv_": "recv",
+}
+NAMESPACES = ("c10d", "_c10d_functional")
+UNRECORDED = {"_wrap_tensor_autograd", "monitored_barrier_"}     # bookkeeping, no communication
+
+
+def local(tensor):
+    """The tensor this rank holds: a DTensor's local shard, an AsyncCollectiveTensor's result, else itself."""
+    while is_traceable_wrapper_subclass(tensor):
+        inner = getattr(tensor, "_local_tensor", None)
+        if inner is None:
+            inner = getattr(tensor, "elem", None)
+        if inner is None:
+            break
+        tensor = inner
+    return tensor
+
+
+class RankRecorder(TorchRecorder):
+    """TorchRecorder on one rank of a process group: the same records, over the tensors this rank holds."""
+
+    def __init__(self, with_values=False, model=None):
+        super().__init__(with_values=with_values)
+        self.collectives = []           # tape indices of the collective entries, in order
+        self.ddp_buckets = []           # DDP's reducer's buckets: {index, bytes, params, entry}
+        self._pending = []              # issued, not yet waited: (tape index, output storage ids)
+        self._ddp = _find_ddp(model)
+        self._names = {}                # id(parameter or local shard) -> name
+        self._fsdp_buffers = {}         # id(tensor) -> role, for FSDP2's all-gather outputs and unsharded params
+
+    # ----- local shards in place of DTensors ---------------------------------------------------
+    def tensor(self, tensor, kind, name=None, produced_by=None, scope=None, key=None, **extra):
+        shard = local(tensor)
+        uid = super().tensor(shard, kind, name, produced_by, scope, key if shard is tensor else None, **extra)
+        if shard is not tensor and kind == "param":
+            self._tag(self.tensors[uid]["storage"], "sharded_param")
+        return uid
+
+    def lookup(self, tensor, key=None):
+        shard = local(tensor)
+        return super().lookup(shard, key if shard is tensor else None)
+
+    def known(self, tensor, kind, name, scope=None):
+        return super().known(local(tensor), kind, name, scope)
+
+    def _describe(self, target, tensor, with_values=None):
+        tensor = local(tensor)
+        if self._fsdp_buffers and not tensor.is_meta:
+            # numpy() makes a storage unresizable for good, and FSDP2 frees and re-allocates its unsharded
+            # parameters by resizing their storages: statistics are read from a copy
+            self._busy += 1
+            try:
+                tensor = tensor.detach().clone()
+            finally:
+                self._busy -= 1
+        return super()._describe(target, tensor, with_values)
+
+    def _tag(self, storage_id, role):
+        storage = self.storages[storage_id]
+        storage.setdefault("shard_role", role)
+
+    def add_model(self, model, batch_tensors):
+        super().add_model(model, batch_tensors)
+        self._names = {id(local(p)): name for name, p in model.named_parameters()}
+        for module in model.modules():
+            state = getattr(module, "_get_fsdp_state", None)
+            group = state()._fsdp_param_group if state is not None else None
+            for fsdp_param in (group.fsdp_params if group is not None else ()):
+                # a parameter's all-gather output is its unsharded parameter's storage (the parameter a view of
+                # it); the group's flat buffer the collective writes is a comm_buffer, tagged when it runs
+                for tensor in (*fsdp_param.all_gather_outputs, *getattr(fsdp_param, "_unsharded_inner_tensors", ())):
+                    self._fsdp_buffers[id(tensor)] = "unsharded_param"
+
+    # ----- every op: subclasses unwrapped, collectives recorded -------------------------------
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        leaves = tree_leaves((args, kwargs))
+        if any(is_traceable_wrapper_subclass(leaf) for leaf in leaves):
+            return NotImplemented           # DTensor runs its own dispatch, the mode still on: its local ops come here
+        if any(isinstance(leaf, torch.Tensor) and leaf.is_meta for leaf in leaves):
+            return func(*args, **kwargs)    # sharding propagation
+        if func.namespace in NAMESPACES and not self._busy and self.phase not in ("setup", "done"):
+            name = func._schema.name.split("::")[1]
+            if name == "wait_tensor":
+                return self._waited_tensor(func, args, kwargs)
+            if name not in UNRECORDED:
+                return self._collective(func, name, args, kwargs)
+        return super().__torch_dispatch__(func, types, args, kwargs)
+
+    def begin(self, phase):
+        if phase == "backward" and self._ddp is not None:
+            self._read_buckets()
+        if self.phase == "backward" and phase != "backward":
+            # DDP's reducer waits for every bucket in C++, in its final autograd callback: at backward's end
+            self._wait_all("DDP's reducer waits for its buckets when backward ends")
+        super().begin(phase)
+
+    # ----- collectives ------------------------------------------------------------------------
+    def _collective(self, func, name, args, kwargs):
+        functional = func.namespace == "_c10d_functional"
+        if functional or name in IN_PLACE:
+            sent = _flat_tensors(args[0]) if args else []
+            received_in_place = [] if functional else sent
+        else:
+            sent, received_in_place = _flat_tensors(args[1]), _flat_tensors(args[0])
+        input_ids = [self.known(t, self._kind(), None) for t in sent]
+        index = len(self.tape)
+        op = OP_WORDS.get(name, name.rstrip("_"))
+        entry = {"index": index, "op": op, "family": "collective", "backward": "", "inputs": input_ids,
+                 "output": None, "saved": [], "flops": 0, "flops_source": TAPESCOPE, "scope": self.scope,
+                 "why": "", "phase": self.phase, "attrs": {"aten": f"{func.namespace}.{name}"}}
+        self.tape.append(entry)
+        self._new_step(index, op=op, collective="issued")
+        known_before = set(self.storages)
+        out = func(*args, **kwargs)
+        received = received_in_place if not functional else _flat_tensors(out)
+        output_ids = [self.known(t, self._kind(), None) for t in received]
+        made = sorted(set(self.storages) - known_before)
+        buffers = sorted({self.tensors[uid]["storage"] for uid in output_ids} | set(made))
+        entry["output"] = output_ids[0] if output_ids else None
+        if len(output_ids) > 1:
+            entry["attrs"]["outputs"] = output_ids
+        group = _group_ranks(args)
+        entry["collective"] = {
+            "op": op, "event": "issued", "group": group, "bytes_in": _nbytes(sent), "bytes_out": _nbytes(received),
+            "buffers": buffers, "allocated_bytes": sum(self.storages[s]["nbytes"] for s in made),
+            "async": True, "waited_in": None}
+        entry["why"] = (f"{op} over ranks {group}: sends {_nbytes(sent):,} B, receives {_nbytes(received):,} B; "
+                        "issued here, waited later")
+        for uid in input_ids:
+            self._tag(self.tensors[uid]["storage"], "bucket" if self._in_backward_ddp(op) else "comm_buffer")
+        for uid in output_ids:
+            role = "grad_shard" if op == "reduce_scatter" else "comm_buffer"
+            if not self._in_backward_ddp(op):
+                self._tag(self.tensors[uid]["storage"], role)
+        if op == "reduce_scatter":
+            for uid in input_ids:
+                self.storages[self.tensors[uid]["storage"]]["shard_role"] = "unsharded_grad"
+        if self._in_backward_ddp(op):
+            self._note_bucket(entry)
+        self.collectives.append(index)
+        if not functional and not (self._in_backward_ddp(op) or _issued_async_from_python()):
+            # waited before it returned: torch.distributed's async_op=False, or C++ that waits at once (DDP
+            # rebuilding its buckets broadcasts rank 0's assignment): one entry
+            entry["collective"].update(event="completed", waited_in=index)
+            entry["collective"]["async"] = False
+            entry["why"] = entry["why"].replace("issued here, waited later", "waited for before it returned")
+            return out
+        self._pending.append((index, {self.tensors[uid]["storage"] for uid in output_ids}))
+        if not functional:
+            _remember_work(self, index)
+        return out
+
+    def _kind(self):
+        return {"forward": "activation", "backward": "grad", "optimizer": "optimizer"}.get(self.phase, "activation")
+
+    def _in_backward_ddp(self, op):
+        return self._ddp is not None and self.phase == "backward" and op == "all_reduce"
+
+    def _waited(self, issued, how):
+        """The second entry of an asynchronous collective: where this rank waited for it."""
+        self._pending = [(i, s) for i, s in self._pending if i != issued]
+        first = self.tape[issued]
+        index = len(self.tape)
+        entry = {**first, "index": index, "phase": self.phase, "scope": self.scope, "inputs": [], "saved": [],
+                 "attrs": {"aten": first["attrs"]["aten"], "waits_for": issued},
+                 "collective": {**first["collective"], "event": "waited", "issued_in": issued, "how": how},
+                 "why": f"{first['op']} (entry {issued}) waited: {how}"}
+        entry["collective"].pop("waited_in", None)
+        self.tape.append(entry)
+        first["collective"]["waited_in"] = index
+        self._new_step(index, op=first["op"], collective="waited")
+        self.collectives.append(index)
+
+    def _waited_tensor(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        storage = self._live.get(local(args[0]).untyped_storage().data_ptr()) if args else None
+        for issued, storages in self._pending:
+            if storage is not None and storage["id"] in storages:
+                self._waited(issued, "wait_tensor")
+                break
+        return out
+
+    def is_pending(self, issued):
+        return any(i == issued for i, _ in self._pending)
+
+    def waited_work(self, issued):
+        if self.phase in ("setup", "done") or not self.is_pending(issued):
+            return
+        self._waited(issued, "Work.wait()")
+
+    def _wait_all(self, how):
+        for issued, _ in list(self._pending):
+            if self.tape[issued]["attrs"]["aten"].startswith("c10d."):
+                self._waited(issued, how)
+
+    # ----- DDP's buckets --------------------------------------------------------------------------
+    def _read_buckets(self):
+        """DDP's reducer's buckets as it will launch them (rebuilt from the gradients' order at the second step's
+        forward): index, bytes and the parameters each holds."""
+        self._busy += 1
+        try:
+            buckets = self._ddp.reducer._get_zeros_like_grad_buckets()
+            self.ddp_buckets = [{"index": b.index(), "bytes": int(b.buffer().nbytes),
+                                 "params": [self._names.get(id(p), "?") for p in b.parameters()], "entry": None}
+                                for b in buckets]
+            del buckets
+        finally:
+            self._busy -= 1
+
+    def _note_bucket(self, entry):
+        launched = [b for b in self.ddp_buckets if b["entry"] is not None]
+        if len(launched) >= len(self.ddp_buckets):
+            return
+        bucket = self.ddp_buckets[len(launched)]
+        bucket["entry"] = entry["index"]
+        ready = [self.tensors[a["tensor"]]["name"] for item in self.sweep for a in item["accumulations"]]
+        entry["collective"].update(bucket=bucket["index"], gradients=bucket["params"], ready=ready)
+        entry["scope"] = f"ddp.bucket[{bucket['index']}]"
+        entry["why"] = (f"DDP bucket {bucket['index']} ({len(bucket['params'])} gradients, {bucket['bytes']:,} B) "
+                        f"all-reduced over ranks {entry['collective']['group']} once its last gradient was ready; "
+                        f"{len(ready)} gradients were ready then")
+
+    # ----- FSDP2's unsharded parameters: storages resized, not freed ---------------------------
+    def storage_resized(self, tensor, before):
+        """FSDP2's free_storage / alloc_storage on `tensor`: its storage (data pointer `before`) went, or came
+        back at a new address."""
+        if self.phase in ("setup", "done"):
+            return
+        record = self._live.get(before) if before else None
+        if record is not None:
+            self._on_storage_freed(before, record["id"])
+        ptr = tensor.untyped_storage().data_ptr()
+        if ptr:
+            role = self._fsdp_buffers.get(id(tensor), "unsharded_param")
+            storage = self._storage(tensor, "param" if role == "unsharded_param" else self._kind(), None)
+            storage["shard_role"] = role
+
+
+def _flat_tensors(value):
+    return [local(t) for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def _nbytes(tensors):
+    return int(sum(t.numel() * t.element_size() for t in tensors))
+
+
+def _group_ranks(args):
+    """The global ranks of the collective's group: a c10d op's ProcessGroup argument, a functional one's group name."""
+    for arg in args:
+        try:
+            if isinstance(arg, torch.ScriptObject):
+                return dist.get_process_group_ranks(dist.ProcessGroup.unbox(arg))
+            if isinstance(arg, str):
+                from torch.distributed.distributed_c10d import _resolve_process_group
+                return dist.get_process_group_ranks(_resolve_process_group(arg))
+        except (RuntimeError, ValueError, KeyError, AttributeError):
+            continue
+    return list(range(dist.get_world_size()))
+
+
+def _issued_async_from_python():
+    """Whether torch.distributed's Python API issued this c10d op with async_op=True (its caller waits for the
+    Work later); False for async_op=False and for C++ callers (no distributed_c10d frame on the stack)."""
+    frame = sys._getframe(2)
+    for _ in range(12):
+        if frame is None:
+            return False
+        if frame.f_code.co_filename.endswith("distributed_c10d.py"):
+            return bool(frame.f_locals.get("async_op", False))
+        frame = frame.f_back
+    return False
+
+
+def _find_ddp(model):
+    from torch.nn.parallel import DistributedDataParallel
+    if model is None:
+        return None
+    return next((m for m in model.modules() if isinstance(m, DistributedDataParallel)), None)
+
+
+# ----- waits and FSDP2's storage resizes, seen while a step is recorded -----------------------------
+_issued_works = []                          # (result tensors' data pointers, recorder, tape index), while recording
+
+
+def _remember_work(recorder, index):
+    """An issued c10d collective, for the Work.wait() that will wait for it (the Work itself is a new wrapper
+    each time Python sees it: it is matched by its result's buffers)."""
+    entry = recorder.tape[index]
+    pointers = {recorder.storages[s]["address"] for s in entry["collective"]["buffers"]}
+    _issued_works.append((pointers, recorder, index))
+
+
+@contextlib.contextmanager
+def watching_distributed(recorder):
+    """While the step is recorded: Work.wait() says which issued collective it waited for (matched by the
+    tensors its result holds, else the oldest pending), and FSDP2's storage frees and allocs are told."""
+    from torch.distributed.distributed_c10d import Work
+    original_wait = Work.wait
+
+    def wait(work, *args, **kwargs):
+        result = original_wait(work, *args, **kwargs)
+        _match_wait(work)
+        return result
+
+    patched = [(Work, "wait", original_wait)]
+    Work.wait = wait
+    try:
+        from torch.distributed.fsdp._fully_shard import _fsdp_param, _fsdp_param_group
+    except ImportError:
+        _fsdp_param = _fsdp_param_group = None
+    if _fsdp_param is not None:
+        for module, name in ((_fsdp_param, "free_storage"), (_fsdp_param, "alloc_storage"),
+                             (_fsdp_param_group, "alloc_storage")):
+            original = getattr(module, name)
+            patched.append((module, name, original))
+            setattr(module, name, _resizing(original, recorder))
+    try:
+        yield recorder
+    finally:
+        for owner, name, original in reversed(patched):
+            setattr(owner, name, original)
+        _issued_works.clear()
+
+
+def _resizing(original, recorder):
+    def resize(tensor):
+        before = tensor.untyped_storage().data_ptr()
+        original(tensor)
+        if tensor.untyped_storage().data_ptr() != before:
+            recorder.storage_resized(tensor, before)
+    return resize
+
+
+def _match_wait(work):
+    _issued_works[:] = [item for item in _issued_works if item[1].is_pending(item[2])]
+    try:
+        addresses = {f"0x{t.untyped_storage().data_ptr():x}" for t in work.result()}
+    except (RuntimeError, TypeError, AttributeError):
+        addresses = set()
+    for position, (pointers, recorder, index) in enumerate(_issued_works):
+        if addresses and addresses & pointers:
+            break
+    else:
+        position = 0 if _issued_works else None
+    if position is None:
+        return
+    _, recorder, index = _issued_works.pop(position)
+    recorder.waited_work(index)

@@ -1,0 +1,207 @@
+"""Every rank of a distributed training step, recorded: `--nproc N` runs N processes on 127.0.0.1 (gloo on CPU, nccl
+where CUDA is), `torchrun --nproc-per-node N -m backend.importers.torch ...` uses the environment torchrun sets.
+
+The process group is up before the user's build() runs, so build() wraps the model as a training script does (DDP,
+fully_shard, parallelize_module); each rank records its own step (torch_collectives.RankRecorder: the same document
+as one process, over the tensors this rank holds, with its collectives on the tape); rank 0 gathers the documents
+(dist.gather_object) and one run.json is written:
+
+    {"world_size": N, "ranks": [document of rank 0, document of rank 1, ...]}
+
+each a full trace document (schema_version 2, as run.json always is) with its `rank`, `world_size` and `mesh`
+(the device mesh's shape, dim names and ranks when the model's parameters are DTensors on one, else null).
+"""
+import json
+import os
+import pickle
+import socket
+import sys
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from backend.importers.mistakes import ImportMistake
+from backend.importers.torch_collectives import RankRecorder, local, watching_distributed
+from backend.importers.torch_step import document_of, load_build, record, step_of, warm_up
+from backend.trace.document_versions import pack
+
+MAX_NPROC = 16
+TIMEOUT = timedelta(minutes=5)      # a rank that died must not keep the others waiting for gloo's 30 minutes
+
+
+# ----- one rank ------------------------------------------------------------------------------------
+def record_rank(model, batch, loss_fn=None, optimizer=None, values=False, warmup=0):
+    """This rank's step of an already wrapped model, recorded: its trace document with rank, world_size and mesh."""
+    warm_up(model, batch, loss_fn, optimizer, warmup)
+    recorder = RankRecorder(with_values=values, model=model)
+    with watching_distributed(recorder):
+        recorder, loss = record(model, batch, loss_fn, optimizer, values=values, recorder=recorder)
+    document = document_of(recorder, loss, model, batch, loss_fn, optimizer)
+    document["source"]["warmup_steps"] = warmup
+    document["rank"], document["world_size"] = dist.get_rank(), dist.get_world_size()
+    document["mesh"] = mesh_of(model)
+    document["ddp_buckets"] = recorder.ddp_buckets
+    document["summary"]["collectives"] = collective_summary(document["tape"])
+    document["summary"]["by_shard_role_at_peak"] = by_role_at(document, document["summary"]["peak_step"])
+    return document
+
+
+def mesh_of(model):
+    """The device mesh the model's DTensor parameters live on: shape, dim names and the ranks it lays out."""
+    for parameter in model.parameters():
+        mesh = getattr(parameter, "device_mesh", None)
+        if mesh is not None:
+            names = mesh.mesh_dim_names
+            return {"shape": list(mesh.shape), "dim_names": list(names) if names else None,
+                    "ranks": mesh.mesh.tolist(), "device_type": mesh.device_type}
+    return None
+
+
+def collective_summary(tape):
+    """Per collective op: how many were issued and the bytes they sent and received on this rank."""
+    summary = {}
+    for entry in tape:
+        collective = entry.get("collective")
+        if entry["family"] != "collective" or collective["event"] == "waited":
+            continue
+        row = summary.setdefault(collective["op"], {"count": 0, "bytes_in": 0, "bytes_out": 0})
+        row["count"] += 1
+        row["bytes_in"] += collective["bytes_in"]
+        row["bytes_out"] += collective["bytes_out"]
+    return summary
+
+
+def by_role_at(document, step):
+    """Live bytes at `step` per shard_role (storages tagged by the recorder; untagged ones are not counted)."""
+    roles = {}
+    for storage in document["storages"]:
+        role = storage.get("shard_role")
+        freed = storage["freed"]
+        if role and storage["born"] <= step and (freed is None or freed > step):
+            roles[role] = roles.get(role, 0) + storage["nbytes"]
+    return roles
+
+
+def local_parameter_bytes(model):
+    """The bytes of the parameters this rank holds (a DTensor's local shard; each storage once)."""
+    storages = {}
+    for parameter in model.parameters():
+        storage = local(parameter).untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+    return sum(storages.values())
+
+
+# ----- process groups ------------------------------------------------------------------------------
+def under_torchrun():
+    return all(name in os.environ for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+
+
+def init_group():
+    """Join the process group the environment describes (torchrun's, or ours): nccl with CUDA, else gloo."""
+    if dist.is_initialized():
+        return
+    if torch.cuda.is_available():
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+        dist.init_process_group("nccl", timeout=TIMEOUT)
+    else:
+        dist.init_process_group("gloo", timeout=TIMEOUT)
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run_ranks(target, nproc, *args):
+    """Run target(*args) on `nproc` local ranks (127.0.0.1, a free port), each with the process group up; returns
+    every rank's result, in rank order (gathered to rank 0, handed back through a file). A rank's ImportMistake is
+    raised here as the same sentence."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="tapescope-ranks-") as scratch:
+        result_path = Path(scratch) / "ranks.pickle"
+        method = "spawn" if torch.cuda.is_available() else "fork"      # nothing of CUDA may be forked
+        try:
+            torch.multiprocessing.start_processes(_rank_entry, args=(nproc, port, str(result_path), target, args),
+                                                  nprocs=nproc, start_method=method, join=True)
+        except torch.multiprocessing.ProcessExitedException as error:
+            mistake = Path(scratch) / f"mistake{error.error_index}.txt"
+            if mistake.exists():
+                raise ImportMistake(mistake.read_text()) from None
+            raise
+        return pickle.loads(result_path.read_bytes())
+
+
+def _rank_entry(rank, nproc, port, result_path, target, args):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
+                      WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc))
+    try:
+        init_group()
+        gathered = gather(target(*args))
+    except ImportMistake as mistake:
+        Path(result_path).with_name(f"mistake{rank}.txt").write_text(f"rank {rank}: {mistake}")
+        sys.exit(1)
+    if rank == 0:
+        Path(result_path).write_bytes(pickle.dumps(gathered))
+    dist.destroy_process_group()
+
+
+def gather(value):
+    """Every rank's `value` on rank 0 (a list in rank order), None elsewhere."""
+    gathered = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
+    dist.gather_object(value, gathered, dst=0)
+    return gathered
+
+
+# ----- the command line's part -------------------------------------------------------------------
+def run_document(documents):
+    """run.json's object: the world size and every rank's document, each packed as schema_version 2."""
+    return {"world_size": len(documents), "ranks": [pack(document) for document in documents]}
+
+
+def write_ranks(documents, path):
+    Path(path).write_text(json.dumps(run_document(documents), separators=(",", ":")))
+
+
+def record_file(model_file, values=False, warmup=0):
+    """One rank's document of MODEL_FILE's step: build() runs here, after the process group is up."""
+    build = load_build(model_file)
+    return record_rank(*step_of(build), values=values, warmup=warmup)
+
+
+def main(args):
+    """`--nproc N` or torchrun: every rank recorded, one run.json from rank 0; 0 on success."""
+    if args.checkpoint or args.share:
+        raise SystemExit(f"{'--checkpoint' if args.checkpoint else '--share'} records one process: it does not yet "
+                         "combine with --nproc or torchrun; record the ranks into --out run.json and open it")
+    if under_torchrun():
+        init_group()
+        documents = gather(record_file(args.model_file, args.values, args.warmup))
+        rank = dist.get_rank()
+        dist.destroy_process_group()
+        if rank != 0:
+            return 0
+    else:
+        if not 1 <= args.nproc <= MAX_NPROC:
+            raise SystemExit(f"--nproc {args.nproc}: give a number of local ranks from 1 to {MAX_NPROC}")
+        if not Path(args.model_file).is_file():
+            raise SystemExit(f"{args.model_file}: no such file")
+        documents = run_ranks(record_file, args.nproc, args.model_file, args.values, args.warmup)
+    if args.out:
+        write_ranks(documents, args.out)
+    else:
+        sys.stdout.write(json.dumps(run_document(documents), separators=(",", ":")) + "\n")
+    for document in documents:
+        print(rank_line(document) + (f" -> {args.out}" if args.out else ""), file=sys.stderr)
+    return 0
+
+
+def rank_line(document):
+    summary = document["summary"]
+    moved = ", ".join(f"{row['count']} {op} ({row['bytes_out']:,} B)" for op, row in summary["collectives"].items())
+    return (f"rank {document['rank']}/{document['world_size']} {document['source']['model']}: {summary['entries']} "
+            f"entries, peak {summary['peak_bytes']:,} B at step {summary['peak_step']} ({summary['peak']['phase']}), "
+            f"saved {summary['saved_bytes']:,} B; collectives: {moved or 'none'}")

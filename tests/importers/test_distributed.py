@@ -1,0 +1,198 @@
+"""Every rank of a distributed step, recorded on 2 ranks over loopback (gloo, CPU): DDP and FSDP2 (reshard after
+forward and not). One launch records all three on both ranks, with each rank's independent counts beside them; a
+second is the command line's --nproc 2. Per rank: saved bytes are what saved_tensors_hooks packed, parameter bytes
+are the rank's local shards, the gradients are a single process's, DDP's buckets are DDP's own and each bucket's
+all-reduce sits between its last gradient and the next bucket's, and FSDP2's peak is lower when it reshards."""
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install torch==2.13.0)")
+dist = pytest.importorskip("torch.distributed", reason="this torch build has no torch.distributed")
+if not dist.is_available() or not dist.is_gloo_available():
+    pytest.skip("torch.distributed's gloo backend is not available in this torch build", allow_module_level=True)
+pytestmark = pytest.mark.xdist_group("torch-import")
+
+from backend.importers.torch import main  # noqa: E402
+from backend.importers.torch_collectives import local  # noqa: E402
+from backend.importers.torch_distributed import local_parameter_bytes, record_rank, run_ranks  # noqa: E402
+from backend.importers.torch_step import run_step, warm_up  # noqa: E402
+from backend.trace.document_versions import unpack  # noqa: E402
+from tests.importers import distributed_model  # noqa: E402
+from tests.importers.packed import packed_during  # noqa: E402
+
+WORLD = 2
+WARMUP = 1          # DDP rebuilds its buckets at the second step: the recorded step is the steady state's
+
+
+def plain_name(name):
+    return name.removeprefix("module.")
+
+
+def full_grads(model):
+    """Every parameter's gradient after the step, whole: DDP's is already all-reduced, FSDP2's shard gathered."""
+    grads = {}
+    for name, parameter in model.named_parameters():
+        grad = parameter.grad
+        grads[plain_name(name)] = (grad.full_tensor() if hasattr(grad, "full_tensor") else grad).detach().clone()
+    return grads
+
+
+def buckets_by_hook(wrap):
+    """DDP's own buckets in the counted step, as its reducer hands them to a comm hook (index, parameter names),
+    and what saved_tensors_hooks pack in that same step on a fresh, identically warmed-up model."""
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    model, batch, loss_fn, optimizer = distributed_model.build(wrap)
+    names = {id(p): name for name, p in model.named_parameters()}
+    seen = []
+
+    def hook(state, bucket):
+        seen.append((bucket.index(), [names[id(p)] for p in bucket.parameters()]))
+        return allreduce_hook(None, bucket)
+
+    if wrap == "ddp":
+        model.register_comm_hook(None, hook)
+    warm_up(model, batch, loss_fn, optimizer, WARMUP)
+    seen.clear()
+    packed = packed_during(lambda: run_step(model, batch, loss_fn, optimizer))
+    return seen, packed
+
+
+def on_each_rank():
+    results = {}
+    for wrap in distributed_model.WRAPS:
+        model, batch, loss_fn, optimizer = distributed_model.build(wrap)
+        document = record_rank(model, batch, loss_fn, optimizer, warmup=WARMUP)
+        hook_buckets, packed = buckets_by_hook(wrap)
+        results[wrap] = {"document": document, "grads": full_grads(model), "packed": packed,
+                         "param_bytes": local_parameter_bytes(model), "hook_buckets": hook_buckets,
+                         "shards": {plain_name(n): list(local(p).shape) for n, p in model.named_parameters()}}
+    return results
+
+
+@pytest.fixture(scope="module")
+def ranks():
+    return run_ranks(on_each_rank, WORLD)
+
+
+@pytest.fixture(scope="module")
+def single_process_grads():
+    model, batch, loss_fn, optimizer = distributed_model.build_plain()
+    warm_up(model, batch, loss_fn, optimizer, WARMUP)
+    run_step(model, batch, loss_fn, optimizer)
+    return {name: p.grad.detach().clone() for name, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("wrap", distributed_model.WRAPS)
+def test_each_rank_is_its_own_document(ranks, wrap):
+    for rank, results in enumerate(ranks):
+        document = results[wrap]["document"]
+        assert (document["rank"], document["world_size"]) == (rank, WORLD)
+        if wrap == "ddp":
+            assert document["mesh"] is None
+        else:
+            assert document["mesh"]["shape"] == [WORLD] and document["mesh"]["ranks"] == [0, 1]
+
+
+@pytest.mark.parametrize("wrap", distributed_model.WRAPS)
+def test_saved_bytes_are_what_saved_tensors_hooks_packed_on_that_rank(ranks, wrap):
+    for results in ranks:
+        summary = results[wrap]["document"]["summary"]
+        packed_bytes, count = results[wrap]["packed"]
+        assert summary["packed"] == count
+        if wrap == "fsdp":
+            # the saved weights are FSDP2's unsharded parameters, freed after each block's forward and gathered
+            # again for its backward: never all held at once, so the recorded figure is below the packs' sum
+            assert summary["saved_bytes"] <= packed_bytes
+        else:
+            assert summary["saved_bytes"] == packed_bytes
+
+
+@pytest.mark.parametrize("wrap", distributed_model.WRAPS)
+def test_parameter_bytes_are_the_ranks_local_shards(ranks, wrap):
+    for results in ranks:
+        document = results[wrap]["document"]
+        setup_params = sum(s["nbytes"] for s in document["storages"] if s["kind"] == "param" and s["setup"])
+        assert setup_params == results[wrap]["param_bytes"]
+        if wrap != "ddp":
+            full = sum(torch.Size(shape).numel() * 4 for shape in ranks[0]["ddp"]["shards"].values())
+            assert setup_params < full
+            params = [t for t in document["tensors"] if t["kind"] == "param" and t["name"] in results[wrap]["shards"]]
+            assert {t["name"]: t["shape"] for t in params} == results[wrap]["shards"]
+
+
+@pytest.mark.parametrize("wrap", distributed_model.WRAPS)
+def test_gradients_equal_a_single_process_step(ranks, single_process_grads, wrap):
+    for results in ranks:
+        grads = results[wrap]["grads"]
+        assert set(grads) == set(single_process_grads)
+        for name, expected in single_process_grads.items():
+            torch.testing.assert_close(grads[name], expected, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_ddp_buckets_are_ddps_own_in_its_order(ranks):
+    for results in ranks:
+        document = results["ddp"]["document"]
+        recorded = [(b["index"], b["params"]) for b in document["ddp_buckets"]]
+        assert len(recorded) >= 3
+        assert recorded == results["ddp"]["hook_buckets"]
+
+
+def test_each_bucket_is_all_reduced_after_its_last_gradient_and_before_the_next_bucket(ranks):
+    for results in ranks:
+        document = results["ddp"]["document"]
+        ready_step = {}
+        for item in document["sweep"]:
+            for accumulation in item["accumulations"]:
+                ready_step[document["tensors"][accumulation["tensor"]]["name"]] = item["step"]
+        step_of_entry = {step["entry"]: step["index"] for step in document["steps"]
+                         if step.get("collective") == "issued"}
+        launched = [step_of_entry[b["entry"]] for b in document["ddp_buckets"]]
+        assert launched == sorted(launched)
+        for bucket, launch, next_launch in zip(document["ddp_buckets"], launched, launched[1:] + [None]):
+            entry = document["tape"][bucket["entry"]]
+            assert (entry["family"], entry["op"], entry["phase"]) == ("collective", "all_reduce", "backward")
+            assert entry["collective"]["bytes_in"] == bucket["bytes"] and entry["collective"]["group"] == [0, 1]
+            assert max(ready_step[name] for name in bucket["params"]) < launch
+            assert next_launch is None or launch < next_launch
+            assert set(bucket["params"]) <= set(entry["collective"]["ready"])
+            waited = document["tape"][entry["collective"]["waited_in"]]
+            assert waited["collective"]["event"] == "waited" and waited["index"] > entry["index"]
+
+
+def test_fsdp2_collectives_are_all_gathers_and_reduce_scatters_of_the_shards(ranks):
+    for results in ranks:
+        document = results["fsdp"]["document"]
+        collectives = document["summary"]["collectives"]
+        blocks = distributed_model.BLOCKS
+        # forward gathers every unit (4 blocks and the root's head), backward gathers each again (all resharded
+        # after forward) and reduce-scatters every unit's gradients
+        assert collectives["all_gather"]["count"] == 2 * (blocks + 1)
+        assert collectives["reduce_scatter"]["count"] == blocks + 1
+        assert collectives["all_gather"]["bytes_out"] == WORLD * collectives["all_gather"]["bytes_in"]
+        assert collectives["reduce_scatter"]["bytes_in"] == WORLD * collectives["reduce_scatter"]["bytes_out"]
+        keep = results["fsdp_keep"]["document"]["summary"]["collectives"]
+        assert keep["all_gather"]["count"] == blocks + 1
+
+
+def test_fsdp2_peaks_lower_when_it_reshards_after_forward_by_the_unsharded_parameters(ranks):
+    for results in ranks:
+        resharded, kept = (results[wrap]["document"]["summary"] for wrap in ("fsdp", "fsdp_keep"))
+        assert resharded["peak_bytes"] < kept["peak_bytes"]
+        unsharded = (resharded["by_shard_role_at_peak"].get("unsharded_param", 0),
+                     kept["by_shard_role_at_peak"].get("unsharded_param", 0))
+        assert unsharded[0] < unsharded[1]
+
+
+def test_the_command_line_writes_one_run_json_of_every_rank(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TAPESCOPE_TEST_WRAP", "fsdp")
+    out = tmp_path / "run.json"
+    assert main([distributed_model.__file__, "--nproc", str(WORLD), "--warmup", "1", "--out", str(out)]) == 0
+    run = json.loads(out.read_text())
+    assert run["world_size"] == WORLD and len(run["ranks"]) == WORLD
+    for rank, packed in enumerate(run["ranks"]):
+        assert packed["schema_version"] == 2
+        document = unpack(packed)
+        assert (document["rank"], document["world_size"], document["mesh"]["shape"]) == (rank, WORLD, [WORLD])
+        assert any(entry["family"] == "collective" for entry in document["tape"])
+    assert "rank 1/2" in capsys.readouterr().err
