@@ -5,6 +5,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from backend.importers.torch_ops import TAPESCOPE, aten_name, family, flops, op_name, op_tensors
+from backend.trace.records import entry_record
 
 _next_sequence_nr = torch._C._autograd._get_sequence_nr
 
@@ -58,9 +59,8 @@ class OpRecording(TorchDispatchMode):
         input_ids = [self.known(t, "input", None, scope="input") for t in inputs]
         index = len(self.tape)
         self._note_functions(index, inputs, input_ids)
-        entry = {"index": index, "op": name, "family": family(name), "backward": "", "inputs": input_ids,
-                 "output": None, "saved": [], "flops": 0, "flops_source": TAPESCOPE, "scope": self.scope, "why": "",
-                 "phase": "forward", "attrs": {"aten": aten_name(func)}}
+        entry = entry_record(index, name, family(name), "", input_ids, self.scope, 0, "", {"aten": aten_name(func)},
+                             "forward", flops_source=TAPESCOPE)
         self.tape.append(entry)
         self._new_step(index)
         out = func(*args, **kwargs)

@@ -16,8 +16,9 @@ from torch.utils._pytree import tree_flatten
 from backend.importers.torch_dispatch import OpRecording
 from backend.importers.torch_regions import CheckpointRegions
 from backend.importers.torch_saves import Packed, SavedTensors
-from backend.importers.torch_storages import SMALL_TENSOR_ELEMENTS, TensorRecords
+from backend.importers.torch_storages import TensorRecords
 from backend.importers.torch_sweep import SweepOrder
+from backend.trace.records import SMALL_TENSOR_ELEMENTS, block_record, step_record
 
 __all__ = ["TorchRecorder", "Packed", "SMALL_TENSOR_ELEMENTS"]
 
@@ -47,7 +48,7 @@ class TorchRecorder(CheckpointRegions, SweepOrder, SavedTensors, TensorRecords, 
     def _new_step(self, entry, **extra):
         self._freed_in_step = False
         self.step = len(self.steps)
-        self.steps.append({"index": self.step, "phase": self.phase, "entry": entry, **extra})
+        self.steps.append(step_record(self.step, self.phase, entry, **extra))
 
     @property
     def scope(self):
@@ -106,7 +107,7 @@ class TorchRecorder(CheckpointRegions, SweepOrder, SavedTensors, TensorRecords, 
             if self.phase != "forward" or not inputs or any(b["path"] == path for b in self.blocks):
                 return
             uid = self.known(inputs[0], "activation", None, scope=self.scope)
-            self.blocks.append({"path": path, "input_storage": self.tensors[uid]["storage"]})
+            self.blocks.append(block_record(path, self.tensors[uid]["storage"]))
         return entered
 
     # ----- the end -----------------------------------------------------------------------------

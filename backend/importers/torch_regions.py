@@ -24,6 +24,7 @@ import torch
 import torch.utils.checkpoint as torch_checkpoint
 
 from backend.importers.torch_ops import TAPESCOPE, aten_name, family, flops, op_name, op_tensors
+from backend.trace.records import entry_record
 
 
 @contextmanager
@@ -150,12 +151,10 @@ class CheckpointRegions:
         index = len(self.tape)
         inputs = op_tensors(args) + op_tensors(tuple(kwargs.values()))
         scope = self.tape[original]["scope"] if original is not None else self.scope
-        entry = {"index": index, "op": name, "family": family(name), "backward": "",
-                 "inputs": [self.known(t, "activation", None) for t in inputs], "output": None, "saved": [],
-                 "flops": 0, "flops_source": TAPESCOPE, "scope": scope,
-                 "why": f"recomputed in backward: checkpoint region {region['index']} re-runs its forward",
-                 "phase": "recompute", "recompute_of": original, "checkpoint_region": region["index"],
-                 "attrs": {"aten": aten_name(func)}}
+        entry = entry_record(index, name, family(name), "", [self.known(t, "activation", None) for t in inputs], scope,
+                             0, f"recomputed in backward: checkpoint region {region['index']} re-runs its forward",
+                             {"aten": aten_name(func)}, "recompute", flops_source=TAPESCOPE, recompute_of=original,
+                             checkpoint_region=region["index"])
         if original is not None:
             entry["backward"] = self.tape[original]["backward"]
             region["_recomputed"][original] = index

@@ -8,9 +8,8 @@ import weakref
 import torch
 
 from backend.importers.torch_ops import op_tensors, written_arguments
+from backend.trace.records import SMALL_TENSOR_ELEMENTS, storage_record, tensor_record
 from backend.trace.values import ValueTable
-
-SMALL_TENSOR_ELEMENTS = 1024      # with --values, tensors this small carry their values (heatmaps)
 
 
 class TensorRecords:
@@ -35,8 +34,8 @@ class TensorRecords:
         ptr = storage.data_ptr()
         record = self._live.get(ptr) if ptr else None
         if record is None:
-            record = {"id": len(self.storages), "address": f"0x{ptr:x}", "nbytes": int(storage.nbytes()),
-                      "kind": kind, "born": self.step, "freed": None, "dropped": None, "setup": self.phase == "setup"}
+            record = storage_record(len(self.storages), f"0x{ptr:x}", int(storage.nbytes()), kind, self.step,
+                                    setup=self.phase == "setup")
             if scope:
                 record["scope"] = scope
             self.storages[record["id"]] = record
@@ -75,10 +74,8 @@ class TensorRecords:
         known = key[0] in self._live
         storage = self._storage(tensor, kind, scope if kind in ("param", "input") else None)
         uid = len(self.tensors)
-        record = {"id": uid, "name": name or f"t{uid}", "kind": storage["kind"], "shape": list(tensor.shape),
-                  "dtype": _dtype_name(tensor.dtype), "nbytes": storage["nbytes"],
-                  "storage": storage["id"], "address": storage["address"], "born": self.step, "freed": None,
-                  "saved_by": [], "produced_by": produced_by, "scope": scope, **extra}
+        record = tensor_record(uid, name or f"t{uid}", storage["kind"], tensor.shape, _dtype_name(tensor.dtype),
+                               storage, self.step, produced_by, scope, **extra)
         if known and kind not in ("param", "input"):
             record["view"] = True
         self.tensors[uid] = record

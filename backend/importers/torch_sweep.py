@@ -1,6 +1,7 @@
 """The backward sweep's order, from torch's own graph: after forward, loss.grad_fn's nodes are walked (which node is
 which tape entry, what each saves) and hooked, so each node's pre-hook is one sweep step (its adjoint) and its
 post-hook lists the gradients it hands on; AccumulateGrad nodes are the parameters' accumulations."""
+from backend.trace.records import accumulation, adjoint_record, contribution, sweep_item
 
 
 class SweepOrder:
@@ -55,12 +56,9 @@ class SweepOrder:
             adjoint = None
             if grad is not None:
                 uid = self._gradient_of(grad, entry["output"])
-                adjoint = {"tensor": uid, "shape": list(grad.shape)}
+                adjoint = adjoint_record(uid, grad.shape)
                 self._describe(adjoint, grad, with_values=False)
-            self.sweep.append({"step": self.step, "entry": index, "op": entry["op"], "backward": entry["backward"],
-                               "adjoint": adjoint, "reads": list(entry["saved"]), "why": entry["why"],
-                               "contributions": [], "accumulations": [], "freed": [], "ready": [], "pending": {},
-                               "flops": 0, "flops_by_source": {}})
+            self.sweep.append(sweep_item(self.step, entry, adjoint, list(entry["saved"]), flops=0, flops_by_source={}))
             return None
         return begin
 
@@ -81,8 +79,7 @@ class SweepOrder:
                     parent = self._node_entry.get(target)
                     to = self.tape[parent]["output"] if parent is not None else None
                 if to is not None:
-                    item["contributions"].append({"to": to, "grad": self._gradient_of(grad, to),
-                                                  "shape": list(grad.shape)})
+                    item["contributions"].append(contribution(to, self._gradient_of(grad, to), grad.shape))
             return None
         return end
 
@@ -113,7 +110,7 @@ class SweepOrder:
             return
         uid = self.known(grad, "grad", None)
         self.tensors[uid].update(grad_of=param, name=f"{self.tensors[param]['name']}.grad")
-        self.sweep[-1]["accumulations"].append({"tensor": param, "parts": [uid], "total": uid, "into": "grad"})
+        self.sweep[-1]["accumulations"].append(accumulation(param, [uid], uid, "grad"))
 
     def name_grads(self, model):
         """After backward: each parameter's .grad (a copy when it was accumulated) is named after it."""

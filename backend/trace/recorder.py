@@ -7,9 +7,9 @@ import math
 from backend.tape import amp, grad_mode
 from backend.tape.storage import next_uid
 from backend.trace.deadline import check as check_deadline
+from backend.trace.records import (SMALL_TENSOR_ELEMENTS, accumulation, adjoint_record, block_record, contribution,
+                                   entry_record, step_record, storage_record, sweep_item, tensor_record)
 from backend.trace.values import MAX_VALUE_ELEMENTS, ValueTable
-
-SMALL_TENSOR_ELEMENTS = 1024     # tensors this small carry their values at birth (heatmaps)
 
 
 class Recorder:
@@ -44,7 +44,7 @@ class Recorder:
     def _new_step(self, entry, **extra):
         check_deadline()             # a run past its time budget stops here, between two steps
         self.step = len(self.steps)
-        step = {"index": self.step, "phase": self.phase, "entry": entry, **extra}
+        step = step_record(self.step, self.phase, entry, **extra)
         if self.micro_batch is not None:
             step["micro_batch"] = self.micro_batch
         self.steps.append(step)
@@ -56,22 +56,18 @@ class Recorder:
     def _storage(self, storage):
         record = self.storages.get(storage.address)
         if record is None:
-            record = {"id": len(self.storages), "address": f"0x{storage.address:x}", "nbytes": storage.nbytes,
-                      "kind": storage.kind, "born": self.step, "freed": None, "dropped": None,
-                      "setup": not self.steps}
+            record = storage_record(len(self.storages), f"0x{storage.address:x}", storage.nbytes, storage.kind,
+                                    self.step, setup=not self.steps)
             self.storages[storage.address] = record
         return record
 
     def _tensor(self, uid, storage, shape, dtype, name, kind, node=None, array=None, **extra):
         produced_by = self.entry_of.get(node.seq) if node is not None else None
-        record = {
-            "id": uid, "name": name or (f"t{produced_by}" if produced_by is not None else f"t{uid}"),
-            "kind": kind, "shape": list(shape), "dtype": _dtype_name(dtype), "nbytes": storage.nbytes,
-            "storage": self._storage(storage)["id"], "address": f"0x{storage.address:x}",
-            "born": self.step, "freed": None, "saved_by": [], "produced_by": produced_by,
+        record = tensor_record(
+            uid, name or (f"t{produced_by}" if produced_by is not None else f"t{uid}"), kind, shape,
+            _dtype_name(dtype), self._storage(storage), self.step, produced_by,
             # unrecorded ops (a checkpoint's forward) have no node: the layer being run then is the scope
-            "scope": node.scope if node is not None else (grad_mode.scope or None), **extra,
-        }
+            node.scope if node is not None else (grad_mode.scope or None), **extra)
         if array is not None:
             record["value"] = {}
             self.values.add(record["value"], array, array.size <= SMALL_TENSOR_ELEMENTS)
@@ -99,10 +95,10 @@ class Recorder:
         accumulation every micro-batch tells: the blocks are the first's, each with every micro-batch's input."""
         storage = self._storage(tensor.storage)["id"]
         if self.micro_batch is None:
-            self.blocks.append({"path": path, "input_storage": storage})
+            self.blocks.append(block_record(path, storage))
             return
         if self.micro_batch == 1:
-            self.blocks.append({"path": path, "input_storage": storage, "micro_batch_inputs": [storage]})
+            self.blocks.append(block_record(path, storage, micro_batch_inputs=[storage]))
             self._block_cursor = 0
             return
         block = self.blocks[self._block_cursor % len(self.blocks)]      # the same blocks, in the same order
@@ -177,12 +173,9 @@ class Recorder:
         index = len(self.tape)
         self.entry_of[node.seq] = index
         op = node.op
-        self.tape.append({
-            "index": index, "op": op.name, "family": op.family, "backward": op.backward_name,
-            "inputs": [t.uid for t in inputs], "output": None, "saved": [], "scope": node.scope,
-            "flops": int(op.flops(node.shapes, out_shape, node.attrs)), "why": op.why,
-            "attrs": _plain_attrs(node.attrs), "phase": self.phase,
-        })
+        self.tape.append(entry_record(index, op.name, op.family, op.backward_name, [t.uid for t in inputs],
+                                      node.scope, int(op.flops(node.shapes, out_shape, node.attrs)), op.why,
+                                      _plain_attrs(node.attrs), self.phase))
         if node.phase == "backward":        # a vjp's own op, recorded under create_graph: the second tape
             self.tape[index]["recorded_in"] = "backward"
             if self._running:
@@ -217,11 +210,8 @@ class Recorder:
         self._waiting.pop(node.seq, None)
         self._new_step(index)
         entry = self.tape[index]
-        self.sweep.append({
-            "step": self.step, "entry": index, "op": entry["op"], "backward": entry["backward"],
-            "adjoint": self._adjoint(adjoint, node.output_uid), "reads": list(entry["saved"]), "why": entry["why"],
-            "contributions": [], "accumulations": [], "freed": [], "ready": [], "pending": {},
-        })
+        adjoint = self._adjoint(adjoint, node.output_uid)
+        self.sweep.append(sweep_item(self.step, entry, adjoint, list(entry["saved"])))
         self._running.append(self.sweep[-1])
 
     def _adjoint(self, adjoint, owner):
@@ -230,7 +220,7 @@ class Recorder:
         if adjoint is None:
             return None
         uid = self._gradient_of(adjoint, owner)
-        described = {"tensor": uid, "shape": list(adjoint.array.shape)}
+        described = adjoint_record(uid, adjoint.array.shape)
         in_record = uid in self.tensors and adjoint.array.size <= SMALL_TENSOR_ELEMENTS
         self.values.add(described, adjoint.array, not in_record and adjoint.array.size <= MAX_VALUE_ELEMENTS)
         return described
@@ -241,8 +231,8 @@ class Recorder:
             self._waiting[parent.seq] = parent
         else:
             target = parent.uid
-        self._running[-1]["contributions"].append({"to": target, "grad": self._gradient_of(adjoint, target),
-                                                "shape": list(adjoint.array.shape)})
+        self._running[-1]["contributions"].append(contribution(target, self._gradient_of(adjoint, target),
+                                                               adjoint.array.shape))
 
     def _gradient_of(self, adjoint, owner):
         """The record of `adjoint` as the gradient of tensor `owner`: named d<owner>, its grad_of the owner.
@@ -272,14 +262,13 @@ class Recorder:
         return self.tensors[uid]["name"] if uid in self.tensors else f"t{uid}"
 
     def on_accumulate(self, target, parts, total):
-        self._running[-1]["accumulations"].append({
-            "tensor": target, "parts": [self._aliases.get((p.storage.uid, target), p.storage.uid) for p in parts],
-            "total": total.storage.uid, "into": "buffer"})
+        self._running[-1]["accumulations"].append(accumulation(
+            target, [self._aliases.get((p.storage.uid, target), p.storage.uid) for p in parts], total.storage.uid,
+            "buffer"))
 
     def on_accumulate_leaf(self, leaf, parts, first):
-        self._running[-1]["accumulations"].append({
-            "tensor": leaf.uid, "parts": [p.storage.uid for p in parts], "total": leaf._grad_storage.uid,
-            "into": "grad", "first": first})
+        self._running[-1]["accumulations"].append(accumulation(
+            leaf.uid, [p.storage.uid for p in parts], leaf._grad_storage.uid, "grad", first=first))
 
     def on_release(self, node, uids):
         self._running[-1]["freed"] = list(uids)
