@@ -52,7 +52,7 @@ def subject_of(spec):
 def _embedded(model, first_block):
     """The first block's output, and how many tape entries it records in a trace (params requiring grad)."""
     recorded = []
-    with events.listening(lambda kind, payload: recorded.append(kind) if kind == "record" else None):
+    with events.listening(lambda kind, payload: recorded.append(kind) if kind == events.RECORD else None):
         h = first_block(model.input)
     return T.tensor(np.array(h.data), name="embedded"), recorded.count("record")
 

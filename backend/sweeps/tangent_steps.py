@@ -42,9 +42,9 @@ class _StepRecorder:
         self._x = subject.x if subject.entry_offset else None     # embedded tokens: the trace's history reaches x
 
     def __call__(self, kind, payload):
-        if kind == "tangent":
+        if kind == events.TANGENT:
             self._step(**payload)
-        elif kind == "view" and self._x is not None and payload["storage"] is self._x.storage:
+        elif kind == events.VIEW and self._x is not None and payload["storage"] is self._x.storage:
             self._recorded.add(payload["tensor"].uid)              # jvp's carrier of x
 
     def _step(self, op, attrs, inputs, output):

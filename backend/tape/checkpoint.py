@@ -34,7 +34,7 @@ def _recompute_vjp(adjoint, saved, node):
         leaves = [_leaf_over(node.saved[f"inputs[{i}]"], need) for i, need in enumerate(node.needs)]
     del saved
     if events.active:
-        events.emit("recompute_begin", node=node)
+        events.emit(events.RECOMPUTE_BEGIN, node=node)
     outer_state = tape_random.get_rng_state()
     if attrs["rng_state"] is not None:
         tape_random.set_rng_state(attrs["rng_state"])      # the dropout masks replay bit for bit
@@ -43,7 +43,7 @@ def _recompute_vjp(adjoint, saved, node):
     if attrs["rng_state"] is not None:
         tape_random.set_rng_state(outer_state)
     if events.active:
-        events.emit("recompute_end", node=node)
+        events.emit(events.RECOMPUTE_END, node=node)
     wanted = [leaf for leaf, need in zip(leaves, node.needs) if need]
     captured = iter(backward_many([out], [adjoint], capture=wanted, create_graph=outer.create_graph,
                                   accumulate=outer.accumulate, outer=outer)
@@ -96,17 +96,17 @@ def checkpoint(fn, *inputs, preserve_rng_state=True):
     node = Node(CHECKPOINT, {"fn": fn, "rng_state": state, "preserve_rng_state": preserve_rng_state,
                              "autocast": amp.state()}, inputs, needs)
     if events.active:
-        events.emit("record", node=node, inputs=inputs, out_shape=())
+        events.emit(events.RECORD, node=node, inputs=inputs, out_shape=())
     for i, t in enumerate(inputs):
         origin = t.grad_fn.name() if t.grad_fn is not None else None
         producer = t.grad_fn if t.grad_fn is not None else (t if t.requires_grad else None)
         node.save(f"inputs[{i}]", t.data, t.storage, t.uid, origin, producer)    # its history: for create_graph
     if events.active:
-        events.emit("checkpoint_begin", node=node)
+        events.emit(events.CHECKPOINT_BEGIN, node=node)
     with grad_mode.no_grad(), grad_mode.watching_for_grad() as touched_grad:
         out = fn(*inputs)
     if events.active:
-        events.emit("checkpoint_end", node=node)
+        events.emit(events.CHECKPOINT_END, node=node)
     if not touched_grad[0]:
         return out          # nothing in the region requires grad: no entry, and the output does not either
     output = Tensor.view_of(out.data, out, requires_grad=True, grad_fn=node)

@@ -34,11 +34,11 @@ def apply(op, inputs, attrs=NO_ATTRS):
             grad_mode.note_grad(inputs)
     if not recording:
         if events.active:
-            events.emit("op", op=op, attrs=attrs)      # an unrecorded op: a step of its own in a trace
+            events.emit(events.OP, op=op, attrs=attrs)      # an unrecorded op: a step of its own in a trace
         return _output(op, attrs, out, inputs, None)
     node = Node(op, attrs, inputs, needs)
     if events.active:
-        events.emit("record", node=node, inputs=inputs, out_shape=out.shape)
+        events.emit(events.RECORD, node=node, inputs=inputs, out_shape=out.shape)
     output = _output(op, attrs, out, inputs, node)
     node.output_uid = output.uid
     if dual.active:                                 # recorded inside a JVP sweep (forward-over-reverse)
@@ -77,7 +77,7 @@ def apply_inplace(op, target, others, attrs=NO_ATTRS):
                     inputs, needs)
         node.next = (views.edge_to(base), *node.next[1:])    # the region's old values came from the base's history
     if events.active:
-        events.emit("record", node=node, inputs=inputs, out_shape=target.data.shape)
+        events.emit(events.RECORD, node=node, inputs=inputs, out_shape=target.data.shape)
     # Recorded inside a JVP sweep (forward-over-reverse): the write's tangent, from the values before it.
     tangent = _inplace_tangent(op, attrs, inputs, *run_forward(op, attrs, [t.data for t in inputs])) if dual.active else None
     _save(node, inputs, None, None, before_write=True)
@@ -95,17 +95,17 @@ def _write(op, attrs, target, inputs):
     target.data[...] = run_forward(op, attrs, [t.data for t in inputs])[0]
     target.storage.version += 1
     if events.active:
-        events.emit("inplace", tensor=target, version=target.storage.version)
+        events.emit(events.INPLACE, tensor=target, version=target.storage.version)
 
 
 def _dual_output(op, attrs, inputs, arrays, out, extras):
     """Forward mode: the output, carrying the tangent its op's jvp computes; nothing recorded, nothing saved."""
     if events.active:
-        events.emit("op", op=op, attrs=attrs)
+        events.emit(events.OP, op=op, attrs=attrs)
     output = _output(op, attrs, out, inputs, None)
     _carry_tangent(op, attrs, inputs, arrays, out, extras, output)
     if events.active:
-        events.emit("tangent", op=op, attrs=attrs, inputs=inputs, output=output)   # the op ran, its tangent is set
+        events.emit(events.TANGENT, op=op, attrs=attrs, inputs=inputs, output=output)   # the op ran, its tangent is set
     return output
 
 
@@ -126,11 +126,11 @@ def _dual_inplace(op, target, others, attrs):
     target.data[...] = out
     target.storage.version += 1
     if events.active:
-        events.emit("inplace", tensor=target, version=target.storage.version)
+        events.emit(events.INPLACE, tensor=target, version=target.storage.version)
     if tangent is not None:
         _set_written_tangent(target, tangent)
     if events.active:
-        events.emit("tangent", op=op, attrs=attrs, inputs=inputs, output=target)
+        events.emit(events.TANGENT, op=op, attrs=attrs, inputs=inputs, output=target)
     return target
 
 
@@ -241,5 +241,5 @@ def _save_extra(node, saved_name, array, producer=None, tangent=None):
     uid = next_uid()
     storage = Storage(array.nbytes, array.dtype, "activation", uid)
     if events.active:
-        events.emit("alloc_extra", uid=uid, storage=storage, array=array, node=node, name=saved_name)
+        events.emit(events.ALLOC_EXTRA, uid=uid, storage=storage, array=array, node=node, name=saved_name)
     node.save(saved_name, array, storage, uid, node.name(), producer, tangent)

@@ -32,7 +32,7 @@ class Adjoint:
 def _fresh(array, owner_uid):
     storage = Storage(array.nbytes, array.dtype, "grad", next_uid())
     if events.active:
-        events.emit("alloc_grad", storage=storage, array=array, owner=owner_uid)
+        events.emit(events.ALLOC_GRAD, storage=storage, array=array, owner=owner_uid)
     return Adjoint(array, storage, exclusive=True)
 
 
@@ -120,7 +120,7 @@ def _sweep(sweep, roots, gradients):
         sweep.wanted_uids = sweep.wanted()
         sweep.useful = _leading_to(sweep.pending, sweep.wanted_uids)
     if events.active:
-        events.emit("backward_begin", root=nodes[0], dependencies=sweep.pending)
+        events.emit(events.BACKWARD_BEGIN, root=nodes[0], dependencies=sweep.pending)
     sweep.ready = [(-root.seq, root) for root in nodes if sweep.pending[root] == 0]
     heapq.heapify(sweep.ready)
     while sweep.ready:
@@ -216,7 +216,7 @@ class Sweep:
     def _run_node(self, node, adjoint):
         listening = events.active
         if listening:
-            events.emit("node_begin", node=node, adjoint=adjoint)
+            events.emit(events.NODE_BEGIN, node=node, adjoint=adjoint)
         if adjoint is not None and node.hooks:
             adjoint = self._hooked(node.hooks, adjoint, node.output_uid)
         if adjoint is not None and node.output_uid in self.capture:
@@ -254,12 +254,12 @@ class Sweep:
         if not self.retain_graph:
             node.release()
         if listening:
-            events.emit("node_end", node=node, ready=[entry[1] for entry in self.ready], pending=self.pending)
+            events.emit(events.NODE_END, node=node, ready=[entry[1] for entry in self.ready], pending=self.pending)
 
     def deliver(self, parent, contribution, node):
         """One vjp output reaching its input: a node's buffer (+= when used twice), a captured leaf, or .grad."""
         if node is not None and events.active:
-            events.emit("contribution", node=node, parent=parent, adjoint=contribution)
+            events.emit(events.CONTRIBUTION, node=node, parent=parent, adjoint=contribution)
         if type(parent) is Node:
             existing = self.buffers.get(parent)
             self.buffers[parent] = contribution if existing is None else self.sum(parent.output_uid, existing, contribution)
@@ -368,7 +368,7 @@ def _sum_on_tape(target_uid, existing, contribution):
     total = existing.array + contribution.array
     total = Adjoint(total, total.storage)
     if events.active:
-        events.emit("accumulate", target=target_uid, parts=(existing, contribution), total=total)
+        events.emit(events.ACCUMULATE, target=target_uid, parts=(existing, contribution), total=total)
     return total
 
 
@@ -380,7 +380,7 @@ def _accumulate_leaf_on_tape(leaf, contribution, node):
         total = Tensor.allocate(np.asarray(total), "grad")
     leaf.adopt_grad(total, total.storage)
     if events.active:
-        events.emit("accumulate_leaf", leaf=leaf, parts=(contribution,), first=first)
+        events.emit(events.ACCUMULATE_LEAF, leaf=leaf, parts=(contribution,), first=first)
 
 
 def _gradient_owner(parent):
@@ -409,7 +409,7 @@ def _sum(target_uid, existing, contribution):
     """+= at a tensor used twice: the two shares become one buffer."""
     total = _fresh(existing.array + contribution.array, target_uid)
     if events.active:
-        events.emit("accumulate", target=target_uid, parts=(existing, contribution), total=total)
+        events.emit(events.ACCUMULATE, target=target_uid, parts=(existing, contribution), total=total)
     return total
 
 
@@ -423,8 +423,8 @@ def _accumulate_leaf(leaf, contribution, node):
             copy = np.array(array, dtype=leaf.data.dtype)
             leaf.adopt_grad(copy, Storage(copy.nbytes, copy.dtype, "grad", next_uid()))
         if events.active:
-            events.emit("accumulate_leaf", leaf=leaf, parts=(contribution,), first=True)
+            events.emit(events.ACCUMULATE_LEAF, leaf=leaf, parts=(contribution,), first=True)
     else:
         leaf._grad += contribution.array
         if events.active:
-            events.emit("accumulate_leaf", leaf=leaf, parts=(contribution,), first=False)
+            events.emit(events.ACCUMULATE_LEAF, leaf=leaf, parts=(contribution,), first=False)

@@ -59,7 +59,7 @@ class Node:
                 self.tangents = {}
             self.tangents[saved_name] = tangent
         if events.active:
-            events.emit("save", node=self, name=saved_name, uid=uid, storage=storage)
+            events.emit(events.SAVE, node=self, name=saved_name, uid=uid, storage=storage)
 
     def save_recipe(self, saved_name, recipe, uid):
         """Keep a way to recompute a value instead of the value (selective recomputation)."""
@@ -68,7 +68,7 @@ class Node:
         self.recipes[saved_name] = (recipe, uid)
         self.had_saved = True
         if events.active:
-            events.emit("save_recipe", node=self, name=saved_name, uid=uid)
+            events.emit(events.SAVE_RECIPE, node=self, name=saved_name, uid=uid)
 
     def unpack(self):
         """The saved arrays, after checking each is still the version the forward saw."""
@@ -129,7 +129,7 @@ class Node:
         self.released = True
         if self.saved or self.recipes:
             if events.active:
-                events.emit("release", node=self, uids=[entry[4] for entry in self.saved.values()])
+                events.emit(events.RELEASE, node=self, uids=[entry[4] for entry in self.saved.values()])
             self.saved = {}
             self.recipes = None
 

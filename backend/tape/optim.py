@@ -39,7 +39,7 @@ class Optimizer:
                 if p.grad is None:
                     continue                     # never reached by backward: nothing to apply (nor decay)
                 if events.active:
-                    events.emit("optimizer_step", param=p, index=index)
+                    events.emit(events.OPTIMIZER_STEP, param=p, index=index)
                 self.update(index, p)
                 p.storage.version += 1
 

@@ -65,6 +65,6 @@ class Recipe:
             out, _extras = run_forward(self.op, self.attrs, arrays)
         storage = Storage(out.nbytes, out.dtype, "activation", next_uid())
         if events.active:
-            events.emit("alloc_recompute", storage=storage, array=out, entry=self.entry)
+            events.emit(events.ALLOC_RECOMPUTE, storage=storage, array=out, entry=self.entry)
         cache[key] = (out, storage)          # the storage lives as long as this unpack's values
         return out

@@ -58,7 +58,7 @@ class LossScaler:
                     self.found_inf = True
                 grad *= inv_scale
                 if events.active:
-                    events.emit("unscale", param=p, underflow=underflow_fractions(grad, self.scale_value))
+                    events.emit(events.UNSCALE, param=p, underflow=underflow_fractions(grad, self.scale_value))
         self._unscaled = True
 
     def step(self, optimizer):

@@ -47,4 +47,4 @@ class Storage:
     def __del__(self):
         # CPython frees on the last reference, so this is the moment the bytes really go away.
         if events.active:
-            events.emit("free", storage=self)
+            events.emit(events.FREE, storage=self)

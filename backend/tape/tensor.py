@@ -47,7 +47,7 @@ class Tensor:
         tensor = cls(data, storage, requires_grad, grad_fn, name)
         storage.uid = tensor.uid
         if events.active:
-            events.emit("alloc", tensor=tensor, storage=storage, node=grad_fn)
+            events.emit(events.ALLOC, tensor=tensor, storage=storage, node=grad_fn)
         return tensor
 
     @classmethod
@@ -55,13 +55,13 @@ class Tensor:
         """A tensor sharing `base`'s storage: no new bytes."""
         tensor = cls(data, base.storage, requires_grad, grad_fn, name)
         if events.active:
-            events.emit("view", tensor=tensor, storage=base.storage, node=grad_fn)
+            events.emit(events.VIEW, tensor=tensor, storage=base.storage, node=grad_fn)
         return tensor
 
     def __del__(self):
         # The last Python reference to this tensor is gone; its storage may live on in the tape's saved values.
         if events.active:
-            events.emit("drop", tensor=self)
+            events.emit(events.DROP, tensor=self)
 
     # ----- autograd surface ---------------------------------------------------------------------
     @property
@@ -84,7 +84,7 @@ class Tensor:
         """Make `array` (held in `storage`) this leaf's .grad: the engine's first accumulation."""
         self._grad, self._grad_storage = array, storage
         if events.active:
-            events.emit("grad", tensor=self, storage=storage)
+            events.emit(events.GRAD, tensor=self, storage=storage)
 
     def register_hook(self, hook):
         """Call `hook(grad)` with this tensor's gradient in backward; a returned Tensor replaces it (torch's)."""

@@ -75,7 +75,7 @@ class View(Tensor):
         view.base, view.chain, view._seen = base, chain, base.grad_fn
         Tensor.__init__(view, data, base.storage, requires_grad, grad_fn)
         if events.active:
-            events.emit("view", tensor=view, storage=base.storage, node=grad_fn)
+            events.emit(events.VIEW, tensor=view, storage=base.storage, node=grad_fn)
         return view
 
     def _sync(self):
@@ -89,7 +89,7 @@ class View(Tensor):
             node = Node(AS_STRIDED, {"view": ViewOf(base.data.shape, self.chain)}, (base,), (True,))
             node.output_uid = self.uid
             if events.active:
-                events.emit("record", node=node, inputs=(base,), out_shape=self.data.shape)
+                events.emit(events.RECORD, node=node, inputs=(base,), out_shape=self.data.shape)
             move_retained(old, node, self)
             _GRAD_FN.__set__(self, node)
             _REQUIRES_GRAD.__set__(self, True)

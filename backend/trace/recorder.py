@@ -4,7 +4,7 @@ It only collects; document.py derives live bytes, intervals and the summary from
 """
 import math
 
-from backend.tape import amp, grad_mode
+from backend.tape import amp, events, grad_mode
 from backend.tape.storage import next_uid
 from backend.trace.deadline import check as check_deadline
 from backend.trace.records import (SMALL_TENSOR_ELEMENTS, accumulation, adjoint_record, block_record, contribution,
@@ -36,6 +36,7 @@ class Recorder:
         self._aliases = {}           # (gradient storage uid, tensor uid) -> the record naming it that tensor's
         self.micro_batch = None      # 1..N while an accumulated step runs its micro-batches, else None
         self.scaler = None           # the loss scaler's step, when the run used mixed precision
+        self._handlers = events.handlers(self, every=True)     # kind -> on_<kind>: every declared kind has one
 
     # ----- phases and steps ---------------------------------------------------------------------
     def begin(self, phase, micro_batch=None):
@@ -50,7 +51,7 @@ class Recorder:
         self.steps.append(step)
 
     def __call__(self, kind, payload):
-        getattr(self, "on_" + kind)(**payload)
+        self._handlers[kind](**payload)
 
     # ----- storages and tensors -----------------------------------------------------------------
     def _storage(self, storage):
