@@ -85,6 +85,7 @@ class RankRecorder(TorchRecorder):
         self._ddp = _find_ddp(model)
         self._names = {}                # id(parameter or local shard) -> name
         self._fsdp_buffers = {}         # id(tensor) -> role, for FSDP2's all-gather outputs and unsharded params
+        self._fsdp_units = {}           # id(FSDPParamGroup) -> the path of the module fully_shard was given
 
     # ----- local shards in place of DTensors ---------------------------------------------------
     def tensor(self, tensor, kind, name=None, produced_by=None, scope=None, key=None, **extra):
@@ -97,6 +98,9 @@ class RankRecorder(TorchRecorder):
     def lookup(self, tensor, key=None):
         shard = local(tensor)
         return super().lookup(shard, key if shard is tensor else None)
+
+    def _key(self, tensor):
+        return super()._key(local(tensor))
 
     def known(self, tensor, kind, name, scope=None):
         return super().known(local(tensor), kind, name, scope)
@@ -120,9 +124,11 @@ class RankRecorder(TorchRecorder):
     def add_model(self, model, batch_tensors):
         super().add_model(model, batch_tensors)
         self._names = {id(local(p)): name for name, p in model.named_parameters()}
-        for module in model.modules():
+        for path, module in model.named_modules():
             state = getattr(module, "_get_fsdp_state", None)
             group = state()._fsdp_param_group if state is not None else None
+            if group is not None:
+                self._fsdp_units[id(group)] = path or "model"
             for fsdp_param in (group.fsdp_params if group is not None else ()):
                 # a parameter's all-gather output is its unsharded parameter's storage (the parameter a view of
                 # it); the group's flat buffer the collective writes is a comm_buffer, tagged when it runs
@@ -141,8 +147,9 @@ class RankRecorder(TorchRecorder):
             name = func._schema.name.split("::")[1]
             if name == "wait_tensor":
                 return self._waited_tensor(func, args, kwargs)
-            if name not in UNRECORDED:
-                return self._collective(func, name, args, kwargs)
+            if name in UNRECORDED:
+                return func(*args, **kwargs)
+            return self._collective(func, name, args, kwargs)
         return super().__torch_dispatch__(func, types, args, kwargs)
 
     def begin(self, phase):
@@ -164,8 +171,9 @@ class RankRecorder(TorchRecorder):
         input_ids = [self.known(t, self._kind(), None) for t in sent]
         index = len(self.tape)
         op = OP_WORDS.get(name, name.rstrip("_"))
+        unit = _fsdp_unit(self._fsdp_units) if self._fsdp_units else None
         entry = {"index": index, "op": op, "family": "collective", "backward": "", "inputs": input_ids,
-                 "output": None, "saved": [], "flops": 0, "flops_source": TAPESCOPE, "scope": self.scope,
+                 "output": None, "saved": [], "flops": 0, "flops_source": TAPESCOPE, "scope": unit or self.scope,
                  "why": "", "phase": self.phase, "attrs": {"aten": f"{func.namespace}.{name}"}}
         self.tape.append(entry)
         self._new_step(index, op=op, collective="issued")
@@ -183,6 +191,8 @@ class RankRecorder(TorchRecorder):
             "op": op, "event": "issued", "group": group, "bytes_in": _nbytes(sent), "bytes_out": _nbytes(received),
             "buffers": buffers, "allocated_bytes": sum(self.storages[s]["nbytes"] for s in made),
             "async": True, "waited_in": None}
+        if unit is not None:
+            entry["collective"]["fsdp_unit"] = unit
         entry["why"] = (f"{op} over ranks {group}: sends {_nbytes(sent):,} B, receives {_nbytes(received):,} B; "
                         "issued here, waited later")
         for uid in input_ids:
@@ -328,6 +338,21 @@ def _issued_async_from_python():
             return bool(frame.f_locals.get("async_op", False))
         frame = frame.f_back
     return False
+
+
+def _fsdp_unit(units):
+    """The module path of the FSDP2 unit whose FSDPParamGroup (a `self` on the Python stack) issues this collective:
+    its hooks run before the recorder's own module hooks, so the recorder's scope is still the parent's."""
+    frame = sys._getframe(2)
+    for _ in range(40):
+        if frame is None:
+            return None
+        if frame.f_code.co_filename.endswith("_fsdp_param_group.py"):
+            unit = units.get(id(frame.f_locals.get("self")))
+            if unit is not None:
+                return unit
+        frame = frame.f_back
+    return None
 
 
 def _find_ddp(model):

@@ -10,6 +10,7 @@ from torch.nn import functional as F
 WIDTH, HIDDEN, BLOCKS, BATCH, SEQ = 32, 128, 4, 8, 4
 BUCKET_CAP_MB = 0.02           # 20,971 B: the 4 blocks' 134 kB of gradients in several buckets
 WRAPS = ("ddp", "fsdp", "fsdp_keep")
+MAX_NORM = 1.0
 
 
 class Block(nn.Module):
@@ -33,12 +34,21 @@ class Tiny(nn.Module):
         return self.head(x)
 
 
+class ClippingAdamW(torch.optim.AdamW):
+    """AdamW whose step first clips the gradients' global norm to 1 (under FSDP2 the norm of sharded gradients:
+    clip_grad_norm_'s all-reduce)."""
+
+    def step(self, closure=None):
+        torch.nn.utils.clip_grad_norm_([p for group in self.param_groups for p in group["params"]], MAX_NORM)
+        return super().step(closure)
+
+
 def build_plain():
     """(model, (inputs, target), loss_fn, optimizer) of the whole global batch, in one process."""
     torch.manual_seed(0)
     model = Tiny()
     inputs, target = torch.randn(BATCH, SEQ, WIDTH), torch.randn(BATCH, SEQ, 1)
-    return model, (inputs, target), F.mse_loss, torch.optim.AdamW(model.parameters(), lr=1e-2)
+    return model, (inputs, target), F.mse_loss, ClippingAdamW(model.parameters(), lr=1e-2)
 
 
 def build(wrap=None):
@@ -56,4 +66,4 @@ def build(wrap=None):
         fully_shard(model, reshard_after_forward=wrap == "fsdp")
     rank, share = dist.get_rank(), BATCH // dist.get_world_size()
     batch = (inputs[rank * share:(rank + 1) * share], target[rank * share:(rank + 1) * share])
-    return model, batch, loss_fn, torch.optim.AdamW(model.parameters(), lr=1e-2)
+    return model, batch, loss_fn, ClippingAdamW(model.parameters(), lr=1e-2)

@@ -173,6 +173,25 @@ def test_fsdp2_collectives_are_all_gathers_and_reduce_scatters_of_the_shards(ran
         assert collectives["reduce_scatter"]["bytes_in"] == WORLD * collectives["reduce_scatter"]["bytes_out"]
         keep = results["fsdp_keep"]["document"]["summary"]["collectives"]
         assert keep["all_gather"]["count"] == blocks + 1
+        units = [entry["scope"] for entry in document["tape"]
+                 if entry["family"] == "collective" and entry["op"] == "all_gather" and entry["phase"] == "forward"]
+        assert units == ["model"] + [f"blocks.{i}" for i in range(blocks)]
+
+
+def test_clip_grad_norm_all_reduces_the_sharded_gradients_norm_issued_then_waited(ranks):
+    """clip_grad_norm_ on FSDP2's DTensor gradients: the local norms are all-reduced by a functional collective
+    inside DTensor's dispatch (seen because the recorder lets DTensor dispatch with it still on), then waited."""
+    for results in ranks:
+        tape = results["fsdp"]["document"]["tape"]
+        reduced = [e for e in tape if e["family"] == "collective" and e["phase"] == "optimizer"]
+        assert [(e["op"], e["collective"]["event"]) for e in reduced] == [("all_reduce", "issued"),
+                                                                          ("all_reduce", "waited")]
+        issued, waited = reduced
+        assert issued["attrs"]["aten"] == "_c10d_functional.all_reduce"
+        assert issued["collective"]["waited_in"] == waited["index"] and waited["collective"]["issued_in"] == issued["index"]
+        assert issued["collective"]["allocated_bytes"] == issued["collective"]["bytes_out"] > 0
+        ddp_tape = results["ddp"]["document"]["tape"]
+        assert not [e for e in ddp_tape if e["family"] == "collective" and e["phase"] == "optimizer"]
 
 
 def test_fsdp2_peaks_lower_when_it_reshards_after_forward_by_the_unsharded_parameters(ranks):
