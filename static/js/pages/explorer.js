@@ -5,7 +5,6 @@
 // Under the "manual" policy a click on an op node (or the inspector's button) toggles its output in the recompute set.
 // A run.json dropped on the page or picked (run-file.js) opens read-only through the workspace's loadDocument.
 import { readAddress } from "../state/address.js";
-import { fetchPresets, fetchSession, fetchSnapshot } from "../state/api.js";
 import { readDraft } from "../state/draft.js";
 import { describeStep } from "../model/describe.js";
 import { formatBytes } from "../lib/format.js";
@@ -257,7 +256,7 @@ workspace.subscribe((kind, detail) => {
 
 async function loadPresets() {
   const chooser = byTestId("preset");
-  const presets = await fetchPresets();
+  const presets = await workspace.loadPresets();
   for (const preset of presets) {
     const option = document.createElement("option");
     option.value = preset.id;
@@ -266,7 +265,6 @@ async function loadPresets() {
     chooser.append(option);
   }
   chooser.addEventListener("change", () => workspace.loadPreset(chooser.value));
-  workspace.setPresets(presets);
   return presets;
 }
 
@@ -274,13 +272,13 @@ let openingNote = "";     // what opening chose and why, said beside the first r
 
 async function start() {
   const address = readAddress();
-  const sessionRequest = snapshotId ? null : fetchSession().catch(() => null);
+  const sessionRequest = snapshotId ? null : workspace.savedSession();
   const [presets] = await Promise.all([loadPresets(), workspace.loadSchema()]);
   const wanted = { step: address.step, selected: address.selected, zoom: address.zoom };
   if (snapshotId) {
     document.body.classList.add("read-only");
     byTestId("preset").disabled = true;
-    workspace.openSnapshot(await fetchSnapshot(snapshotId), wanted);
+    await workspace.openSnapshot(snapshotId, wanted);
     bindMakeCopy(byTestId("make-copy"), snapshotId, document.getElementById("share-output"));
     return;
   }
@@ -336,7 +334,7 @@ byTestId("conflict-keep").addEventListener("click", () => workspace.keepMine());
 byTestId("conflict-reload").addEventListener("click", () => workspace.takeTheirs());
 
 bindShare({ button: byTestId("share"), output: document.getElementById("share-output") },
-  () => ({ spec: ws.traced?.spec ?? ws.spec, checkpoint: normalizeRequest(ws.checkpoint), step: player.getStep(), selected: ws.selected }));
+  () => ({ step: player.getStep(), selected: ws.selected }));
 
 // A read-only handle for tests and the console; no module reads it.
 window.tapescope = {
@@ -387,7 +385,7 @@ function showOpenError(sentence) {
   if (sentence) setStatus(sentence, true);
 }
 bindShareRun({ button: byTestId("share-run"), output: document.getElementById("share-output") },
-  () => ({ document: ws.openedFile, step: player.getStep(), selected: ws.selected }));
+  () => ({ step: player.getStep(), selected: ws.selected }));
 
 if (readOnly()) document.body.dataset.readOnly = "true";
 start().catch((error) => setStatus(`Could not load: ${error.message}`, true));

@@ -1,7 +1,9 @@
 // workspace.js — the one holder of the page's state: the spec being edited and its checkpoint request, where the model
 // came from (origin), the trace on screen, the step, the selection, the pinned baseline and the undo/redo history.
-// It alone talks to the trace API (one request in flight: a newer one aborts the older, schedules included) and
-// autosaves settled changes to PUT /api/session (autosave.js); the address follows the step (address.js).
+// It alone talks to the API (api.js): traces (one request in flight: a newer one aborts the older, schedules included),
+// presets, the schema, the session, snapshots, levers and modes; the matrix-chain lesson, whose widths are no part of
+// the workspace, is the one view with a request of its own (views/panels/matrix-chain.js). It autosaves settled
+// changes to PUT /api/session (autosave.js); the address follows the step (address.js).
 // Views call its methods and subscribe to what changed:
 //   "spec"        the draft was replaced wholesale (undo, redo, a preset, a restore): redraw the form
 //   "checkpoint"  the checkpoint request changed (a policy, the manual set)
@@ -14,7 +16,8 @@
 //   "jvp-step"    the JVP sweep's cursor moved ({step})
 // A run.json opened from a file (loadDocument) enters here too, read-only: shown as it is, never saved or sent.
 import { writeAddress } from "./address.js";
-import { fetchModes, fetchSchema, traceSpec } from "./api.js";
+import { copySnapshot as copySnapshotOf, createSnapshot, fetchLevers, fetchModes, fetchPresets, fetchSchema, fetchSession,
+  fetchSnapshot, postTrace, traceSpec } from "./api.js";
 import { createAutosave } from "./autosave.js";
 import { clone, same } from "../model/spec.js";
 import { NO_CHECKPOINT, normalizeRequest, requestFor, wireRequest } from "../model/schedule.js";
@@ -419,9 +422,32 @@ export function setJvpStep(step) {
   if (entry !== null && state.trace?.tape[entry]?.op === steps[state.modes.jvpStep].op) select(`e${entry}`);
 }
 
+// ------------------------------ levers and links: requests about the run on screen ------------------------------
+
+/** POST /api/levers: every change that could lower the peak of `spec` under `checkpoint`, executed by the engine and
+ * ranked. The report is the peak explainer's to keep (per model), not the workspace's state. */
+export const requestLevers = (spec, checkpoint, signal) => fetchLevers(spec, checkpoint, signal);
+
+/** Share: a snapshot of the model on screen (as traced) and its checkpoint, opening at `view`'s step and selection;
+ * resolves to {id, url}. */
+export const shareSnapshot = ({ step, selected }) =>
+  createSnapshot(state.traced?.spec ?? state.spec, { step, selected: selected || null }, normalizeRequest(state.checkpoint) || null);
+
+/** "Share this run": the run.json opened here, posted as it came (the server checks it before storing it). */
+export const shareOpenedRun = () => postTrace(state.openedFile);
+
+/** "Make a copy" of the snapshot `id`: the copy becomes this browser's session (the page then opens it). */
+export const copySnapshot = (id) => copySnapshotOf(id);
+
 // ------------------------------ opening: a session, a preset, a snapshot ------------------------------
 
-export function setPresets(presets) { state.presets = presets; }
+/** The presets (GET /api/presets), kept for naming runs and returned for the Model control. */
+export async function loadPresets() {
+  state.presets = await fetchPresets();
+  return state.presets;
+}
+/** The workspace this browser saved (GET /api/session), or null when there is none or it cannot be read. */
+export const savedSession = () => fetchSession().catch(() => null);
 /** The spec's field schema, fetched once at start (before any spec opens): the editor draws its controls from it. */
 export async function loadSchema() { state.schema = await fetchSchema(); }
 
@@ -476,8 +502,9 @@ function nextShown() {
   });
 }
 
-/** A read-only snapshot: its stored trace, shown as it is; nothing is saved. */
-export function openSnapshot(snapshot, view = {}) {
+/** A read-only snapshot (GET /api/snapshots/<id>): its stored trace, shown as it is; nothing is saved. */
+export async function openSnapshot(id, view = {}) {
+  const snapshot = await fetchSnapshot(id);
   state.readOnly = true;
   state.spec = clone(snapshot.spec);
   state.origin = { kind: "snapshot", title: snapshot.title || snapshot.spec?.name || "shared model" };

@@ -2,6 +2,8 @@
 // the input (forward mode, JVPs) and from the output (reverse mode, VJPs), counted by the server (POST
 // /api/matrix-chain), the reverse grouping highlighted, and the same chain executed at small widths with the FLOPs
 // the engine measured. It does not depend on the model on screen; it is first counted when it comes into view.
+// Its request is the panel's own, the one view that calls api.js itself: the widths are typed here, are no part of the
+// workspace (never saved, undone or shared) and its answer is only this panel's, so the store has nothing to hold.
 import { fetchMatrixChain } from "../../state/api.js";
 import { el } from "../../lib/dom.js";
 import { formatCount as count } from "../../lib/format.js";

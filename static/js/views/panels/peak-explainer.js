@@ -2,13 +2,13 @@
 // intervals and scopes, no request), the trace's verdict on its peak, and the levers that would lower it: each one
 // executed by the server (POST /api/levers) on request, ranked, and applied as an edit on click. In a double backward
 // it attributes the bytes the first backward saved for the second (steps[].recorded_backward_bytes).
-import { fetchLevers } from "../../state/api.js";
 import { el } from "../../lib/dom.js";
 import { formatBytes, signedBytes } from "../../lib/format.js";
 import { KIND_COLORS } from "../../lib/palette.js";
 import { holdersAt } from "../../model/live-bytes.js";
 import { percentText } from "../../model/schedule.js";
 import { topLayer } from "../../model/trace-index.js";
+import { requestLevers } from "../../state/workspace.js";
 
 const SHOWN_GROUPS = 8;
 const KEPT_LEVER_REPORTS = 8;     // lever reports kept for models met again (undo, redo); each is a few KiB
@@ -139,7 +139,7 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
     button.textContent = "Running every lever…";
     leverRequest = new AbortController();
     try {
-      const report = await fetchLevers(spec, checkpoint, leverRequest.signal);
+      const report = await requestLevers(spec, checkpoint, leverRequest.signal);
       keepReport(key, report);
       leversBox.replaceChildren(leverTable(report), freezeComparison(report));
     } catch (error) {

@@ -2,7 +2,7 @@
 // that opens the snapshot at exactly this step whatever its stored one), "Share this run" for a run.json opened from
 // a file (the document itself posted to /api/traces, the one upload the page makes of it), and a snapshot's "Make a copy".
 import { stepHash } from "../../state/address.js";
-import { copySnapshot, createSnapshot, postTrace } from "../../state/api.js";
+import * as workspace from "../../state/workspace.js";
 
 /** The link (and one to this step) in `output`, copied to the clipboard when the browser lets us. */
 async function showLink(output, url, step, selected) {
@@ -41,16 +41,14 @@ function bindLinkButton(button, output, makeLink, getView) {
   });
 }
 
-export function bindShare({ button, output }, getState) {
-  bindLinkButton(button, output, () => {
-    const { spec, checkpoint, step, selected } = getState();
-    return createSnapshot(spec, { step, selected: selected || null }, checkpoint || null);
-  }, getState);
+/** Share: getView() -> {step, selected}; the workspace makes the snapshot of the model on screen. */
+export function bindShare({ button, output }, getView) {
+  bindLinkButton(button, output, () => workspace.shareSnapshot(getView()), getView);
 }
 
-/** "Share this run": getState() -> {document, step, selected}; the server checks the document before storing it. */
-export function bindShareRun({ button, output }, getState) {
-  bindLinkButton(button, output, () => postTrace(getState().document), getState);
+/** "Share this run": the workspace posts the run.json opened here; the server checks it before storing it. */
+export function bindShareRun({ button, output }, getView) {
+  bindLinkButton(button, output, () => workspace.shareOpenedRun(), getView);
 }
 
 /** "Make a copy": the server's sentence (a 429 rate limit, a 507 full disk) is shown when it refuses. */
@@ -59,7 +57,7 @@ export function bindMakeCopy(button, snapshotId, output) {
   button.addEventListener("click", async () => {
     button.disabled = true;
     try {
-      await copySnapshot(snapshotId);
+      await workspace.copySnapshot(snapshotId);
       window.location.assign("/");
     } catch (error) {
       output.textContent = `Could not copy: ${error.message}`;
