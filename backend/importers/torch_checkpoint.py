@@ -190,7 +190,7 @@ def schedule_of(request, base, paths, executed, grads, base_grads):
         "predicted_backward_peak_bytes": int(max(before_update)),
         "executed_backward_peak_bytes": max(s["live_bytes"] for s in executed["steps"]
                                             if s["phase"] in ("forward", "backward")),
-        "recompute_flops": flops, "overhead": flops / (sum(base.flops.values()) or 1),
+        "recompute_flops": flops, "overhead": flops / (sum(base.flops) or 1),
         "grads_match": all(v == 0.0 for v in mismatch.values()), "grad_mismatch": mismatch,
         "verdict": executed["summary"]["peak"]["verdict"], "executed_by": f"torch {torch.__version__}",
     }

@@ -8,11 +8,11 @@ import time
 from dataclasses import dataclass, field
 
 from backend.planner import ilp, policies
+from backend.planner.base_run import BaseRun
 from backend.planner.execute import grad_mismatch, record_regions
 from backend.planner.plannable import refuse_unplannable
 from backend.planner.selective import SelectiveBase
 from backend.planner.selective import predict_live_bytes as predict_selective
-from backend.planner.timeline import BaseRun
 from backend.planner.timeline import predict_live_bytes as predict_regions
 from backend.trace import deadline
 from backend.trace.run import record, record_peak

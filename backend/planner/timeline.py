@@ -20,57 +20,7 @@ and nested sweep.
 Live bytes at a step are the storages with born ≤ step ≤ freed, counted by the trace document's own memory core
 (backend/trace/memory.py), so the predicted peak is checked byte for byte against the executed run.
 """
-from dataclasses import dataclass
-
-from backend.planner.blocks import BlockIndex
 from backend.trace.memory import live_bytes
-
-
-@dataclass
-class BaseRun:
-    """What the prediction reads from the base document."""
-    steps: list                 # (phase, entry) per base step
-    storages: list              # storage records: id, nbytes, kind, born, freed, dropped, setup, extra?
-    entry_block: list           # forward tape index -> block index or None
-    holders: dict               # storage id -> forward tape indices that saved a tensor on it
-    output_storage: dict        # forward tape index -> storage id of its output
-    block_inputs: dict          # (micro-batch, block index) -> storage id entering it
-    flops: list                 # forward tape index -> FLOPs
-    n_blocks: int
-    entry_micro_batch: list     # forward tape index -> its micro-batch (1 without accumulation)
-    unrecorded_block: dict      # forward step with no entry (autocast's cast of x) -> (micro-batch, block)
-
-    @classmethod
-    def from_document(cls, document):
-        paths = [block["path"] for block in document["blocks"]]      # as the run's driver reported them
-        tape = [e for e in document["tape"] if e["phase"] == "forward"]
-        storage_of = {t["id"]: t["storage"] for t in document["tensors"]}
-        holders = {}
-        for t in document["tensors"]:
-            for index in t["saved_by"]:
-                holders.setdefault(t["storage"], set()).add(index)
-        blocks = BlockIndex(paths)
-        born_scope = {}             # step -> the scope of a tensor born there (an unrecorded op's output)
-        for t in document["tensors"]:
-            if t["produced_by"] is None and t.get("scope"):
-                born_scope.setdefault(t["born"], t["scope"])
-        unrecorded = {s["index"]: (s.get("micro_batch") or 1, blocks.block_of(born_scope[s["index"]]))
-                      for s in document["steps"]
-                      if s["phase"] == "forward" and s["entry"] is None and s["index"] in born_scope}
-        return cls(
-            steps=[(s["phase"], s["entry"]) for s in document["steps"]],
-            storages=document["storages"],
-            entry_block=[blocks.block_of(e["scope"]) for e in tape],
-            holders=holders,
-            output_storage={e["index"]: storage_of.get(e["output"]) for e in tape},
-            block_inputs={(micro, b): storage for b, block in enumerate(document["blocks"])
-                          for micro, storage in enumerate(block.get("micro_batch_inputs", [block["input_storage"]]),
-                                                          start=1)},
-            flops=[e["flops"] for e in tape],
-            n_blocks=len(paths),
-            entry_micro_batch=[e.get("micro_batch") or 1 for e in tape],
-            unrecorded_block=unrecorded,
-        )
 
 
 class Timeline:
@@ -86,7 +36,7 @@ class Timeline:
         self.recompute = {}              # base forward step in a region -> its recompute step
         self.region_forward = {}         # region -> base forward steps
         self.region_backward = {}        # region -> base backward steps
-        self.backward_step_of = {}       # forward tape index -> base backward step
+        self.backward_step_of = base.last_backward_step     # forward tape index -> base backward step
         self.sweep_end = {}              # region -> checkpointed step of its nested sweep's last node
         self.unrecorded_in = set()       # base forward steps of unrecorded ops inside a region
         n = 0
@@ -102,8 +52,6 @@ class Timeline:
                     self.region_forward[region].append(s)
                 self.new[s], n = n, n + 1
                 continue
-            if phase == "backward":
-                self.backward_step_of[entry] = s
             if region is None:
                 self.new[s], n = n, n + 1
                 continue
@@ -139,7 +87,7 @@ class Timeline:
 
 
 def predict_live_bytes(base, regions):
-    """Live bytes per step of the checkpointed run, predicted from `base` (a BaseRun)."""
+    """Live bytes per step of the checkpointed run, predicted from `base` (backend/planner/base_run.py's BaseRun)."""
     timeline = Timeline(base, regions)
     return live_bytes(_intervals(base, regions, timeline), timeline.n_steps)
 
@@ -189,7 +137,7 @@ def _first_copy_freed(base, st, own_region, t, input_of):
     """A tensor-held storage without recording inside `own_region`: its last Tensor, or an outside holder."""
     dropped = st["dropped"]
     steps = [None if dropped is None else t.new[dropped]]
-    for entry in base.holders.get(st["id"], ()):
+    for entry in base.savers.get(st["id"], ()):
         if t.region_of_entry[entry] != own_region or own_region is None:
             steps.append(t.released_by(entry, input_of.get(st["id"])))
     if st["id"] in input_of and input_of[st["id"]] != own_region:
@@ -212,7 +160,7 @@ def _region_forward_copies(base, st, region, t, input_of, tensor_held):
             steps.append(t.recompute[t.region_forward[region][-1]])
         else:
             steps.append(t.sweep_end[region])
-    for entry in base.holders.get(st["id"], ()):
+    for entry in base.savers.get(st["id"], ()):
         if t.region_of_entry[entry] == region:
             steps.append(t.new[t.backward_step_of[entry]])
     yield t.recompute[born], (max(steps) if steps else t.recompute[born]), nbytes

@@ -18,9 +18,7 @@ is predicted with torch's own order, as torch.utils.checkpoint(use_reentrant=Fal
 Live bytes at a step are the storages with born ≤ step ≤ freed, counted by the trace document's own memory core
 (backend/trace/memory.py).
 """
-from dataclasses import dataclass, field
-
-from backend.planner.blocks import BlockIndex
+from backend.planner.base_run import BaseRun
 from backend.planner.timeline import latest_release
 from backend.trace.memory import live_bytes
 
@@ -31,54 +29,16 @@ def recomputes_on_first_unpack(document):
     return (document.get("checkpointing") or {}).get("recompute") == RECOMPUTE_ON_FIRST_UNPACK
 
 
-@dataclass
-class TorchBase:
-    """What the prediction reads from the plain (un-checkpointed) document, indexed once for every schedule."""
-    steps: list                         # (phase, entry) per base step
-    storages: list
-    entry_block: dict                   # forward tape index -> block index or None
-    entry_op: dict                      # forward tape index -> op name
-    forward_step: dict                  # forward tape index -> its base step
-    last_backward_step: dict            # forward tape index -> the last base step of its backward node
-    first_backward_step: dict
-    savers: dict                        # storage id -> forward tape indices that saved a tensor on it
-    saving_entries: set                 # forward tape indices that saved something
-    saves_own_output: set               # ... whose last save is one of their own outputs (packed after the op)
-    block_inputs: list                  # block index -> storage id entering it
-    flops: dict                         # forward tape index -> FLOPs
-    n_blocks: int = field(default=0)
+class TorchBase(BaseRun):
+    """The plain (un-checkpointed) torch document's index (backend/planner/base_run.py), built once for every
+    schedule; refused for a document whose checkpoints do not say they recompute on first unpack."""
 
     @classmethod
     def from_document(cls, document):
         if not recomputes_on_first_unpack(document):
             raise ValueError("this document does not say its checkpoints recompute on first unpack (torch's order); "
                              "predict our engine's runs with backend.planner.timeline")
-        paths = [block["path"] for block in document["blocks"]]
-        blocks = BlockIndex(paths)
-        forward = [e for e in document["tape"] if e["phase"] == "forward"]
-        tensors = {t["id"]: t for t in document["tensors"]}
-        steps = [(s["phase"], s["entry"]) for s in document["steps"]]
-        forward_step, first_backward, last_backward = {}, {}, {}
-        for s, (phase, entry) in enumerate(steps):
-            if phase == "forward" and entry is not None:
-                forward_step.setdefault(entry, s)
-            elif phase == "backward" and entry is not None:
-                first_backward.setdefault(entry, s)
-                last_backward[entry] = s
-        savers = {}
-        for entry in forward:
-            for uid in entry["saved"]:
-                savers.setdefault(tensors[uid]["storage"], set()).add(entry["index"])
-        return cls(
-            steps=steps, storages=document["storages"],
-            entry_block={e["index"]: blocks.block_of(e["scope"]) for e in forward},
-            entry_op={e["index"]: e["op"] for e in forward},
-            forward_step=forward_step, last_backward_step=last_backward, first_backward_step=first_backward,
-            savers=savers, saving_entries={e["index"] for e in forward if e["saved"]},
-            saves_own_output={e["index"] for e in forward
-                              if e["saved"] and tensors[e["saved"][-1]]["produced_by"] == e["index"]},
-            block_inputs=[block["input_storage"] for block in document["blocks"]],
-            flops={e["index"]: e["flops"] for e in forward}, n_blocks=len(paths))
+        return super().from_document(document)
 
 
 class Regions:
@@ -86,14 +46,14 @@ class Regions:
 
     def __init__(self, base, regions):
         self.of_block = {block: r for r, region in enumerate(regions) for block in region}
-        self.of_entry = {e: self.of_block.get(b) for e, b in base.entry_block.items() if b is not None}
+        self.of_entry = {e: self.of_block.get(b) for e, b in enumerate(base.entry_block) if b is not None}
         self.entries = [[] for _ in regions]
         for entry, r in sorted(self.of_entry.items()):
             if r is not None:
                 self.entries[r].append(entry)
         self.input_of = {}                  # storage id -> regions whose checkpoint holds it as their input
         for r, region in enumerate(regions):
-            self.input_of.setdefault(base.block_inputs[region[0]], []).append(r)
+            self.input_of.setdefault(base.block_inputs[(1, region[0])], []).append(r)     # one micro-batch
         self.trigger, self.frame_end, self.rerun_entries, self.rerun, self.rerun_steps = {}, {}, {}, {}, {}
         for r, entries in enumerate(self.entries):
             saving = [e for e in entries if e in base.saving_entries and e in base.first_backward_step]
@@ -184,7 +144,7 @@ def _region_made(base, where, t, st, region, saved_ops):
     first_freed = _first_copy_freed(base, where, t, st)
     rerun = where.rerun_steps.get(region, set())
     producer = base.steps[born][1]
-    kept = base.entry_op.get(producer) in saved_ops
+    kept = base.op_of(producer) in saved_ops
     if born not in rerun:
         # not re-run: made once; a kept output waits in the frame for a recompute that never reaches it
         held_by_frame = kept and region in where.frame_end

@@ -1,0 +1,86 @@
+"""The base run indexed once: what every region predictor reads from an un-checkpointed document, engine or torch.
+
+Our engine's predictor (backend/planner/timeline.py) and torch's (backend/planner/torch_timeline.py) re-time the
+same records: the base steps, the storages' lifetimes, which block each forward entry belongs to and which
+entries saved a tensor on each storage. Both read them from this one index, built once per base document.
+
+A plannable document's forward entries come first on its tape, numbered 0, 1, ... in order (both recorders write
+them so), so the per-entry columns here are lists indexed by entry.
+"""
+from dataclasses import dataclass
+
+from backend.planner.blocks import BlockIndex
+
+
+@dataclass
+class BaseRun:
+    """What the predictions read from the base document."""
+    steps: list                 # (phase, entry) per base step
+    storages: list              # storage records: id, nbytes, kind, born, freed, dropped, setup, extra?
+    n_blocks: int
+    entry_block: list           # forward entry -> block index or None
+    entry_op: list              # forward entry -> op name
+    entry_micro_batch: list     # forward entry -> its micro-batch (1 without accumulation)
+    flops: list                 # forward entry -> FLOPs
+    output_storage: dict        # forward entry -> storage id of its output
+    savers: dict                # storage id -> forward entries that saved a tensor on it
+    saving_entries: set         # forward entries that saved something
+    saves_own_output: set       # ... whose last save is one of their own outputs (packed after the op)
+    forward_step: dict          # forward entry -> its base step
+    first_backward_step: dict   # forward entry -> the first and the last base step of its backward node
+    last_backward_step: dict
+    block_inputs: dict          # (micro-batch, block index) -> storage id entering it
+    unrecorded_block: dict      # forward step with no entry (autocast's cast of x) -> (micro-batch, block)
+
+    @classmethod
+    def from_document(cls, document):
+        paths = [block["path"] for block in document["blocks"]]      # as the run's driver reported them
+        blocks = BlockIndex(paths)
+        forward = [e for e in document["tape"] if e["phase"] == "forward"]
+        if any(e["index"] != position for position, e in enumerate(forward)):
+            raise ValueError("the base document's forward entries are not the tape's first entries in order; "
+                             "the predictors index them by position")
+        tensors = {t["id"]: t for t in document["tensors"]}
+        storage_of = {uid: t["storage"] for uid, t in tensors.items()}
+        steps = [(s["phase"], s["entry"]) for s in document["steps"]]
+        forward_step, first_backward, last_backward = {}, {}, {}
+        for s, (phase, entry) in enumerate(steps):
+            if phase == "forward" and entry is not None:
+                forward_step.setdefault(entry, s)
+            elif phase == "backward" and entry is not None:
+                first_backward.setdefault(entry, s)
+                last_backward[entry] = s
+        savers = {}
+        for entry in forward:
+            for uid in entry["saved"]:
+                savers.setdefault(storage_of[uid], set()).add(entry["index"])
+        born_scope = {}             # step -> the scope of a tensor born there (an unrecorded op's output)
+        for t in document["tensors"]:
+            if t["produced_by"] is None and t.get("scope"):
+                born_scope.setdefault(t["born"], t["scope"])
+        unrecorded = {s["index"]: (s.get("micro_batch") or 1, blocks.block_of(born_scope[s["index"]]))
+                      for s in document["steps"]
+                      if s["phase"] == "forward" and s["entry"] is None and s["index"] in born_scope}
+        return cls(
+            steps=steps,
+            storages=document["storages"],
+            n_blocks=len(paths),
+            entry_block=[blocks.block_of(e["scope"]) for e in forward],
+            entry_op=[e["op"] for e in forward],
+            entry_micro_batch=[e.get("micro_batch") or 1 for e in forward],
+            flops=[e["flops"] for e in forward],
+            output_storage={e["index"]: storage_of.get(e["output"]) for e in forward},
+            savers=savers,
+            saving_entries={e["index"] for e in forward if e["saved"]},
+            saves_own_output={e["index"] for e in forward
+                              if e["saved"] and tensors[e["saved"][-1]]["produced_by"] == e["index"]},
+            forward_step=forward_step, first_backward_step=first_backward, last_backward_step=last_backward,
+            block_inputs={(micro, b): storage for b, block in enumerate(document["blocks"])
+                          for micro, storage in enumerate(block.get("micro_batch_inputs", [block["input_storage"]]),
+                                                          start=1)},
+            unrecorded_block=unrecorded,
+        )
+
+    def op_of(self, entry):
+        """The op name of a forward entry, None for no entry."""
+        return None if entry is None else self.entry_op[entry]
