@@ -102,12 +102,13 @@ def test_a_jvp_sweep_records_nothing_and_saves_nothing():
     with events.listening(lambda kind, payload: kinds.append(kind)):
         out, tangent = jvp(lambda x: T.log_softmax((x @ w1).tanh() @ w2), (x,), (np.ones((4, 5)),))
     assert out.grad_fn is None and not out.requires_grad
-    assert not {"record", "save", "save_recipe", "alloc_extra"} & set(kinds)
-    assert kinds.count("op") == 4                      # one unrecorded step per op
+    assert not {events.RECORD, events.SAVE, events.SAVE_RECIPE, events.ALLOC_EXTRA} & set(kinds)
+    assert kinds.count(events.OP) == 4                      # one unrecorded step per op
     assert w1.grad is None and w2.grad is None
     # the same forward, recorded, saves both matmuls' inputs and tanh's and log_softmax's outputs
     saved_bytes = []
-    with events.listening(lambda kind, payload: saved_bytes.append(payload["storage"].nbytes) if kind == "save" else None):
+    with events.listening(lambda kind, payload:
+                          saved_bytes.append(payload["storage"].nbytes) if kind == events.SAVE else None):
         T.log_softmax((x @ w1).tanh() @ w2)
     assert sum(saved_bytes) > 0
 

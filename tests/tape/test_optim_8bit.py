@@ -58,7 +58,7 @@ def test_updates_are_close_to_fp32_adam_but_not_equal():
 def test_state_is_one_byte_codes_and_one_float32_absmax_per_block():
     kinds = {}
     with events.listening(lambda kind, p: kinds.setdefault(p["tensor"].name, p["storage"].nbytes)
-                          if kind == "alloc" and p["storage"].kind == "optimizer" else None):
+                          if kind == events.ALLOC and p["storage"].kind == "optimizer" else None):
         _, opt = _train(lambda p: Adam8bit(p, lr=1e-3), steps=1)
     assert kinds == {"w.m_8bit": 4096, "w.v_8bit": 4096, "w.m_absmax": 8, "w.v_absmax": 8}
     assert sum(kinds.values()) == state_bytes([4096]) == 2 * 4096 + 2 * 4 * 2

@@ -42,7 +42,8 @@ def test_cast_is_a_recorded_copy_whose_vjp_returns_the_source_dtype():
 def test_autocast_computes_low_keeps_master_grads_float32_and_saves_the_copies(compute):
     values = _mlp()
     saved_kinds = []
-    listener = lambda kind, payload: saved_kinds.append(payload["storage"].kind) if kind == "save" else None  # noqa: E731
+    listener = lambda kind, payload: (                                                                   # noqa: E731
+        saved_kinds.append(payload["storage"].kind) if kind == events.SAVE else None)
     with events.listening(listener):
         out, loss, grads = _ours(values, compute)
     assert out.dtype == dtype_named(compute) and loss.dtype == np.float32     # mse_loss runs in float32
@@ -141,7 +142,7 @@ def test_unscale_divides_exactly_and_measures_underflow():
     g = np.array([1e-9, 2e-8, 1e-3, 0.0], dtype=np.float32)      # below fp16's smallest subnormal (6e-8) twice
     scaler.scale((w * tensor(g)).sum()).backward()
     seen = []
-    with events.listening(lambda kind, payload: seen.append(payload["underflow"]) if kind == "unscale" else None):
+    with events.listening(lambda kind, payload: seen.append(payload["underflow"]) if kind == events.UNSCALE else None):
         scaler.unscale_([w])
     np.testing.assert_array_equal(w.grad, g)                      # ×2⁻¹⁶ undoes ×2¹⁶ exactly
     assert seen == [{"unscaled": 0.5, "scaled": 0.0}]
