@@ -1,6 +1,7 @@
 """The distributed tests' model: 4 pre-LN residual MLP blocks (no dropout, so every rank and a single process compute
-the same step), built plain, under DDP (small buckets) or under FSDP2 per block; a MODEL_FILE for the command line
-too (TAPESCOPE_TEST_WRAP picks the wrapping)."""
+the same step), built plain, under DDP (small buckets), under FSDP2 per block (resharding after forward or not) or
+with each block's MLP tensor-parallel (up by columns, down by rows); a MODEL_FILE for the command line too
+(TAPESCOPE_TEST_WRAP picks the wrapping)."""
 import os
 
 import torch
@@ -9,7 +10,7 @@ from torch.nn import functional as F
 
 WIDTH, HIDDEN, BLOCKS, BATCH, SEQ = 32, 128, 4, 8, 4
 BUCKET_CAP_MB = 0.02           # 20,971 B: the 4 blocks' 134 kB of gradients in several buckets
-WRAPS = ("ddp", "fsdp", "fsdp_keep")
+WRAPS = ("ddp", "fsdp", "fsdp_keep", "tp")
 MAX_NORM = 1.0
 
 
@@ -43,12 +44,19 @@ class ClippingAdamW(torch.optim.AdamW):
         return super().step(closure)
 
 
-def build_plain():
-    """(model, (inputs, target), loss_fn, optimizer) of the whole global batch, in one process."""
+def optimizer_for(wrap, model):
+    if wrap == "tp":        # plain and DTensor parameters mixed: torch's foreach kernels and clip_grad_norm_ refuse
+        return torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=False)
+    return ClippingAdamW(model.parameters(), lr=1e-2)
+
+
+def build_plain(wrap="ddp"):
+    """(model, (inputs, target), loss_fn, optimizer) of the whole global batch, in one process (the optimizer the
+    wrapped run uses)."""
     torch.manual_seed(0)
     model = Tiny()
     inputs, target = torch.randn(BATCH, SEQ, WIDTH), torch.randn(BATCH, SEQ, 1)
-    return model, (inputs, target), F.mse_loss, ClippingAdamW(model.parameters(), lr=1e-2)
+    return model, (inputs, target), F.mse_loss, optimizer_for(wrap, model)
 
 
 def build(wrap=None):
@@ -56,6 +64,14 @@ def build(wrap=None):
     import torch.distributed as dist
     wrap = wrap or os.environ.get("TAPESCOPE_TEST_WRAP", "ddp")
     model, (inputs, target), loss_fn, _ = build_plain()
+    rank, share = dist.get_rank(), BATCH // dist.get_world_size()
+    if wrap == "tp":        # Megatron's MLP split: up by columns, down by rows; every rank sees the whole batch
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+        mesh = init_device_mesh("cpu", (dist.get_world_size(),), mesh_dim_names=("tp",))
+        for block in model.blocks:
+            parallelize_module(block, mesh, {"up": ColwiseParallel(), "down": RowwiseParallel()})
+        return model, (inputs, target), loss_fn, optimizer_for(wrap, model)
     if wrap == "ddp":
         from torch.nn.parallel import DistributedDataParallel
         model = DistributedDataParallel(model, bucket_cap_mb=BUCKET_CAP_MB)
@@ -64,6 +80,5 @@ def build(wrap=None):
         for block in model.blocks:
             fully_shard(block, reshard_after_forward=wrap == "fsdp")
         fully_shard(model, reshard_after_forward=wrap == "fsdp")
-    rank, share = dist.get_rank(), BATCH // dist.get_world_size()
     batch = (inputs[rank * share:(rank + 1) * share], target[rank * share:(rank + 1) * share])
-    return model, batch, loss_fn, ClippingAdamW(model.parameters(), lr=1e-2)
+    return model, batch, loss_fn, optimizer_for(wrap, model)

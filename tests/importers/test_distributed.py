@@ -19,7 +19,6 @@ from backend.importers.torch_distributed import local_parameter_bytes, record_ra
 from backend.importers.torch_step import run_step, warm_up  # noqa: E402
 from backend.trace.document_versions import unpack  # noqa: E402
 from tests.importers import distributed_model  # noqa: E402
-from tests.importers.packed import packed_during  # noqa: E402
 
 WORLD = 2
 WARMUP = 1          # DDP rebuilds its buckets at the second step: the recorded step is the steady state's
@@ -36,6 +35,22 @@ def full_grads(model):
         grad = parameter.grad
         grads[plain_name(name)] = (grad.full_tensor() if hasattr(grad, "full_tensor") else grad).detach().clone()
     return grads
+
+
+def packed_during(step):
+    """(bytes of the unique storages autograd packed while `step()` ran, on this rank, how many packs there were):
+    tests/importers/packed.py's count, a DTensor counted by its local shard."""
+    storages, packs = {}, []
+
+    def pack(tensor):
+        storage = (tensor.to_local() if hasattr(tensor, "to_local") else tensor).untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        packs.append(None)
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        step()
+    return sum(storages.values()), len(packs)
 
 
 def buckets_by_hook(wrap):
@@ -75,9 +90,8 @@ def ranks():
     return run_ranks(on_each_rank, WORLD)
 
 
-@pytest.fixture(scope="module")
-def single_process_grads():
-    model, batch, loss_fn, optimizer = distributed_model.build_plain()
+def single_process_grads(wrap):
+    model, batch, loss_fn, optimizer = distributed_model.build_plain(wrap)
     warm_up(model, batch, loss_fn, optimizer, WARMUP)
     run_step(model, batch, loss_fn, optimizer)
     return {name: p.grad.detach().clone() for name, p in model.named_parameters()}
@@ -92,6 +106,7 @@ def test_each_rank_is_its_own_document(ranks, wrap):
             assert document["mesh"] is None
         else:
             assert document["mesh"]["shape"] == [WORLD] and document["mesh"]["ranks"] == [0, 1]
+            assert document["mesh"]["dim_names"] == (["tp"] if wrap == "tp" else None)
 
 
 @pytest.mark.parametrize("wrap", distributed_model.WRAPS)
@@ -122,11 +137,12 @@ def test_parameter_bytes_are_the_ranks_local_shards(ranks, wrap):
 
 
 @pytest.mark.parametrize("wrap", distributed_model.WRAPS)
-def test_gradients_equal_a_single_process_step(ranks, single_process_grads, wrap):
+def test_gradients_equal_a_single_process_step(ranks, wrap):
+    reference = single_process_grads(wrap)
     for results in ranks:
         grads = results[wrap]["grads"]
-        assert set(grads) == set(single_process_grads)
-        for name, expected in single_process_grads.items():
+        assert set(grads) == set(reference)
+        for name, expected in reference.items():
             torch.testing.assert_close(grads[name], expected, rtol=1e-5, atol=1e-6, msg=name)
 
 
@@ -215,3 +231,18 @@ def test_the_command_line_writes_one_run_json_of_every_rank(tmp_path, monkeypatc
         assert (document["rank"], document["world_size"], document["mesh"]["shape"]) == (rank, WORLD, [WORLD])
         assert any(entry["family"] == "collective" for entry in document["tape"])
     assert "rank 1/2" in capsys.readouterr().err
+
+
+def test_tensor_parallel_all_reduces_each_rowwise_output_in_forward_and_each_colwise_input_grad_in_backward(ranks):
+    """RowwiseParallel's down leaves a Partial output, all-reduced inside DTensor's dispatch as it is made
+    Replicate; ColwiseParallel's up gets a Partial input gradient, all-reduced in backward: one each per block."""
+    blocks = distributed_model.BLOCKS
+    width_bytes = distributed_model.BATCH * distributed_model.SEQ * distributed_model.WIDTH * 4
+    for results in ranks:
+        issued = [e for e in results["tp"]["document"]["tape"]
+                  if e["family"] == "collective" and e["collective"]["event"] == "issued"]
+        assert [(e["op"], e["phase"]) for e in issued] == ([("all_reduce", "forward")] * blocks
+                                                            + [("all_reduce", "backward")] * blocks)
+        assert [e["scope"] for e in issued[:blocks]] == [f"blocks.{i}.down" for i in range(blocks)]
+        assert all(e["collective"]["bytes_in"] == e["collective"]["bytes_out"] == width_bytes for e in issued)
+        assert all(e["attrs"]["aten"] == "_c10d_functional.all_reduce" for e in issued)
