@@ -70,7 +70,8 @@ def _loop_live_bytes(lifetimes, n_steps):
 
 def memory_core(document):
     rng = random.Random(0)
-    cases = [("transformer-tiny's storages (sqrt schedule)", list(lifetimes_of(document["storages"])), len(document["steps"]))]
+    storages = list(lifetimes_of(document["storages"]))
+    cases = [("transformer-tiny's storages (sqrt schedule)", storages, len(document["steps"]))]
     for n_lifetimes, n_steps in ((300, 200), (5000, 2000)):
         lifetimes = []
         for _ in range(n_lifetimes):
