@@ -14,7 +14,7 @@ What a TorchDispatchMode sees of torch.distributed (torch 2.13, gloo; found with
   answers NotImplemented, so DTensor's own dispatch runs with the mode still on the stack and the mode sees what
   really runs on this rank: the local op on the local shard and any redistribution's functional collectives
   (clip_grad_norm_'s all-reduce of the partial norm, Shard -> Replicate all-gathers). Sharding propagation's
-  meta tensors are passed through unrecorded;
+  meta and fake tensors (the first time an op's sharding is decided; then it is cached) pass through unrecorded;
 - FSDP2 frees an unsharded parameter by resizing its storage to 0 bytes and brings it back by resizing it again
   (fsdp._fully_shard._fsdp_param's free_storage and alloc_storage): no op, no storage death, so both are wrapped
   while the step is recorded.
@@ -27,7 +27,8 @@ import sys
 
 import torch
 import torch.distributed as dist
-from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.utils._python_dispatch import _get_current_dispatch_mode_stack, is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_leaves
 
 from backend.importers.torch_ops import TAPESCOPE
@@ -67,8 +68,9 @@ def local(tensor):
     while is_traceable_wrapper_subclass(tensor):
         inner = getattr(tensor, "_local_tensor", None)
         if inner is None:
-            inner = getattr(tensor, "elem", None)
-        if inner is None:
+            names, _ = tensor.__tensor_flatten__()        # any other wrapper: its first inner tensor
+            inner = getattr(tensor, names[0], None) if names else None
+        if not isinstance(inner, torch.Tensor):
             break
         tensor = inner
     return tensor
@@ -107,7 +109,9 @@ class RankRecorder(TorchRecorder):
 
     def _describe(self, target, tensor, with_values=None):
         tensor = local(tensor)
-        if self._fsdp_buffers and not tensor.is_meta:
+        if is_traceable_wrapper_subclass(tensor):
+            return None                     # no local tensor to read
+        if self._fsdp_units and not tensor.is_meta:
             # numpy() makes a storage unresizable for good, and FSDP2 frees and re-allocates its unsharded
             # parameters by resizing their storages: statistics are read from a copy
             self._busy += 1
@@ -141,8 +145,10 @@ class RankRecorder(TorchRecorder):
         leaves = tree_leaves((args, kwargs))
         if any(is_traceable_wrapper_subclass(leaf) for leaf in leaves):
             return NotImplemented           # DTensor runs its own dispatch, the mode still on: its local ops come here
-        if any(isinstance(leaf, torch.Tensor) and leaf.is_meta for leaf in leaves):
-            return func(*args, **kwargs)    # sharding propagation
+        if any(isinstance(leaf, torch.Tensor) and (leaf.is_meta or isinstance(leaf, FakeTensor)) for leaf in leaves):
+            return func(*args, **kwargs)    # sharding propagation (its first time for an op: later it is cached)
+        if not any(isinstance(leaf, torch.Tensor) for leaf in leaves) and _faking():
+            return func(*args, **kwargs)    # a factory op of sharding propagation, under its FakeTensorMode
         if func.namespace in NAMESPACES and not self._busy and self.phase not in ("setup", "done"):
             name = func._schema.name.split("::")[1]
             if name == "wait_tensor":
@@ -290,6 +296,12 @@ class RankRecorder(TorchRecorder):
                         f"{len(ready)} gradients were ready then")
 
     # ----- FSDP2's unsharded parameters: storages resized, not freed ---------------------------
+    def _as_unsharded_param(self, storage):
+        storage.update(kind="param", shard_role="unsharded_param")
+        for record in self.tensors.values():
+            if record["storage"] == storage["id"]:
+                record["kind"] = "param"
+
     def storage_resized(self, tensor, before):
         """FSDP2's free_storage / alloc_storage on `tensor`: its storage (data pointer `before`) went, or came
         back at a new address."""
@@ -297,12 +309,20 @@ class RankRecorder(TorchRecorder):
             return
         record = self._live.get(before) if before else None
         if record is not None:
+            if record.get("shard_role") != "unsharded_param":
+                # first seen as the output of FSDP2's torch.empty at its lazy init (an activation, to the recorder):
+                # FSDP2 frees nothing but unsharded parameters this way
+                self._as_unsharded_param(record)
             self._on_storage_freed(before, record["id"])
         ptr = tensor.untyped_storage().data_ptr()
         if ptr:
             role = self._fsdp_buffers.get(id(tensor), "unsharded_param")
             storage = self._storage(tensor, "param" if role == "unsharded_param" else self._kind(), None)
             storage["shard_role"] = role
+
+
+def _faking():
+    return any(isinstance(mode, FakeTensorMode) for mode in _get_current_dispatch_mode_stack())
 
 
 def _flat_tensors(value):
