@@ -27,6 +27,7 @@ from backend.importers.mistakes import ImportMistake
 from backend.importers.torch_collectives import RankRecorder, local, watching_distributed
 from backend.importers.torch_step import document_of, load_build, record, step_of, warm_up
 from backend.trace.document_versions import pack
+from backend.trace.memory import alive_at
 
 MAX_NPROC = 16
 TIMEOUT = timedelta(minutes=5)      # a rank that died must not keep the others waiting for gloo's 30 minutes
@@ -75,12 +76,12 @@ def collective_summary(tape):
 
 
 def by_role_at(document, step):
-    """Live bytes at `step` per shard_role (storages tagged by the recorder; untagged ones are not counted)."""
+    """Live bytes at `step` per shard_role (storages tagged by the recorder; untagged ones are not counted), alive
+    as the document's live bytes count them (backend/trace/memory.py)."""
     roles = {}
-    for storage in document["storages"]:
+    for storage in alive_at(step, document["storages"]):
         role = storage.get("shard_role")
-        freed = storage["freed"]
-        if role and storage["born"] <= step and (freed is None or freed > step):
+        if role:
             roles[role] = roles.get(role, 0) + storage["nbytes"]
     return roles
 
