@@ -16,6 +16,12 @@ def load(text: str):
     return json.loads(text)
 
 
+def columns(row, *names) -> dict:
+    """{name: the value stored as text in row.<name>_json} for each name; a column a migration added is NULL in
+    the rows written before it: None."""
+    return {name: load(getattr(row, f"{name}_json") or "null") for name in names}
+
+
 def compress(text: str) -> bytes:
     """Text written by `dump` (ASCII), xz-compressed."""
     return lzma.compress(text.encode("utf-8"), preset=XZ_PRESET)

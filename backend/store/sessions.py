@@ -49,16 +49,8 @@ class StaleVersion(Exception):
 
 
 def _workspace(row: UserSession) -> Workspace:
-    return Workspace(
-        id=row.id,
-        spec=jsontext.load(row.spec_json),
-        checkpoint=jsontext.load(row.checkpoint_json),
-        view=jsontext.load(row.view_json),
-        history=jsontext.load(row.history_json),
-        updated_at=row.updated_at,
-        origin=jsontext.load(row.origin_json or "null"),
-        baseline=jsontext.load(row.baseline_json or "null"),
-    )
+    return Workspace(id=row.id, updated_at=row.updated_at,
+                     **jsontext.columns(row, "spec", "checkpoint", "view", "history", "origin", "baseline"))
 
 
 def create(db: Session) -> Workspace:

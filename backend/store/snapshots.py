@@ -106,9 +106,7 @@ def get(db: Session, snapshot_id: str) -> SnapshotRecord | None:
         return None
     return SnapshotRecord(
         id=row.id,
-        spec=jsontext.load(row.spec_json),
-        checkpoint=jsontext.load(row.checkpoint_json),
-        view=jsontext.load(row.view_json),
+        **jsontext.columns(row, "spec", "checkpoint", "view"),
         trace_json=jsontext.decompress(row.trace_xz),
         schema_version=row.schema_version,
         engine_version=row.engine_version,

@@ -28,48 +28,48 @@ _FIELDS = {}         # kind -> its payload's field names, as a set: what emit ch
 
 
 def _declare(name, fields, words):
-    KINDS[name] = EventKind(name, tuple(fields.split()), words)
-    _FIELDS[name] = frozenset(fields.split())
+    KINDS[name] = EventKind(name, fields, words)
+    _FIELDS[name] = frozenset(fields)
     return name
 
 
 # ----- tensors and storages ---------------------------------------------------------------------------
-ALLOC = _declare("alloc", "tensor storage node", "a Tensor over a new storage (node: the grad_fn that made it)")
-VIEW = _declare("view", "tensor storage node", "a view: a new Tensor over its base's storage")
-DROP = _declare("drop", "tensor", "the program let go of a Tensor (its storage may live on)")
-FREE = _declare("free", "storage", "a storage went back to the allocator")
-GRAD = _declare("grad", "tensor storage", "a leaf's .grad was set (storage: the gradient's)")
-INPLACE = _declare("inplace", "tensor version", "an in-place op wrote into tensor, its storage now at version")
-ALLOC_GRAD = _declare("alloc_grad", "storage array owner", "backward allocated the gradient of tensor uid owner")
-ALLOC_EXTRA = _declare("alloc_extra", "uid storage array node name",
+ALLOC = _declare("alloc", ("tensor", "storage", "node"), "a Tensor over a new storage (node: the grad_fn that made it)")
+VIEW = _declare("view", ("tensor", "storage", "node"), "a view: a new Tensor over its base's storage")
+DROP = _declare("drop", ("tensor",), "the program let go of a Tensor (its storage may live on)")
+FREE = _declare("free", ("storage",), "a storage went back to the allocator")
+GRAD = _declare("grad", ("tensor", "storage"), "a leaf's .grad was set (storage: the gradient's)")
+INPLACE = _declare("inplace", ("tensor", "version"), "an in-place op wrote into tensor, its storage now at version")
+ALLOC_GRAD = _declare("alloc_grad", ("storage", "array", "owner"), "backward made the gradient of tensor uid owner")
+ALLOC_EXTRA = _declare("alloc_extra", ("uid", "storage", "array", "node", "name"),
                        "an op saved a value of its own for backward (a mask, statistics): held by the tape only")
-ALLOC_RECOMPUTE = _declare("alloc_recompute", "storage array entry",
+ALLOC_RECOMPUTE = _declare("alloc_recompute", ("storage", "array", "entry"),
                            "a saved value kept as a recipe was recomputed in backward (entry: its tape index)")
 
 # ----- the forward tape -------------------------------------------------------------------------------
-OP = _declare("op", "op attrs", "an op ran without recording an entry (no input needs grad, or under no_grad)")
-RECORD = _declare("record", "node inputs out_shape", "an op appended its entry (node) to the tape")
-TANGENT = _declare("tangent", "op attrs inputs output", "a forward-mode op ran and set its output's tangent")
-SAVE = _declare("save", "node name uid storage", "an entry saved tensor uid for its backward")
-SAVE_RECIPE = _declare("save_recipe", "node name uid", "an entry keeps tensor uid as a recipe, recomputed in backward")
-CHECKPOINT_BEGIN = _declare("checkpoint_begin", "node", "a checkpoint's region starts its unrecorded forward")
-CHECKPOINT_END = _declare("checkpoint_end", "node", "a checkpoint's region ended its forward")
+OP = _declare("op", ("op", "attrs"), "an op ran and recorded no entry (no_grad, or no input needs grad)")
+RECORD = _declare("record", ("node", "inputs", "out_shape"), "an op appended its entry (node) to the tape")
+TANGENT = _declare("tangent", ("op", "attrs", "inputs", "output"), "a forward-mode op set its output's tangent")
+SAVE = _declare("save", ("node", "name", "uid", "storage"), "an entry saved tensor uid for its backward")
+SAVE_RECIPE = _declare("save_recipe", ("node", "name", "uid"), "an entry keeps tensor uid as a recipe (recomputed)")
+CHECKPOINT_BEGIN = _declare("checkpoint_begin", ("node",), "a checkpoint's region starts its unrecorded forward")
+CHECKPOINT_END = _declare("checkpoint_end", ("node",), "a checkpoint's region ended its forward")
 
 # ----- the backward sweep -----------------------------------------------------------------------------
-BACKWARD_BEGIN = _declare("backward_begin", "root dependencies",
+BACKWARD_BEGIN = _declare("backward_begin", ("root", "dependencies"),
                           "backward counted each node's consumers (dependencies: node -> count) from root")
-NODE_BEGIN = _declare("node_begin", "node adjoint", "a node's vjp starts, with the adjoint it received")
-CONTRIBUTION = _declare("contribution", "node parent adjoint", "a node handed a gradient to parent (a node or a leaf)")
-ACCUMULATE = _declare("accumulate", "target parts total", "two contributions to tensor uid target summed into total")
-ACCUMULATE_LEAF = _declare("accumulate_leaf", "leaf parts first", "a contribution went into a leaf's .grad")
-RELEASE = _declare("release", "node uids", "a node's vjp let go of what it saved")
-NODE_END = _declare("node_end", "node ready pending", "a node's vjp ended (ready: the nodes it made ready)")
-RECOMPUTE_BEGIN = _declare("recompute_begin", "node", "a checkpoint's backward starts re-running its region")
-RECOMPUTE_END = _declare("recompute_end", "node", "the region's recompute ended")
+NODE_BEGIN = _declare("node_begin", ("node", "adjoint"), "a node's vjp starts, with the adjoint it received")
+CONTRIBUTION = _declare("contribution", ("node", "parent", "adjoint"), "a node handed parent (node or leaf) a gradient")
+ACCUMULATE = _declare("accumulate", ("target", "parts", "total"), "two gradients of tensor uid target summed")
+ACCUMULATE_LEAF = _declare("accumulate_leaf", ("leaf", "parts", "first"), "a contribution went into a leaf's .grad")
+RELEASE = _declare("release", ("node", "uids"), "a node's vjp let go of what it saved")
+NODE_END = _declare("node_end", ("node", "ready", "pending"), "a node's vjp ended (ready: the nodes it made ready)")
+RECOMPUTE_BEGIN = _declare("recompute_begin", ("node",), "a checkpoint's backward starts re-running its region")
+RECOMPUTE_END = _declare("recompute_end", ("node",), "the region's recompute ended")
 
 # ----- after backward ---------------------------------------------------------------------------------
-OPTIMIZER_STEP = _declare("optimizer_step", "param index", "the optimizer updates parameter param (index: its place)")
-UNSCALE = _declare("unscale", "param underflow", "the loss scaler unscaled param's gradient (underflow: its shares)")
+OPTIMIZER_STEP = _declare("optimizer_step", ("param", "index"), "the optimizer updates parameter param")
+UNSCALE = _declare("unscale", ("param", "underflow"), "the loss scaler unscaled param's gradient")
 
 
 class UnknownEvent(ValueError):

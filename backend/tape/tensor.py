@@ -1,5 +1,6 @@
 """Tensor: an ndarray over a Storage, with requires_grad, grad_fn and a lazily allocated .grad."""
 import weakref
+from operator import attrgetter
 
 import numpy as np
 
@@ -112,21 +113,11 @@ class Tensor:
             return self.data.astype(dtype)
         return self.data.copy() if copy else self.data
 
-    @property
-    def shape(self):
-        return self.data.shape
-
-    @property
-    def dtype(self):
-        return self.data.dtype
-
-    @property
-    def ndim(self):
-        return self.data.ndim
-
-    @property
-    def size(self):
-        return self.data.size
+    # the values' own: t.shape is t.data.shape (an attrgetter reads it without a Python frame)
+    shape = property(attrgetter("data.shape"))
+    dtype = property(attrgetter("data.dtype"))
+    ndim = property(attrgetter("data.ndim"))
+    size = property(attrgetter("data.size"))
 
     def item(self):
         if self.data.size != 1:

@@ -24,6 +24,15 @@ _GRAD_FN = Tensor.__dict__["grad_fn"]               # Tensor's own slots, under 
 _REQUIRES_GRAD = Tensor.__dict__["requires_grad"]
 
 
+def _synced(slot):
+    """A View's property over one of Tensor's slots: read after the view's history is regenerated (View._sync),
+    written as it is."""
+    def read(view):
+        view._sync()
+        return slot.__get__(view)
+    return property(read, slot.__set__)
+
+
 class ViewOf:
     """Where a view sits in its base: the base's shape and the view ops from the base's value to the view's."""
 
@@ -94,23 +103,8 @@ class View(Tensor):
             _GRAD_FN.__set__(self, node)
             _REQUIRES_GRAD.__set__(self, True)
 
-    @property
-    def grad_fn(self):
-        self._sync()
-        return _GRAD_FN.__get__(self)
-
-    @grad_fn.setter
-    def grad_fn(self, node):
-        _GRAD_FN.__set__(self, node)
-
-    @property
-    def requires_grad(self):
-        self._sync()
-        return _REQUIRES_GRAD.__get__(self)
-
-    @requires_grad.setter
-    def requires_grad(self, value):
-        _REQUIRES_GRAD.__set__(self, value)
+    grad_fn = _synced(_GRAD_FN)
+    requires_grad = _synced(_REQUIRES_GRAD)
 
 
 def move_retained(old, node, tensor):

@@ -8,19 +8,21 @@ from sqlalchemy.orm import Session
 
 from app import create_app
 from backend.store import close_store, sessions, snapshots
-from backend.store.engine import make_engine
-from backend.store.migrate import current_revision, head_revision, upgrade
+from backend.store.migrate import current_revision, head_revision
 from tests.concurrency import run_threads
 
 TRACE = {"schema_version": 1, "engine_version": "pg-test", "steps": [{}, {}]}
 
 
 @pytest.fixture
-def pg_engine(empty_postgres):
-    engine = make_engine(empty_postgres)
-    upgrade(engine)
-    yield engine
-    engine.dispose()
+def db_url(empty_postgres):
+    """PostgreSQL alone: tests/store/conftest.py's migrated `engine` is made on the throwaway cluster."""
+    return empty_postgres
+
+
+@pytest.fixture
+def pg_engine(engine):
+    return engine
 
 
 def test_migrates_to_head(pg_engine):
