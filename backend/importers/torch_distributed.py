@@ -47,7 +47,33 @@ def record_rank(model, batch, loss_fn=None, optimizer=None, values=False, warmup
     document["ddp_buckets"] = recorder.ddp_buckets
     document["summary"]["collectives"] = collective_summary(document["tape"])
     document["summary"]["by_shard_role_at_peak"] = by_role_at(document, document["summary"]["peak_step"])
+    document["summary"]["peak_sharding"] = peak_sharding(document)
     return document
+
+
+ROLE_WORDS = {      # torch_collectives.ROLES, as the peak's sentence says them
+    "unsharded_param": "all-gathered (unsharded) parameters", "sharded_param": "its parameter shards",
+    "unsharded_grad": "unsharded gradients waiting for their reduce-scatter", "grad_shard": "its gradient shards",
+    "comm_buffer": "communication buffers", "bucket": "DDP's gradient buckets",
+}
+
+
+def peak_sharding(document):
+    """The rank's peak in the words of its sharding: where it is and what the sharded step holds there, largest
+    first (e.g. "rank 1 peaks in backward at step 373 (transformer.h.3.mlp.c_proj): all-gathered (unsharded)
+    parameters 3.2 MiB, its parameter shards 6.1 MiB ... of 47.2 MiB")."""
+    summary = document["summary"]
+    step = document["steps"][summary["peak_step"]]
+    scope = document["tape"][step["entry"]]["scope"] if step.get("entry") is not None else None
+    held = sorted(summary["by_shard_role_at_peak"].items(), key=lambda item: -item[1])
+    parts = ", ".join(f"{ROLE_WORDS.get(role, role)} {_mib(nbytes)}" for role, nbytes in held if nbytes)
+    where = f"{step['phase']} at step {step['index']}" + (f" ({scope})" if scope else "")
+    return (f"rank {document['rank']} peaks in {where}: " + (f"{parts} of {_mib(summary['peak_bytes'])}" if parts else
+            f"{_mib(summary['peak_bytes'])}, none of it sharding's"))
+
+
+def _mib(nbytes):
+    return f"{nbytes / 2 ** 20:.1f} MiB"
 
 
 def mesh_of(model):

@@ -217,6 +217,8 @@ def test_fsdp2_peaks_lower_when_it_reshards_after_forward_by_the_unsharded_param
         unsharded = (resharded["by_shard_role_at_peak"].get("unsharded_param", 0),
                      kept["by_shard_role_at_peak"].get("unsharded_param", 0))
         assert unsharded[0] < unsharded[1]
+        assert "all-gathered (unsharded) parameters" in kept["peak_sharding"]
+        assert kept["peak_sharding"].startswith(f"rank {results['fsdp_keep']['document']['rank']} peaks in ")
 
 
 def test_the_command_line_writes_one_run_json_of_every_rank(tmp_path, monkeypatch, capsys):
