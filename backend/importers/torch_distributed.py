@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch.multiprocessing.spawn import ProcessException
 
 from backend.importers.mistakes import ImportMistake
 from backend.importers.torch_collectives import RankRecorder, local, watching_distributed
@@ -154,10 +155,11 @@ def run_ranks(target, nproc, *args):
         try:
             torch.multiprocessing.start_processes(_rank_entry, args=(nproc, port, str(result_path), target, args),
                                                   nprocs=nproc, start_method=method, join=True)
-        except torch.multiprocessing.ProcessExitedException as error:
-            mistake = Path(scratch) / f"mistake{error.error_index}.txt"
-            if mistake.exists():
-                raise ImportMistake(mistake.read_text()) from None
+        except ProcessException:
+            # the first rank to stop says why; the others stop with it (their peer gone), in any order
+            mistakes = sorted(Path(scratch).glob("mistake*.txt"))
+            if mistakes:
+                raise ImportMistake(mistakes[0].read_text()) from None
             raise
         return pickle.loads(result_path.read_bytes())
 
@@ -168,7 +170,7 @@ def _rank_entry(rank, nproc, port, result_path, target, args):
     try:
         init_group()
         gathered = gather(target(*args))
-    except ImportMistake as mistake:
+    except (ImportMistake, SystemExit) as mistake:      # the user's to change (load_build's and step_of's too)
         Path(result_path).with_name(f"mistake{rank}.txt").write_text(f"rank {rank}: {mistake}")
         sys.exit(1)
     if rank == 0:

@@ -248,3 +248,11 @@ def test_tensor_parallel_all_reduces_each_rowwise_output_in_forward_and_each_col
         assert [e["scope"] for e in issued[:blocks]] == [f"blocks.{i}.down" for i in range(blocks)]
         assert all(e["collective"]["bytes_in"] == e["collective"]["bytes_out"] == width_bytes for e in issued)
         assert all(e["attrs"]["aten"] == "_c10d_functional.all_reduce" for e in issued)
+
+
+def test_a_mistake_on_the_ranks_is_one_sentence(tmp_path):
+    model_file = tmp_path / "frozen.py"
+    model_file.write_text("import torch\n\ndef build():\n    return torch.nn.Linear(2, 2).requires_grad_(False), "
+                          "(torch.ones(3, 2), None), lambda output, target: output.sum()\n")
+    with pytest.raises(SystemExit, match=r"^rank [01]: every parameter of Linear is frozen"):
+        main([str(model_file), "--nproc", str(WORLD)])
