@@ -20,6 +20,7 @@ from backend.importers.torch_blocks import blocks_for
 from backend.planner.execute import grad_mismatch
 from backend.planner.policies import every_k
 from backend.planner.torch_timeline import TorchBase, predict_live_bytes, recompute_flops
+from backend.trace.memory import peak
 
 aten = torch.ops.aten
 MUST_SAVE_OPS = (aten.mm, aten.bmm, aten.addmm, aten.baddbmm, aten.matmul, aten.linear)
@@ -176,7 +177,7 @@ def schedule_of(request, base, paths, executed, grads, base_grads):
     regions = regions_of(request, len(paths)) if request["policy"] != "none" else []
     saved_ops = MUST_SAVE_NAMES if request["policy"] == "selective" else ()
     live, phases = predict_live_bytes(base, regions, saved_ops)
-    predicted = int(live.max())
+    predicted, _ = peak(live)
     before_update = [bytes_ for bytes_, phase in zip(live, phases) if phase in ("forward", "backward")]
     flops = recompute_flops(base, regions, saved_ops)
     mismatch = grad_mismatch(grads, base_grads)

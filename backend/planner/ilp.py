@@ -20,7 +20,7 @@ from scipy.sparse import coo_array
 
 from backend.models.caps import cap
 from backend.planner.selective import live_changes, predict_live_bytes
-from backend.trace.memory import live_bytes
+from backend.trace.memory import live_bytes, peak
 
 
 
@@ -172,6 +172,6 @@ def _merged(changes, n_steps):
 
 
 def _result(base, chosen, live, status, gap, started):
-    return {"entries": chosen, "predicted_peak_bytes": int(live.max()),
+    return {"entries": chosen, "predicted_peak_bytes": peak(live)[0],
             "recompute_flops": int(sum(base.flops_of(e) for e in chosen)), "status": status, "gap": gap,
             "solve_s": time.perf_counter() - started}

@@ -15,6 +15,7 @@ from backend.planner.selective import SelectiveBase
 from backend.planner.selective import predict_live_bytes as predict_selective
 from backend.planner.timeline import predict_live_bytes as predict_regions
 from backend.trace import deadline
+from backend.trace.memory import peak
 from backend.trace.run import record, record_peak
 
 PARETO_BUDGETS = 8              # the sweep solves the program at most this many + 1 times
@@ -115,7 +116,7 @@ class Planner:
             deadline.check()
             live = (predict_selective(self.selective_base, plan.recompute) if plan.recompute
                     else predict_regions(self.base, [list(r) for r in plan.regions]))
-            self._peaks[plan] = int(live.max())
+            self._peaks[plan], _ = peak(live)
         return self._peaks[plan]
 
     def recompute_flops(self, plan):
