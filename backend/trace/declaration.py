@@ -13,140 +13,14 @@ How to add to the document, one edit each:
 - an enum value: one more value in its `enum(...)`; memory kinds in backend/trace/memory_kinds.py;
 - a type many fields share: one `Named` (the schemas write it once, under $defs).
 
-A field's `column` says how version 2 writes it when its record is a table (CODED, SCOPED, STATISTICS, NESTED; plain
+The vocabulary (Field, record, table, Named, the type helpers) is backend/trace/declaration_types.py. A field's
+`column` says how version 2 writes it when its record is a table (CODED, SCOPED, STATISTICS, NESTED; plain
 otherwise) and `derived` when version 2 leaves it out because a reader derives it (each only when every row agrees).
 """
-from dataclasses import KW_ONLY, dataclass
-
+from backend.trace.declaration_types import (ANY, BOOL, CODED, COUNT, INT, INTS, NESTED, NUM, SCOPED, STATISTICS,
+                                             STR, Derived, Field, Named, Table, array, const, enum, integer,
+                                             mapping, nullable, number, one_of, optional, record, string, table)
 from backend.trace.memory_kinds import MEMORY_KIND_NAMES
-
-
-# ------------------------------ the vocabulary: types, fields, records ------------------------------
-@dataclass(frozen=True)
-class Named:
-    """A type with a name: the schemas write it once (under $defs) and every field of it refers to it."""
-    name: str
-    type: object
-
-
-@dataclass(frozen=True)
-class Derived:
-    """How a reader gets a field version 2 leaves out: `how` is one of DERIVATIONS, `source` the field it reads."""
-    how: str
-    source: str | None = None
-
-
-# how -> the words the packed schema says it in
-DERIVATIONS = {
-    "row": "the row's own index",
-    "storage": "its storage's {source}",
-    "op": "its op's {source} (ops)",
-    "entry": "its tape entry's {source}",
-    "sum": "the sum of its {source}",
-    "graph": "the graph the tape and the tensors draw",
-}
-
-PLAIN, CODED, SCOPED, STATISTICS, NESTED = "plain", "coded", "scoped", "statistics", "nested"
-# column -> what version 2 writes in place of the field's values
-COLUMN_WORDS = {
-    CODED: "coded: the distinct values once, an index per row",
-    SCOPED: "an index into scopes (null stays null)",
-    STATISTICS: "as statistics arrays",
-    NESTED: "one column per key",
-}
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    type: object
-    description: str | None = None
-    _: KW_ONLY
-    required: bool = True
-    column: str = PLAIN                  # how version 2 writes it in a table
-    derived: Derived | None = None       # version 2 leaves it out when every row agrees with this
-    packed_description: str | None = None    # what version 2's column holds, when the field's words do not say it
-    packed_only: bool = False            # a field of version 2 alone (scopes, ops)
-
-
-@dataclass(frozen=True)
-class Record:
-    """An object of declared fields; `more` are further JSON Schema keywords on it."""
-    fields: tuple
-    description: str | None = None
-    nullable: bool = False
-    more: tuple = ()
-
-    def field(self, name):
-        return next(field for field in self.fields if field.name == name)
-
-
-@dataclass(frozen=True)
-class Table:
-    """A list of records that version 2 writes as a table of columns ({count, columns, optional, sparse})."""
-    record: Record
-
-
-def record(*fields, description=None, nullable=False, **more):
-    return Record(tuple(fields), description, nullable, tuple(more.items()))
-
-
-def table(*fields, description=None):
-    return Table(record(*fields, description=description))
-
-
-def optional(name, type, description=None, **more):
-    return Field(name, type, description, required=False, **more)
-
-
-ANY = {}
-STR = {"type": "string"}
-INT = {"type": "integer"}
-NUM = {"type": "number"}
-BOOL = {"type": "boolean"}
-COUNT = {"type": "integer", "minimum": 0}          # a count, a size in bytes, a number of FLOPs
-
-
-def integer(**limits):
-    return {"type": "integer", **limits}
-
-
-def number(**limits):
-    return {"type": "number", **limits}
-
-
-def string(**limits):
-    return {"type": "string", **limits}
-
-
-def const(value):
-    return {"const": value}
-
-
-def enum(*values, description=None):
-    return {"enum": list(values), **({"description": description} if description else {})}
-
-
-def array(items=None, **limits):
-    return {"type": "array", **({} if items is None else {"items": items}), **limits}
-
-
-def mapping(values, **more):
-    """An object of any keys whose values are all `values`."""
-    return {"type": "object", **more, "additionalProperties": values}
-
-
-def nullable(schema):
-    """`schema` or null (a schema of one "type")."""
-    return {**schema, "type": [schema["type"], "null"]}
-
-
-def one_of(*schemas):
-    return {"oneOf": list(schemas)}
-
-
-INTS = array(INT)
-
 
 # ------------------------------ the shared types ------------------------------
 STEP = Named("step", integer(minimum=0))
@@ -226,6 +100,7 @@ TENSORS = table(
              "wrote it"),
     optional("dropped", ANY, "our engine's runs: the step during which the program dropped this Tensor (null: it "
                              "outlived the run)"),
+    optional("buffer", ANY, "imported runs: true on a module's registered buffer (kind param)"),
 )
 
 TAPE = table(
@@ -271,6 +146,8 @@ STEPS = table(
         "x, a frozen parameter): the dtype it casts to. Absent on every other step")),
     optional("op", ANY, "an unrecorded step's op (a checkpoint's forward, autocast's cast)", column=CODED),
     optional("recorded", ANY, "false on an unrecorded step"),
+    optional("continues", ANY, "imported runs: true on a step that goes on with its node's work (after an op it "
+                               "dispatched, or after a checkpoint's recompute)"),
 )
 
 SWEEP = table(
@@ -524,13 +401,15 @@ DOCUMENT = record(
         "steps before the optimizer's update (*_backward_peak_bytes).")),
     optional("schedule", ANY, "a checkpointed trace (POST /api/trace with checkpoint): the schedule that ran"),
     optional("pareto", ANY, "a checkpointed trace: the planner's peak-against-recompute front"),
+    optional("checkpoint_regions", ANY, "an imported run that checkpoints itself: each region's forward entries "
+                                        "[first, end), where its recompute ran and the recompute's entries and steps"),
     description=("One run of a model on the tape: forward, backward (and recompute), optimizer. Steps are numbered "
                  "across phases; a tensor or storage is alive at step s iff born <= s <= freed (freed null: alive at "
                  "the end)."),
 )
 
 
-# ------------------------------ the packed layout, read by document_versions.py and the page ------------------------------
+# ------------------------------ the packed layout (document_versions.py, the page) ------------------------------
 def _tables():
     return {field.name: field.type.record for field in DOCUMENT.fields if isinstance(field.type, Table)}
 

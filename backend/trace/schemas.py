@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from backend.trace import declaration as declared
-from backend.trace.declaration import (COLUMN_WORDS, DERIVATIONS, DOCUMENT, NESTED, PLAIN, Named, Record, Table,
-                                       columns_of)
+from backend.trace.declaration import DOCUMENT, columns_of
+from backend.trace.declaration_types import COLUMN_WORDS, DERIVATIONS, NESTED, PLAIN, Named, Record, Table
 from backend.trace.intake import SCHEMA_MAX_ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,7 +127,8 @@ def packed_schema():
             "One run of a model on the tape, as the server sends and stores it. The records are those of "
             "docs/trace.v1.schema.json (the expanded form every reader works on); version 2 writes them as tables "
             "of columns and leaves out what a reader derives. backend/trace/document_versions.py packs and unpacks "
-            "it, static/js/state/trace-document.js decodes it for the page; docs/trace.md says why each change was made. "
+            "it, static/js/state/trace-document.js decodes it for the page; docs/trace.md says why each change was "
+            "made. "
             + DOCUMENT.description + " " + GENERATED_NOTE),
         **{key: value for key, value in document.items() if key != "description"},
         "$defs": {**form.defs, **_table_definitions()},
