@@ -2,7 +2,7 @@
 
 Every storage in a trace document has one of these kinds; the document counts live bytes per kind at every step,
 the peak's sentence names them in these words, the trace schemas enumerate them and the page colours them
-(static/js/palette.js, checked against this list by tests/trace/test_memory_kinds.py). A new kind (an importer's
+(static/js/lib/palette.js, checked against this list by tests/trace/test_memory_kinds.py). A new kind (an importer's
 memory no tensor owns, a rank's collective buffers) is added here, and the checks say where else it must go.
 """
 from collections import namedtuple
