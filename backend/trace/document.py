@@ -1,4 +1,6 @@
-"""The trace document: one JSON object per run, built from a Recorder, in its expanded form.
+"""The trace document: one JSON object per run, built from a recorder, in its expanded form.
+
+What it reads from the recorder (ours or the torch importer's) is declared by backend/trace/records.py's RecordedRun.
 
 The expanded form (docs/trace.v1.schema.json) is what Python readers work on; the server sends and stores it
 packed as schema_version 2 (backend/trace/document_versions.py, docs/trace.schema.json)."""
@@ -11,11 +13,12 @@ from backend.trace.memory import live_bytes_by_kind, peak
 from backend.trace.memory_kinds import MEMORY_KIND_NAMES
 from backend.trace.peak import assign_scopes, explain_peak
 from backend.trace.recompute import mark as mark_recomputable
+from backend.trace.records import RecordedRun
 
 EXPANDED_SCHEMA_VERSION = 1        # the expanded form is schema_version 1's layout
 
 
-def _intervals(recorder):
+def _intervals(recorder: RecordedRun):
     """(storages, steps with live bytes by kind, tensors with freed steps, live, by_kind), every storage scoped:
     what the document and a peak without a document both stand on."""
     storages = sorted(recorder.storages.values(), key=lambda s: s["id"])
@@ -36,7 +39,7 @@ def _intervals(recorder):
     return storages, steps, tensors, live, by_kind
 
 
-def build_document(recorder, spec, engine_version, loss, cuts=(), backward_error=None):
+def build_document(recorder: RecordedRun, spec, engine_version, loss, cuts=(), backward_error=None):
     """The document of a recorded run; `cuts` are the model's detach / no_grad layers ({path, type}) and
     `backward_error` the engine's text when backward stopped at the last step (backend/trace/run.py)."""
     recorder.values.fill()
@@ -103,7 +106,7 @@ def resident_split(tensors, by_kind, last_step):
             "bytes_per_param": persistent / params if params else None}
 
 
-def peak_of(recorder, spec):
+def peak_of(recorder: RecordedRun, spec):
     """The document's summary.peak_bytes and summary.peak for a recorder, without building the document."""
     storages, steps, tensors, live, _ = _intervals(recorder)
     peak_bytes, peak_step = peak(live)
