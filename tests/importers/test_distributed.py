@@ -1,8 +1,9 @@
-"""Every rank of a distributed step, recorded on 2 ranks over loopback (gloo, CPU): DDP and FSDP2 (reshard after
-forward and not). One launch records all three on both ranks, with each rank's independent counts beside them; a
-second is the command line's --nproc 2. Per rank: saved bytes are what saved_tensors_hooks packed, parameter bytes
-are the rank's local shards, the gradients are a single process's, DDP's buckets are DDP's own and each bucket's
-all-reduce sits between its last gradient and the next bucket's, and FSDP2's peak is lower when it reshards."""
+"""Every rank of a distributed step, recorded on 2 ranks over loopback (gloo, CPU): DDP, FSDP2 (resharding after
+forward and not) and tensor parallel. One launch records all four on both ranks, with each rank's independent counts
+beside them; the command line's --nproc 2 is a second. Per rank: saved bytes are what saved_tensors_hooks packed,
+parameter bytes are the rank's local shards, the peak is torch.profiler's (never below it), the gradients are a
+single process's, DDP's buckets are DDP's own and each bucket's all-reduce sits between its last gradient and the
+next bucket's, and FSDP2's peak is lower when it reshards."""
 import json
 
 import pytest
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.xdist_group("torch-import")
 from backend.importers.torch import main  # noqa: E402
 from backend.importers.torch_collectives import local  # noqa: E402
 from backend.importers.torch_distributed import local_parameter_bytes, record_rank, run_ranks  # noqa: E402
+from backend.importers.torch_profile import plain_peak, profiled  # noqa: E402
 from backend.importers.torch_step import run_step, warm_up  # noqa: E402
 from backend.trace.document_versions import unpack  # noqa: E402
 from tests.importers import distributed_model  # noqa: E402
@@ -69,8 +71,20 @@ def buckets_by_hook(wrap):
         model.register_comm_hook(None, hook)
     warm_up(model, batch, loss_fn, optimizer, WARMUP)
     seen.clear()
-    packed = packed_during(lambda: run_step(model, batch, loss_fn, optimizer))
-    return seen, packed
+    existing = existing_bytes(model, batch, optimizer)
+    packed, events = profiled(lambda: packed_during(lambda: run_step(model, batch, loss_fn, optimizer)))
+    return seen, packed, plain_peak(events, existing)
+
+
+def existing_bytes(model, batch, optimizer):
+    """torch_profile.existing_bytes on this rank: the storages alive before the step, a DTensor's by its shard."""
+    tensors = [*model.parameters(), *model.buffers(), *batch]
+    tensors += [v for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor)]
+    unique = {}
+    for tensor in tensors:
+        storage = local(tensor).untyped_storage()
+        unique[storage.data_ptr()] = storage.nbytes()
+    return sum(unique.values())
 
 
 def on_each_rank():
@@ -78,8 +92,9 @@ def on_each_rank():
     for wrap in distributed_model.WRAPS:
         model, batch, loss_fn, optimizer = distributed_model.build(wrap)
         document = record_rank(model, batch, loss_fn, optimizer, warmup=WARMUP)
-        hook_buckets, packed = buckets_by_hook(wrap)
+        hook_buckets, packed, profiled_peak = buckets_by_hook(wrap)
         results[wrap] = {"document": document, "grads": full_grads(model), "packed": packed,
+                         "profiled_peak": profiled_peak,
                          "param_bytes": local_parameter_bytes(model), "hook_buckets": hook_buckets,
                          "shards": {plain_name(n): list(local(p).shape) for n, p in model.named_parameters()}}
     return results
@@ -134,6 +149,21 @@ def test_parameter_bytes_are_the_ranks_local_shards(ranks, wrap):
             assert setup_params < full
             params = [t for t in document["tensors"] if t["kind"] == "param" and t["name"] in results[wrap]["shards"]]
             assert {t["name"]: t["shape"] for t in params} == results[wrap]["shards"]
+
+
+@pytest.mark.parametrize("wrap", distributed_model.WRAPS)
+def test_the_peak_is_torch_profilers_on_that_rank(ranks, wrap):
+    """The CPU allocator's peak over a plain step (profile_memory=True) plus what existed before it, per rank.
+
+    The profiler counts the whole process, gloo's worker threads included: what a collective allocates inside c10d
+    is no op (the tape has no record of it) and lands at the peak or not as the threads' timing goes (measured
+    here: DDP 12 to 32 B over ours, every time; FSDP2 resharding after forward 1.5% to 18% over, tensor parallel
+    and FSDP2 keeping its blocks 0 or 1.3% over, on a busy 2-core machine). Never below ours."""
+    for results in ranks:
+        ours, measured = results[wrap]["document"]["summary"]["peak_bytes"], results[wrap]["profiled_peak"]
+        assert ours <= measured <= 1.25 * ours
+        if wrap == "ddp":           # DDP's all-reduces run in place, in its buckets
+            assert measured - ours <= 0.01 * ours
 
 
 @pytest.mark.parametrize("wrap", distributed_model.WRAPS)
