@@ -430,6 +430,7 @@ def derived_fields():
             for name, rec in TABLE_RECORDS.items()}
 
 
+PACKED_ONLY = tuple(field.name for field in DOCUMENT.fields if field.packed_only)      # scopes, ops
 OP_TEXT = tuple(field.name for field in TAPE.record.fields if field.derived and field.derived.how == "op")
 STATISTICS_FIELDS = tuple(field.name for field in VALUE.type.fields if field.required)     # min, max, mean, norm
 STATISTICS_AND_VALUES = tuple(field.name for field in VALUE.type.fields)                    # ... and f16

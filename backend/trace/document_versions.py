@@ -42,7 +42,7 @@ WITH_STATISTICS = declaration.columns_of(declaration.STATISTICS)
 NESTED = declaration.columns_of(declaration.NESTED)
 # Per table, {field: Derived}: the columns left out when every row agrees with their derivation.
 DERIVED = declaration.derived_fields()
-PACKED_ONLY = tuple(field.name for field in declaration.DOCUMENT.fields if field.packed_only)     # scopes, ops
+PACKED_ONLY = declaration.PACKED_ONLY
 
 
 class DocumentVersionError(ValueError):

@@ -188,16 +188,23 @@ def page_columns():
     def js(value):
         return json.dumps(value, separators=(", ", ": "))
 
-    def per_table(column):
-        listed = {name: list(fields) for name, fields in columns_of(column).items() if fields}
-        return "{ " + ", ".join(f"{name}: {js(fields)}" for name, fields in listed.items()) + " }"
+    def per_table(fields_of):
+        return "{\n" + "".join(f"  {name}: {fields},\n" for name, fields in fields_of.items() if fields) + "}"
 
+    def listed(column):
+        return per_table({name: js(list(fields)) for name, fields in columns_of(column).items() if fields})
+
+    derived = per_table({name: "{ " + ", ".join(f"{field}: {js([how.how, how.source])}" for field, how in fields.items())
+                         + " }" for name, fields in declared.derived_fields().items() if fields})
     return "\n".join([
-        "// trace-columns.js — how schema_version 2 writes each table, read by trace-document.js. " + GENERATED_NOTE,
+        "// trace-columns.js — how schema_version 2 writes each table, read by trace-document.js. Generated from",
+        "// backend/trace/declaration.py by `python -m backend.trace.schemas` (make schemas): edit the declaration.",
         f"export const TABLES = {js(list(declared.TABLES))};",
-        f"export const OP_TEXT = {js(list(declared.OP_TEXT))};",
-        f"export const SCOPED = {per_table(declared.SCOPED)};",
-        f"export const WITH_STATISTICS = {per_table(declared.STATISTICS)};",
+        f"export const PACKED_ONLY = {js(list(declared.PACKED_ONLY))};",
+        f"export const SCOPED = {listed(declared.SCOPED)};",
+        f"export const WITH_STATISTICS = {listed(declared.STATISTICS)};",
+        "// per table, field: [how, the field it reads] (DERIVATIONS in backend/trace/declaration_types.py)",
+        f"export const DERIVED = {derived};",
         "",
     ])
 

@@ -71,10 +71,14 @@ def test_pack_writes_the_declared_columns_and_leaves_out_the_declared_derivation
 
 
 def test_the_page_decodes_by_the_declared_layout():
+    """Its decoding against unpack's, in a browser, is tests/e2e/test_trace_document.py."""
     reader = (schemas.ROOT / "static" / "js" / "state" / "trace-document.js").read_text()
     assert 'from "./trace-columns.js"' in reader
-    for name in ("OP_TEXT", "TABLES", "SCOPED", "WITH_STATISTICS"):
+    for name in ("TABLES", "PACKED_ONLY", "SCOPED", "WITH_STATISTICS", "DERIVED"):
         assert f"const {name} =" not in reader, f"trace-document.js declares its own {name}"
+    for table, fields in declaration.derived_fields().items():      # each derivation read from DERIVED, none by name
+        for field in fields:
+            assert f".{field} =" not in reader, f"trace-document.js derives {table}' {field} by hand"
 
 
 def test_the_schemas_enumerate_what_the_declaration_says():

@@ -3,45 +3,39 @@
 // snapshots stored before version 2 hold, already is that layout and passes as it is. The same decoding in
 // Python is backend/trace/document_versions.py's unpack.
 
-import { OP_TEXT, SCOPED, TABLES, WITH_STATISTICS } from "./trace-columns.js";     // generated: make schemas
+import { DERIVED, PACKED_ONLY, SCOPED, TABLES, WITH_STATISTICS } from "./trace-columns.js";   // generated: make schemas
 
 /** The expanded form of a trace document of either version (anything else is returned as it came). */
 export function readTrace(document) {
   if (!document || document.schema_version !== 2) return document;
   const expanded = {};
   for (const [key, value] of Object.entries(document)) {
-    if (!TABLES.includes(key) && key !== "ops" && key !== "scopes" && key !== "graph") expanded[key] = value;
+    if (!TABLES.includes(key) && !PACKED_ONLY.includes(key) && key !== "graph") expanded[key] = value;
   }
   const scopes = document.scopes;
   const ops = document.ops || {};
-  const storages = rows("storages", document.storages, scopes);
-  const storageOf = new Map(storages.map((storage) => [storage.id, storage]));
-  const tensors = rows("tensors", document.tensors, scopes);
-  for (const tensor of tensors) {
-    const storage = storageOf.get(tensor.storage);
-    if (!("address" in tensor)) tensor.address = storage.address;
-    if (!("nbytes" in tensor)) tensor.nbytes = storage.nbytes;
+  const tables = {};
+  const storageOf = new Map();
+  const derive = {        // a derived field's value in a row, by how the declaration derives it (undefined: none)
+    row: (row, index) => index,
+    storage: (row, index, source) => storageOf.get(row.storage)[source],
+    op: (row, index, source) => (ops[row.op] || {})[source],
+    entry: (row, index, source) => ownCopy(tables.tape[row.entry][source]),
+    sum: (row, index, source) => Object.values(row[source]).reduce((sum, bytes) => sum + bytes, 0),
+  };
+  for (const name of TABLES) {      // in declared order: a table's derivations read only the tables before it
+    const table = rows(name, document[name], scopes);
+    tables[name] = table;
+    for (const [field, [how, source]] of Object.entries(DERIVED[name] || {})) {
+      table.forEach((row, index) => {
+        if (field in row) return;
+        const value = derive[how](row, index, source);
+        if (value !== undefined) row[field] = value;
+      });
+    }
+    if (name === "storages") for (const storage of table) storageOf.set(storage.id, storage);
   }
-  const tape = rows("tape", document.tape, scopes);
-  tape.forEach((entry, index) => {
-    if (!("index" in entry)) entry.index = index;
-    const text = ops[entry.op] || {};
-    for (const field of OP_TEXT) if (!(field in entry) && field in text) entry[field] = text[field];
-  });
-  const sweep = rows("sweep", document.sweep, scopes);
-  for (const item of sweep) {
-    const entry = tape[item.entry];
-    if (!("op" in item)) item.op = entry.op;
-    if (!("backward" in item)) item.backward = entry.backward;
-    if (!("why" in item)) item.why = entry.why;
-    if (!("reads" in item)) item.reads = entry.saved.slice();
-  }
-  const steps = rows("steps", document.steps, scopes);
-  steps.forEach((step, index) => {
-    if (!("index" in step)) step.index = index;
-    if (!("live_bytes" in step)) step.live_bytes = Object.values(step.by_kind).reduce((sum, bytes) => sum + bytes, 0);
-  });
-  return { ...expanded, storages, tensors, tape, sweep, steps, graph: document.graph || graphOf(tape, tensors) };
+  return { ...expanded, ...tables, graph: document.graph || graphOf(tables.tape, tables.tensors) };
 }
 
 /** A table's rows: row i takes the i-th value of each column; optional columns' nulls and sparse fields as absent. */
