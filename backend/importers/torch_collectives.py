@@ -22,7 +22,6 @@ What a TorchDispatchMode sees of torch.distributed (torch 2.13, gloo; found with
 Every storage the step's sharding makes is tagged with its `shard_role` (ROLES) within the memory kinds that exist:
 an unsharded parameter is kind `param`, a communication buffer keeps the kind of the phase that allocated it.
 """
-import contextlib
 import sys
 
 import torch
@@ -33,6 +32,7 @@ from torch.utils._pytree import tree_leaves
 
 from backend.importers.torch_ops import TAPESCOPE
 from backend.importers.torch_recorder import TorchRecorder
+from backend.importers.torch_waits import remember_work
 
 ROLES = {
     "sharded_param": "the rank's shard of a parameter (DTensor.to_local())",
@@ -222,7 +222,7 @@ class RankRecorder(TorchRecorder):
             return out
         self._pending.append((index, {self.tensors[uid]["storage"] for uid in output_ids}))
         if not functional:
-            _remember_work(self, index)
+            remember_work(self, index)
         return out
 
     def _kind(self):
@@ -380,73 +380,3 @@ def _find_ddp(model):
     if model is None:
         return None
     return next((m for m in model.modules() if isinstance(m, DistributedDataParallel)), None)
-
-
-# ----- waits and FSDP2's storage resizes, seen while a step is recorded -----------------------------
-_issued_works = []                          # (result tensors' data pointers, recorder, tape index), while recording
-
-
-def _remember_work(recorder, index):
-    """An issued c10d collective, for the Work.wait() that will wait for it (the Work itself is a new wrapper
-    each time Python sees it: it is matched by its result's buffers)."""
-    entry = recorder.tape[index]
-    pointers = {recorder.storages[s]["address"] for s in entry["collective"]["buffers"]}
-    _issued_works.append((pointers, recorder, index))
-
-
-@contextlib.contextmanager
-def watching_distributed(recorder):
-    """While the step is recorded: Work.wait() says which issued collective it waited for (matched by the
-    tensors its result holds, else the oldest pending), and FSDP2's storage frees and allocs are told."""
-    from torch.distributed.distributed_c10d import Work
-    original_wait = Work.wait
-
-    def wait(work, *args, **kwargs):
-        result = original_wait(work, *args, **kwargs)
-        _match_wait(work)
-        return result
-
-    patched = [(Work, "wait", original_wait)]
-    Work.wait = wait
-    try:
-        from torch.distributed.fsdp._fully_shard import _fsdp_param, _fsdp_param_group
-    except ImportError:
-        _fsdp_param = _fsdp_param_group = None
-    if _fsdp_param is not None:
-        for module, name in ((_fsdp_param, "free_storage"), (_fsdp_param, "alloc_storage"),
-                             (_fsdp_param_group, "alloc_storage")):
-            original = getattr(module, name)
-            patched.append((module, name, original))
-            setattr(module, name, _resizing(original, recorder))
-    try:
-        yield recorder
-    finally:
-        for owner, name, original in reversed(patched):
-            setattr(owner, name, original)
-        _issued_works.clear()
-
-
-def _resizing(original, recorder):
-    def resize(tensor):
-        before = tensor.untyped_storage().data_ptr()
-        original(tensor)
-        if tensor.untyped_storage().data_ptr() != before:
-            recorder.storage_resized(tensor, before)
-    return resize
-
-
-def _match_wait(work):
-    _issued_works[:] = [item for item in _issued_works if item[1].is_pending(item[2])]
-    try:
-        addresses = {f"0x{t.untyped_storage().data_ptr():x}" for t in work.result()}
-    except (RuntimeError, TypeError, AttributeError):
-        addresses = set()
-    for position, (pointers, recorder, index) in enumerate(_issued_works):
-        if addresses and addresses & pointers:
-            break
-    else:
-        position = 0 if _issued_works else None
-    if position is None:
-        return
-    _, recorder, index = _issued_works.pop(position)
-    recorder.waited_work(index)

@@ -25,7 +25,8 @@ import torch.distributed as dist
 from torch.multiprocessing.spawn import ProcessException
 
 from backend.importers.mistakes import ImportMistake
-from backend.importers.torch_collectives import RankRecorder, local, watching_distributed
+from backend.importers.torch_collectives import RankRecorder, local
+from backend.importers.torch_waits import watching_distributed
 from backend.importers.torch_step import document_of, load_build, record, step_of, warm_up
 from backend.trace.document_versions import pack
 from backend.trace.memory import alive_at
