@@ -174,6 +174,7 @@ class RankRecorder(TorchRecorder):
             received_in_place = [] if functional else sent
         else:
             sent, received_in_place = _flat_tensors(args[1]), _flat_tensors(args[0])
+        seen_before = set(self.storages)
         input_ids = [self.known(t, self._kind(), None) for t in sent]
         index = len(self.tape)
         op = OP_WORDS.get(name, name.rstrip("_"))
@@ -202,7 +203,10 @@ class RankRecorder(TorchRecorder):
         entry["why"] = (f"{op} over ranks {group}: sends {_nbytes(sent):,} B, receives {_nbytes(received):,} B; "
                         "issued here, waited later")
         for uid in input_ids:
-            self._tag(self.tensors[uid]["storage"], "bucket" if self._in_backward_ddp(op) else "comm_buffer")
+            if self._in_backward_ddp(op):
+                self._as_bucket(self.storages[self.tensors[uid]["storage"]], seen_before)
+            else:
+                self._tag(self.tensors[uid]["storage"], "comm_buffer")
         for uid in output_ids:
             role = "grad_shard" if op == "reduce_scatter" else "comm_buffer"
             if not self._in_backward_ddp(op):
@@ -281,6 +285,17 @@ class RankRecorder(TorchRecorder):
             del buckets
         finally:
             self._busy -= 1
+
+    def _as_bucket(self, storage, seen_before):
+        """A DDP bucket's flat buffer is gradient memory: allocated when DDP (re)builds its buckets (at construction,
+        or at the second step's forward, an `empty` the recorder saw), or, first seen at its all-reduce, before
+        the step began."""
+        storage.update(kind="grad", shard_role="bucket")
+        if storage["id"] not in seen_before:
+            storage.update(born=0, setup=True)
+        for record in self.tensors.values():
+            if record["storage"] == storage["id"]:
+                record["kind"] = "grad"
 
     def _note_bucket(self, entry):
         launched = [b for b in self.ddp_buckets if b["entry"] is not None]

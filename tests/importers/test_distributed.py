@@ -202,6 +202,9 @@ def test_each_bucket_is_all_reduced_after_its_last_gradient_and_before_the_next_
             assert max(ready_step[name] for name in bucket["params"]) < launch
             assert next_launch is None or launch < next_launch
             assert set(bucket["params"]) <= set(entry["collective"]["ready"])
+            buffer = document["storages"][document["tensors"][entry["inputs"][0]]["storage"]]
+            assert (buffer["kind"], buffer["shard_role"], buffer["nbytes"]) == ("grad", "bucket", bucket["bytes"])
+            assert buffer["born"] <= document["summary"]["forward_end_step"]    # DDP rebuilt it in this forward
             waited = document["tape"][entry["collective"]["waited_in"]]
             assert waited["collective"]["event"] == "waited" and waited["index"] > entry["index"]
 
