@@ -11,15 +11,17 @@ How to add to the document, one edit each:
 - a field: one `Field` in its record (`required=False` for anything older documents lack);
 - a record: one `record(...)` and a `Field` that holds it (`table(...)` when version 2 writes it as columns);
 - an enum value: one more value in its `enum(...)`; memory kinds in backend/trace/memory_kinds.py;
-- a type many fields share: one `Named` (the schemas write it once, under $defs).
+- a type many fields share: one `Named` (the schemas write it once, under $defs); a run of many documents (issue
+  29's ranks) is a record whose field is an `array` of `Named("document", DOCUMENT)`.
 
 The vocabulary (Field, record, table, Named, the type helpers) is backend/trace/declaration_types.py. A field's
 `column` says how version 2 writes it when its record is a table (CODED, SCOPED, STATISTICS, NESTED; plain
 otherwise) and `derived` when version 2 leaves it out because a reader derives it (each only when every row agrees).
 """
 from backend.trace.declaration_types import (ANY, BOOL, CODED, COUNT, INT, INTS, NESTED, NUM, SCOPED, STATISTICS,
-                                             STR, Derived, Field, Named, Table, array, const, enum, integer,
-                                             mapping, nullable, number, one_of, optional, record, string, table)
+                                             STR, Derived, Field, Named, Table, Version, array, const, enum,
+                                             integer, mapping, nullable, number, one_of, optional, record, string,
+                                             table)
 from backend.trace.memory_kinds import MEMORY_KIND_NAMES
 
 # ------------------------------ the shared types ------------------------------
@@ -363,7 +365,7 @@ OPS = mapping(record(*(Field(field.name, field.type) for field in TAPE.record.fi
 # The document, field by field. Its tables are in the order version 2 packs them (a tensor reads its storage, a sweep
 # item its tape entry; scopes are numbered in this order).
 DOCUMENT = record(
-    Field("schema_version", ANY),                      # each form's const (backend/trace/schemas.py)
+    Field("schema_version", Version()),
     Field("engine_version", STR),
     Field("spec", SPEC),
     optional("source", SOURCE),

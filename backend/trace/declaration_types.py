@@ -15,6 +15,11 @@ class Named:
 
 
 @dataclass(frozen=True)
+class Version:
+    """The schema_version of the form being written: 1 in the expanded form, 2 in the packed one."""
+
+
+@dataclass(frozen=True)
 class Derived:
     """How a reader gets a field version 2 leaves out: `how` is one of DERIVATIONS, `source` the field it reads."""
     how: str

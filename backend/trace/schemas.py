@@ -11,7 +11,7 @@ from pathlib import Path
 
 from backend.trace import declaration as declared
 from backend.trace.declaration import DOCUMENT, columns_of
-from backend.trace.declaration_types import COLUMN_WORDS, DERIVATIONS, NESTED, PLAIN, Named, Record, Table
+from backend.trace.declaration_types import COLUMN_WORDS, DERIVATIONS, NESTED, PLAIN, Named, Record, Table, Version
 from backend.trace.intake import SCHEMA_MAX_ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +33,8 @@ class _Form:
                 self.defs[node.name] = None                   # taken before rendering: a named type may name others
                 self.defs[node.name] = self.type(node.type)
             return {"$ref": f"#/$defs/{node.name}"}
+        if isinstance(node, Version):
+            return {"const": self.version}
         if isinstance(node, Record):
             return self.record(node)
         if isinstance(node, Table):
@@ -46,12 +48,13 @@ class _Form:
     def fields_of(self, record):
         return [field for field in record.fields if self.packed or not field.packed_only]
 
-    def record(self, record, required_of=None):
+    def record(self, record):
         fields = self.fields_of(record)
         schema = {"type": ["object", "null"] if record.nullable else "object"}
         if record.description:
             schema["description"] = record.description
-        required = [field.name for field in fields if field.required and (required_of or _always)(field)]
+        # version 2 may leave out what a reader derives (the document's graph); the rest stays required
+        required = [field.name for field in fields if field.required and not (self.packed and field.derived)]
         if required:
             schema["required"] = required
         properties = {field.name: self.field(field) for field in fields}
@@ -61,8 +64,6 @@ class _Form:
         return schema
 
     def field(self, field):
-        if field.name == "schema_version":
-            return {"const": self.version}
         schema = self.type(field.type)
         words = field.packed_description if self.packed and field.packed_description else field.description
         return {**schema, "description": words} if words else schema
@@ -92,10 +93,6 @@ class _Form:
         return schema
 
 
-def _always(field):
-    return True
-
-
 def expanded_schema():
     """docs/trace.v1.schema.json: the expanded form, what every reader works on."""
     form = _Form(1, packed=False)
@@ -117,8 +114,7 @@ def expanded_schema():
 def packed_schema():
     """docs/trace.schema.json: schema_version 2, what the server sends and stores."""
     form = _Form(2, packed=True)
-    # graph is derived, so version 2 may leave it out; every other required field stays required
-    document = form.record(DOCUMENT, required_of=lambda field: not field.derived)
+    document = form.record(DOCUMENT)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://tapescope.local/trace.schema.json",
@@ -194,8 +190,10 @@ def page_columns():
     def listed(column):
         return per_table({name: js(list(fields)) for name, fields in columns_of(column).items() if fields})
 
-    derived = per_table({name: "{ " + ", ".join(f"{field}: {js([how.how, how.source])}" for field, how in fields.items())
-                         + " }" for name, fields in declared.derived_fields().items() if fields})
+    def rules(fields):
+        return "{ " + ", ".join(f"{field}: {js([how.how, how.source])}" for field, how in fields.items()) + " }"
+
+    derived = per_table({name: rules(fields) for name, fields in declared.derived_fields().items() if fields})
     return "\n".join([
         "// trace-columns.js — how schema_version 2 writes each table, read by trace-document.js. Generated from",
         "// backend/trace/declaration.py by `python -m backend.trace.schemas` (make schemas): edit the declaration.",
