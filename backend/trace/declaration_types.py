@@ -30,7 +30,7 @@ class Derived:
 DERIVATIONS = {
     "row": "the row's own index",
     "storage": "its storage's {source}",
-    "op": "its op's {source} (ops)",
+    "op": "its op's {source} in ops",
     "entry": "its tape entry's {source}",
     "sum": "the sum of its {source}",
     "graph": "the graph the tape and the tensors draw",

@@ -84,7 +84,7 @@ class _Form:
             words.append(COLUMN_WORDS[field.column])
         if field.derived:
             derivation = DERIVATIONS[field.derived.how].format(source=field.derived.source)
-            words.append(f"left out when every row's is {derivation}")
+            words.append(f"derived: left out when it is {derivation} in every row")
         elif not field.required:
             words.append("a column: absent when no row has it")
         said = [word for word in words if word]
@@ -120,7 +120,7 @@ def packed_schema():
         "$id": "https://tapescope.local/trace.schema.json",
         "title": "Tapescope trace document (schema_version 2)",
         "description": (
-            "One run of a model on the tape, as the server sends and stores it. The records are those of "
+            "The trace document as the server sends and stores it. The records are those of "
             "docs/trace.v1.schema.json (the expanded form every reader works on); version 2 writes them as tables "
             "of columns and leaves out what a reader derives. backend/trace/document_versions.py packs and unpacks "
             "it, static/js/state/trace-document.js decodes it for the page; docs/trace.md says why each change was "
