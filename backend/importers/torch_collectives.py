@@ -88,6 +88,7 @@ class RankRecorder(TorchRecorder):
         self._names = {}                # id(parameter or local shard) -> name
         self._fsdp_buffers = {}         # id(tensor) -> role, for FSDP2's all-gather outputs and unsharded params
         self._fsdp_units = {}           # id(FSDPParamGroup) -> the path of the module fully_shard was given
+        self._unit_params = {}          # that path -> the names of the parameters its unit shards
 
     # ----- local shards in place of DTensors ---------------------------------------------------
     def tensor(self, tensor, kind, name=None, produced_by=None, scope=None, key=None, **extra):
@@ -133,6 +134,8 @@ class RankRecorder(TorchRecorder):
             group = state()._fsdp_param_group if state is not None else None
             if group is not None:
                 self._fsdp_units[id(group)] = path or "model"
+                self._unit_params[path or "model"] = [self._names.get(id(local(fp.sharded_param)), "?")
+                                                      for fp in group.fsdp_params]
             for fsdp_param in (group.fsdp_params if group is not None else ()):
                 # a parameter's all-gather output is its unsharded parameter's storage (the parameter a view of
                 # it); the group's flat buffer the collective writes is a comm_buffer, tagged when it runs
@@ -198,8 +201,8 @@ class RankRecorder(TorchRecorder):
             "op": op, "event": "issued", "group": group, "bytes_in": _nbytes(sent), "bytes_out": _nbytes(received),
             "buffers": buffers, "allocated_bytes": sum(self.storages[s]["nbytes"] for s in made),
             "async": True, "waited_in": None}
-        if unit is not None:
-            entry["collective"]["fsdp_unit"] = unit
+        if unit is not None:        # what it moves: the unit's parameters (all-gather) or their gradients
+            entry["collective"].update(fsdp_unit=unit, params=self._unit_params.get(unit, []))
         entry["why"] = (f"{op} over ranks {group}: sends {_nbytes(sent):,} B, receives {_nbytes(received):,} B; "
                         "issued here, waited later")
         for uid in input_ids:

@@ -225,6 +225,14 @@ def test_fsdp2_collectives_are_all_gathers_and_reduce_scatters_of_the_shards(ran
         units = [entry["scope"] for entry in document["tape"]
                  if entry["family"] == "collective" and entry["op"] == "all_gather" and entry["phase"] == "forward"]
         assert units == ["model"] + [f"blocks.{i}" for i in range(blocks)]
+        scattered = [e for e in document["tape"] if e["family"] == "collective" and e["op"] == "reduce_scatter"]
+        # each unit's gradients as its backward ends: the last block's first, the root's (its head) before the
+        # first block's (FSDP2 runs the root's post-backward when its backward hooks fire, ahead of blocks.0's)
+        assert [e["scope"] for e in scattered] == ["blocks.3", "blocks.2", "blocks.1", "model", "blocks.0"]
+        by_unit = {e["scope"]: e["collective"]["params"] for e in scattered}
+        assert by_unit["blocks.3"] == [f"blocks.3.{name}" for name in (
+            "ln.weight", "ln.bias", "up.weight", "up.bias", "down.weight", "down.bias")]
+        assert by_unit["model"] == ["head.weight", "head.bias"]
 
 
 def test_clip_grad_norm_all_reduces_the_sharded_gradients_norm_issued_then_waited(ranks):
