@@ -187,6 +187,7 @@ class RankRecorder(TorchRecorder):
                  "why": "", "phase": self.phase, "attrs": {"aten": f"{func.namespace}.{name}"}}
         self.tape.append(entry)
         self._new_step(index, op=op, collective="issued")
+        step = self.steps[-1]
         known_before = set(self.storages)
         out = func(*args, **kwargs)
         received = received_in_place if not functional else _flat_tensors(out)
@@ -225,6 +226,7 @@ class RankRecorder(TorchRecorder):
             # rebuilding its buckets broadcasts rank 0's assignment): one entry
             entry["collective"].update(event="completed", waited_in=index)
             entry["collective"]["async"] = False
+            step["collective"] = "completed"
             entry["why"] = entry["why"].replace("issued here, waited later", "waited for before it returned")
             return out
         self._pending.append((index, {self.tensors[uid]["storage"] for uid in output_ids}))

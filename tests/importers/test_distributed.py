@@ -222,6 +222,8 @@ def test_fsdp2_collectives_are_all_gathers_and_reduce_scatters_of_the_shards(ran
         assert collectives["reduce_scatter"]["bytes_in"] == WORLD * collectives["reduce_scatter"]["bytes_out"]
         keep = results["fsdp_keep"]["document"]["summary"]["collectives"]
         assert keep["all_gather"]["count"] == blocks + 1
+        events = {step["collective"] for step in document["steps"] if "collective" in step}
+        assert events == {"completed", "issued", "waited"}      # gloo's FSDP2 gathers wait at once; clip's later
         units = [entry["scope"] for entry in document["tape"]
                  if entry["family"] == "collective" and entry["op"] == "all_gather" and entry["phase"] == "forward"]
         assert units == ["model"] + [f"blocks.{i}" for i in range(blocks)]
