@@ -1,4 +1,5 @@
-"""POST /api/traces: a trace document recorded elsewhere (a real PyTorch step) stored as a snapshot, answering /s/<id>.
+"""POST /api/traces: a trace document recorded elsewhere (a real PyTorch step) stored as a snapshot, answering /s/<id>;
+or a run of many ranks ({"world_size": N, "ranks": [document, ...]}, what --nproc writes), stored as it came.
 
 The document is read like every other write (this origin's JSON, capped in bytes and in rate), then checked by
 backend.trace.intake before anything is stored: the server never runs what it was sent and never trusts a
@@ -12,7 +13,8 @@ from backend.api.payloads import TITLE_MAX_CHARS
 from backend.api.snapshots import store_snapshot
 from backend.trace import deadline
 from backend.trace.document_versions import upgrade
-from backend.trace.intake import PostedDocumentError, PostedDocumentTooLarge, load_posted_document
+from backend.trace.intake import (PostedDocumentError, PostedDocumentTooLarge, is_many_ranks, load_posted_document,
+                                  load_posted_ranks)
 
 traces_api = Blueprint("traces_api", __name__)
 
@@ -27,13 +29,19 @@ def post_trace():
     try:
         posted = json_body()
         with deadline.running(current_app.config.get("TRACE_UPLOAD_DEADLINE_S", UPLOAD_DEADLINE_S_DEFAULT)):
-            document = load_posted_document(posted)
+            if is_many_ranks(posted):      # {"world_size": N, "ranks": [...]}: every rank's document checked
+                documents = load_posted_ranks(posted)
+            else:
+                documents = [load_posted_document(posted)]
     except PostedDocumentTooLarge as error:
         raise ApiError(413, f"{error} Record a smaller step.", [{"path": error.cap, "message": str(error)}],
                        cap=error.cap, limit=error.limit, requested=error.size)
     except PostedDocumentError as error:
         raise ApiError(400, str(error), error.problems)
-    return store_snapshot(spec=document.get("spec") or {}, checkpoint=None, view=OPENING_VIEW, trace=upgrade(posted),
+    stored = ({"world_size": posted["world_size"], "ranks": [upgrade(rank) for rank in posted["ranks"]]}
+              if is_many_ranks(posted) else upgrade(posted))
+    document = documents[0]         # rank 0 names a run of many
+    return store_snapshot(spec=document.get("spec") or {}, checkpoint=None, view=OPENING_VIEW, trace=stored,
                           title=_title(document), smaller="Record a smaller step.")
 
 

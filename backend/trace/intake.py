@@ -382,3 +382,52 @@ def _check_peak_explanation(peak, peak_step, peak_bytes, problems):
     held = sum(holder["bytes"] for holder in peak["holders"])
     if held != peak_bytes:
         problems.add("summary.peak.holders", f"sum to {held:,} bytes; the peak is {peak_bytes:,}.")
+
+
+# ----- a run of many ranks: {"world_size": N, "ranks": [document, ...]} ------------------------------
+# What `python -m backend.importers.torch MODEL_FILE --nproc N` (or torchrun) writes (docs/torch-import.md, "Many
+# ranks"). The wrapper is checked here, each rank's document as a single posted one is; the wrapper is not yet in the
+# declaration (backend/trace/declaration.py), which declares one document.
+MAX_RANKS = 16                     # the importer's --nproc cap (backend/importers/torch_distributed.MAX_NPROC)
+
+
+def is_many_ranks(obj):
+    """True when `obj` is a multi-rank run's object (it names `ranks` and carries no schema_version of its own)."""
+    return isinstance(obj, dict) and "ranks" in obj and "schema_version" not in obj
+
+
+def load_posted_ranks(obj):
+    """Every rank's document of a posted multi-rank run, each checked by load_posted_document; a problem in a rank's
+    document is named under ranks[i]. PostedDocumentError / TooLarge otherwise."""
+    ranks, world_size = obj.get("ranks"), obj.get("world_size")
+    problems = Problems()
+    unknown = sorted(set(obj) - {"world_size", "ranks"})
+    if unknown:
+        problems.add(unknown[0][:200], "is not a field of a multi-rank run; it holds world_size and ranks")
+    if not isinstance(ranks, list) or not ranks:
+        problems.add("ranks", "must be a list of every rank's trace document, rank 0 first")
+    elif len(ranks) > MAX_RANKS:
+        raise PostedDocumentTooLarge("ranks", len(ranks), MAX_RANKS)
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
+        problems.add("world_size", f"is {json.dumps(world_size)[:40]}; it must be the number of ranks (an integer ≥ 1)")
+    elif isinstance(ranks, list) and ranks and len(ranks) != world_size:
+        problems.add("ranks", f"holds {len(ranks)} documents for a world_size of {world_size}; a run has one per rank")
+    if problems.count:
+        raise PostedDocumentError("The run's ranks are not a multi-rank run.json; nothing was saved.", problems)
+    documents = []
+    for position, posted in enumerate(ranks):
+        try:
+            document = load_posted_document(posted)
+        except PostedDocumentError as error:
+            raise PostedDocumentError(f"Rank {position}'s document: {error}", Problems(
+                [{**problem, "path": f"ranks[{position}].{problem['path']}"} for problem in error.problems])) from None
+        except PostedDocumentTooLarge as error:
+            raise PostedDocumentTooLarge(f"ranks[{position}].{error.cap}", error.size, error.limit) from None
+        for field, wanted in (("rank", position), ("world_size", world_size)):
+            if document.get(field) != wanted:
+                problems.add(f"ranks[{position}].{field}", f"is {json.dumps(document.get(field))[:40]}; the document "
+                                                           f"at ranks[{position}] is rank {position} of {world_size}")
+        documents.append(document)
+    if problems.count:
+        raise PostedDocumentError("The run's documents do not say which rank they are; nothing was saved.", problems)
+    return documents
