@@ -157,11 +157,13 @@ def test_the_peak_is_torch_profilers_on_that_rank(ranks, wrap):
 
     The profiler counts the whole process, gloo's worker threads included: what a collective allocates inside c10d
     is no op (the tape has no record of it) and lands at the peak or not as the threads' timing goes (measured
-    here: DDP 12 to 32 B over ours, every time; FSDP2 resharding after forward 1.5% to 18% over, tensor parallel
-    and FSDP2 keeping its blocks 0 or 1.3% over, on a busy 2-core machine). Never below ours."""
+    here: DDP 12 to 32 B over ours, every time; FSDP2 resharding after forward 0 to 18% over, tensor parallel and
+    FSDP2 keeping its blocks 0 to 2.3% over, on a busy 2-core machine). Under FSDP2 ours moves too, by up to 1.6%
+    from run to run (a buffer the collective's thread lets go of is freed a step earlier or later), so the profiler
+    is at most 1% below it."""
     for results in ranks:
         ours, measured = results[wrap]["document"]["summary"]["peak_bytes"], results[wrap]["profiled_peak"]
-        assert ours <= measured <= 1.25 * ours
+        assert 0.99 * ours <= measured <= 1.25 * ours
         if wrap == "ddp":           # DDP's all-reduces run in place, in its buckets
             assert measured - ours <= 0.01 * ours
 
