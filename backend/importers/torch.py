@@ -1,7 +1,7 @@
 """The command line that records one real PyTorch training step into a trace document (torch_step.py records it).
 
     python -m backend.importers.torch MODEL_FILE [--out run.json] [--share URL] [--checkpoint POLICY] [--values]
-                                                 [--warmup N] [--nproc N]
+                                                 [--warmup N] [--nproc N] [--allocator cuda|cuda-expandable]
 
 MODEL_FILE is your own Python file. It defines `build()`, which returns either a tuple
 (model, batch[, loss_fn[, optimizer]]) or a dict with those keys ("model", "batch", optional "loss_fn",
@@ -24,6 +24,7 @@ from backend.importers.share import ShareFailed, share
 from backend.importers.mistakes import ImportMistake
 from backend.importers.torch_checkpoint import schedule_label
 from backend.importers.torch_step import document_text, load_build, record_step, step_of, write_run
+from backend.trace.cuda_allocator import attach_reserved
 
 MAX_WARMUP = 100
 
@@ -47,6 +48,10 @@ def main(argv=None):
     parser.add_argument("--nproc", type=int, default=0, metavar="N",
                         help="record every rank of a distributed step: N local processes on 127.0.0.1 (gloo on CPU, "
                              "nccl with CUDA), build() run after the process group is up; under torchrun, its ranks")
+    parser.add_argument("--allocator", choices=("cuda", "cuda-expandable"),
+                        help="add what PyTorch's CUDA caching allocator would reserve at every step (reserved_bytes; "
+                             "its rules replayed on the recorded storages, docs/trace.md); cuda-expandable: with "
+                             "expandable_segments:True")
     args = parser.parse_args(argv)
     if not 0 <= args.warmup <= MAX_WARMUP:
         raise SystemExit(f"--warmup {args.warmup}: give a whole number of steps from 0 to {MAX_WARMUP} "
@@ -54,6 +59,9 @@ def main(argv=None):
     if args.blocks and not args.checkpoint:     # refused before the user's file runs, not after a recording
         raise SystemExit("--blocks names the modules a checkpoint what-if wraps: give --checkpoint too, "
                          "e.g. --checkpoint every_k=1 --blocks transformer.h.0,transformer.h.1")
+    if args.allocator and (args.nproc or torch_distributed.under_torchrun()):
+        raise SystemExit("--allocator replays one rank's document: record without --nproc (a run of many ranks "
+                         "is not simulated yet)")
     if args.nproc or torch_distributed.under_torchrun():      # every rank: one run.json of all ranks' documents
         try:
             return torch_distributed.main(args)
@@ -63,6 +71,8 @@ def main(argv=None):
         document = recorded(args)
     except ImportMistake as error:         # the user's to change: one sentence, no traceback
         raise SystemExit(str(error)) from None
+    if args.allocator:
+        attach_reserved(document, expandable_segments=args.allocator == "cuda-expandable")
     if args.out:
         write_run(document, args.out)
     elif not args.share:
@@ -71,6 +81,9 @@ def main(argv=None):
     print(f"{document['source']['model']}: {summary['entries']} ops, {summary['steps']} steps, "
           f"peak {summary['peak_bytes']:,} B at step {summary['peak_step']} ({summary['peak']['phase']}), "
           f"saved {summary['saved_bytes']:,} B" + (f" -> {args.out}" if args.out else ""), file=sys.stderr)
+    if args.allocator:
+        print(f"  {args.allocator} allocator: reserved peak {summary['reserved_peak_bytes']:,} B at step "
+              f"{summary['reserved_peak_step']}", file=sys.stderr)
     if args.share:
         try:
             print(share(document, args.share))
@@ -87,6 +100,8 @@ def recorded(args):
     if not requests:
         return record_step(*step_of(build), values=args.values, warmup=args.warmup)
     document = torch_checkpoint.what_ifs(build, requests, args.blocks, values=args.values, warmup=args.warmup).document
+    if "use_cache" in document["source"].get("changed", {}):
+        print(f"  {torch_checkpoint.USE_CACHE_OFF}", file=sys.stderr)
     for schedule in document["schedules"]:
         print(what_if_line(schedule), file=sys.stderr)
     return document

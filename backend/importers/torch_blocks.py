@@ -1,6 +1,6 @@
-"""Which modules of a torch model a checkpoint what-if counts as blocks: the largest run of same-class children of
-an nn.ModuleList or nn.Sequential (a transformer's `h`, ResNet's `layer3`, timm's `blocks`), or the module paths
-the user names with --blocks."""
+"""Which modules of a torch model a checkpoint what-if counts as blocks: the class of the longest run of same-class
+children of an nn.ModuleList or nn.Sequential and every run of it (a transformer's `h`, T5's encoder and decoder
+blocks, ResNet's BasicBlocks in layer1..layer4, timm's `blocks`), or the module paths the user names with --blocks."""
 from torch import nn
 
 from backend.importers.mistakes import ImportMistake
@@ -13,29 +13,53 @@ class BlocksError(ImportMistake):
 
 
 def find_blocks(model):
-    """The paths of the longest run of consecutive same-class children of one of the model's ModuleLists or
-    Sequentials (the first such run on a tie); [] if none. A Sequential's run needs two: its children are layers
-    of any kind (Linear, ReLU, ...), so one of a class is no block; a ModuleList's children are blocks by intent."""
-    best = []
+    """The paths of the model's blocks: the class of the longest run of consecutive same-class children of one of
+    its ModuleLists or Sequentials (the first such run on a tie), and every run of that class (an encoder-decoder's
+    two stacks, ResNet's layer1..layer4 of BasicBlocks), in the order named_modules() visits them; [] if none.
+    A Sequential's run needs two: its children are layers of any kind (Linear, ReLU, ...), so one of a class is no
+    block; a ModuleList's children are blocks by intent. A run inside a block already found is that block's own."""
+    runs = []
     for path, container in model.named_modules():
         if isinstance(container, CONTAINERS):
             shortest = 1 if isinstance(container, nn.ModuleList) else 2
-            for run in same_class_runs(path, container):
-                if len(run) >= shortest and len(run) > len(best):
-                    best = run
-    return best
+            runs += [(block_class, run) for block_class, run in same_class_runs(path, container) if len(run) >= shortest]
+    if not runs:
+        return []
+    longest = max(runs, key=lambda found: len(found[1]))[0]      # max keeps the first of equals
+    blocks = []
+    for block_class, run in runs:
+        if block_class is longest and not any(_inside(path, blocks) for path in run):
+            blocks += run
+    return blocks
+
+
+def _inside(path, blocks):
+    return any(path.startswith(block + ".") for block in blocks)
+
+
+def block_runs(paths):
+    """How many consecutive blocks of `paths` share a parent module, run by run: [2, 2] for an encoder's and a
+    decoder's two blocks. A checkpoint region never crosses from one run into the next (they need not chain)."""
+    runs, last_parent = [], None
+    for path in paths:
+        parent = path.rpartition(".")[0]
+        if runs and parent == last_parent:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+            last_parent = parent
+    return runs
 
 
 def same_class_runs(path, container):
-    """The container's children as runs of consecutive same-class modules, each a list of module paths."""
-    runs, last_class = [], None
+    """The container's children as runs of consecutive same-class modules: (their class, their module paths)."""
+    runs = []
     for name, child in container.named_children():
         child_path = f"{path}.{name}" if path else name
-        if type(child) is last_class:
-            runs[-1].append(child_path)
+        if runs and type(child) is runs[-1][0]:
+            runs[-1][1].append(child_path)
         else:
-            runs.append([child_path])
-            last_class = type(child)
+            runs.append((type(child), [child_path]))
     return runs
 
 

@@ -9,14 +9,15 @@ the region's blocks in turn. `every_k=N` makes runs of N consecutive blocks one 
 every block with torch's selective-checkpoint policy (matmul outputs saved, the rest recomputed).
 """
 import functools
+import re
 from contextlib import contextmanager
 
 import torch
-from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
+from torch.utils.checkpoint import CheckpointError, CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from backend.importers.mistakes import ImportMistake
 from backend.importers.torch_step import record_step, step_of
-from backend.importers.torch_blocks import blocks_for
+from backend.importers.torch_blocks import block_runs, blocks_for
 from backend.planner.execute import grad_mismatch
 from backend.planner.policies import every_k
 from backend.planner.torch_timeline import TorchBase, predict_live_bytes, recompute_flops
@@ -31,6 +32,28 @@ MAX_POLICIES = 8            # each is a full training step of the user's model
 
 class CheckpointRequestError(ImportMistake):
     """A --checkpoint value we do not run; the message names the flag and what it accepts."""
+
+
+class RecomputeMismatch(ImportMistake):
+    """A region torch cannot re-run as its forward ran: its recompute saved other tensors (torch's CheckpointError),
+    or its blocks do not chain."""
+
+
+USE_CACHE_OFF = ("use_cache turned off (config.use_cache = False) for the recorded step and every what-if: a "
+                 "decoder's KV cache makes a checkpoint's recompute save other tensors than its forward did")
+
+
+def cache_off(model):
+    """Set use_cache = False on every config in the model (a Hugging Face model's and its stacks' copies), so a
+    decoder keeps no KV cache: a training step needs none, and with one a block's recompute saves other tensors
+    than its forward (torch's CheckpointError). True if any was on."""
+    turned_off = False
+    for module in model.modules():
+        config = getattr(module, "config", None)
+        if getattr(config, "use_cache", None):
+            config.use_cache = False
+            turned_off = True
+    return turned_off
 
 
 # ----- the request -------------------------------------------------------------------------------
@@ -56,10 +79,16 @@ def parse_policy(text):
                                  f"{MAX_EVERY_K}) or selective, e.g. --checkpoint every_k=1")
 
 
-def regions_of(request, n_blocks):
-    """Block indices per checkpoint region: runs of k for every_k (the last may be shorter), one per block for
+def regions_of(request, n_blocks, runs=None):
+    """Block indices per checkpoint region: runs of k for every_k (the last of a run of blocks may be shorter: a
+    region never crosses from one run of blocks into the next, see torch_blocks.block_runs), one per block for
     selective."""
-    return every_k(n_blocks, request["params"].get("k", 1))
+    k = request["params"].get("k", 1)
+    regions, start = [], 0
+    for length in runs or [n_blocks]:
+        regions += [[start + b for b in region] for region in every_k(length, k)]
+        start += length
+    return regions
 
 
 def save_matmuls(ctx, func, *args, **kwargs):
@@ -94,6 +123,11 @@ def checkpointed(model, paths, regions, context=None):
             try:
                 out = originals[first](*args, **kwargs)
                 for b in rest:
+                    if not isinstance(out, torch.Tensor):
+                        raise RecomputeMismatch(
+                            f"--checkpoint every_k={len(region)}: {paths[b - 1]} returns a {type(out).__name__}, not "
+                            f"the tensor {paths[b]} takes next (x = block(x)), so its blocks do not chain into one "
+                            "region: use every_k=1 or selective, which checkpoint each block on its own")
                     out = blocks[b](out)
                 return out
             finally:
@@ -123,11 +157,29 @@ def checkpointed(model, paths, regions, context=None):
 
 
 def record_checkpointed(step, paths, request, values=False, warmup=0):
-    """(document, grads) of one step with `request`'s regions under checkpoint() (its warm-up steps too)."""
+    """(document, grads) of one step with `request`'s regions under checkpoint() (its warm-up steps too); a
+    recompute that saves other tensors than its forward is a RecomputeMismatch, one sentence."""
     model = step[0]
-    with checkpointed(model, paths, regions_of(request, len(paths)), context_fn(request)):
-        document = record_step(*step, values=values, blocks=paths, warmup=warmup)
+    cache_off(model)
+    regions = regions_of(request, len(paths), block_runs(paths))
+    try:
+        with checkpointed(model, paths, regions, context_fn(request)):
+            document = record_step(*step, values=values, blocks=paths, warmup=warmup)
+    except CheckpointError as error:
+        raise RecomputeMismatch(
+            f"--checkpoint {flag_of(request)}: torch's checkpoint re-ran a region of {', '.join(paths)} and it "
+            f"saved other tensors than its forward did ({_mismatch_words(error)}), so the block's forward does not "
+            "depend on its inputs alone (a cache, a counter or a flag it keeps changes between the two runs): make "
+            "it depend on its inputs only, or name other blocks with --blocks") from None
     return document, grads_of(model)
+
+
+def _mismatch_words(error):
+    """"51 vs 47 tensors saved" from torch's CheckpointError, else its first line."""
+    counts = re.findall(r"saved during (?:the original )?(?:forward|recomputation): (\d+)", str(error))
+    if len(counts) == 2:
+        return f"{counts[0]} vs {counts[1]} tensors saved"
+    return str(error).splitlines()[0].removeprefix("torch.utils.checkpoint: ")
 
 
 def grads_of(model):
@@ -156,7 +208,10 @@ def what_ifs(build, requests, blocks_text=None, values=False, warmup=0):
     step = step_of(build)
     model = step[0]
     paths = blocks_for(model, blocks_text)
+    use_cache_was_on = cache_off(model)     # before the plain step too: prediction and measurement run one code path
     found = WhatIfs(record_step(*step, values=values, blocks=paths, warmup=warmup), paths, grads_of(model))
+    if use_cache_was_on:
+        found.document["source"]["changed"] = {"use_cache": {"from": True, "to": False, "why": USE_CACHE_OFF}}
     base = TorchBase.from_document(found.document)
     schedules = [schedule_of({"policy": "none", "params": {}}, base, paths, found.document, found.grads, found.grads)]
     for request in requests:
@@ -167,6 +222,11 @@ def what_ifs(build, requests, blocks_text=None, values=False, warmup=0):
     return found
 
 
+def flag_of(request):
+    """A request as --checkpoint takes it: "every_k=2", "selective"."""
+    return request["policy"] + (f"={request['params']['k']}" if "k" in request["params"] else "")
+
+
 def schedule_label(schedule):
     """"every_k k=2", "selective": how the terminal and the bench name a schedule (as the page's scheduleLabel)."""
     return schedule["policy"] + (f" k={schedule['params']['k']}" if "k" in schedule["params"] else "")
@@ -174,7 +234,7 @@ def schedule_label(schedule):
 
 def schedule_of(request, base, paths, executed, grads, base_grads):
     """One schedule in the fields our engine's schedules have, plus torch's measured figures beside ours."""
-    regions = regions_of(request, len(paths)) if request["policy"] != "none" else []
+    regions = regions_of(request, len(paths), block_runs(paths)) if request["policy"] != "none" else []
     saved_ops = MUST_SAVE_NAMES if request["policy"] == "selective" else ()
     live, phases = predict_live_bytes(base, regions, saved_ops)
     predicted, _ = peak(live)

@@ -31,12 +31,13 @@ def test_a_sequential_of_residual_blocks_is_checkpointed_block_by_block():
     assert schedule["regions"] == [["1"], ["2"], ["3"]] and schedule["grads_match"]
 
 
-def test_the_longest_run_wins_and_a_lone_layer_is_no_block():
+def test_the_longest_runs_class_wins_with_every_run_of_it_and_a_lone_layer_is_no_block():
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4))
     assert find_blocks(model) == []
     model.add_module("deep", nn.ModuleList([Residual(4), Residual(4), nn.Linear(4, 4)]))
     model.add_module("deeper", nn.Sequential(*(Residual(4) for _ in range(3))))
-    assert find_blocks(model) == ["deeper.0", "deeper.1", "deeper.2"]
+    # deeper's run of three Residuals is the longest: its class's other run (deep's two) comes too, deep's Linear not
+    assert find_blocks(model) == ["deep.0", "deep.1", "deeper.0", "deeper.1", "deeper.2"]
 
 
 def test_with_no_blocks_the_hint_names_the_models_own_modules():
