@@ -22,14 +22,14 @@ from backend.trace.declaration_types import (ANY, BOOL, CODED, COUNT, INT, INTS,
                                              STR, Derived, Field, Named, Table, Version, array, const, enum,
                                              integer, mapping, nullable, number, one_of, optional, record, string,
                                              table)
-from backend.trace.memory_kinds import MEMORY_KIND_NAMES
+from backend.trace.memory_kinds import MEMORY_KIND_NAMES, MEMORY_KINDS
 
 # ------------------------------ the shared types ------------------------------
 STEP = Named("step", integer(minimum=0))
 MAYBE_STEP = Named("maybe_step", {"type": ["integer", "null"], "minimum": 0})
 ADDRESS = Named("address", string(pattern="^0x[0-9a-f]+$"))
-KIND = Named("kind", enum(*MEMORY_KIND_NAMES, description="weight_copy: a parameter's low-precision copy made by "
-                                                          "autocast's cast (saved by the ops that read it)"))
+KIND = Named("kind", enum(*MEMORY_KIND_NAMES, description="what the bytes are for (backend/trace/memory_kinds.py): "
+                          + "; ".join(f"{kind.name}, {kind.words}" for kind in MEMORY_KINDS)))
 PHASE = Named("phase", enum("forward", "backward", "backward-2", "recompute", "optimizer", description=(
     "backward-2: the second backward of a double backward (a gradient penalty), through the tape the first backward "
     "recorded and the forward's; the first backward is then phase backward (recorded, create_graph)")))
@@ -66,7 +66,7 @@ STORAGES = table(
     optional("dropped", MAYBE_STEP, (
         "the step during which the last Tensor over it went (the program dropped it); freed is when the storage "
         "itself went, later when autograd still held it for backward; null when a Tensor outlived the step")),
-    optional("setup", ANY, "our engine's runs: true when it was allocated before the first step (the model's setup)"),
+    optional("setup", ANY, "true when it was allocated before the first step (the model's setup: inputs, parameters)"),
     optional("extra", ANY, "true on an array an op's forward computed for its backward (a mask, a statistic): "
                            "held by the tape only, never by a Tensor"),
 )
@@ -100,7 +100,7 @@ TENSORS = table(
     optional("versions", array(WRITE),
              "in-place writes to this tensor: the step, the storage's version after it and the layer scope that "
              "wrote it"),
-    optional("dropped", ANY, "our engine's runs: the step during which the program dropped this Tensor (null: it "
+    optional("dropped", ANY, "our engine's runs: the step during which the program dropped this Tensor (absent: it "
                              "outlived the run)"),
     optional("buffer", ANY, "imported runs: true on a module's registered buffer (kind param)"),
 )
@@ -402,7 +402,8 @@ DOCUMENT = record(
         "(predicted_peak_bytes, predicted_error = (predicted - executed) / executed), and the same pair for the "
         "steps before the optimizer's update (*_backward_peak_bytes).")),
     optional("schedule", ANY, "a checkpointed trace (POST /api/trace with checkpoint): the schedule that ran"),
-    optional("pareto", ANY, "a checkpointed trace: the planner's peak-against-recompute front"),
+    optional("pareto", ANY, "a checkpointed trace: the budget sweep, the non-dominated (peak, recompute FLOPs) "
+                            "points of the planner's heuristics"),
     optional("checkpoint_regions", ANY, "an imported run that checkpoints itself: each region's forward entries "
                                         "[first, end), where its recompute ran and the recompute's entries and steps"),
     description=("One run of a model on the tape: forward, backward (and recompute), optimizer. Steps are numbered "
