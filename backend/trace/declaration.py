@@ -143,6 +143,10 @@ STEPS = table(
     optional("recorded_backward_bytes", COUNT, "double backward only: the live bytes of storages marked "
                                                "saved_for_backward_2 (part of live_bytes)"),
     optional("micro_batch", MICRO_BATCH),
+    optional("reserved_bytes", COUNT, (
+        "imported with --allocator: the bytes PyTorch's CUDA caching allocator would hold from the device after this "
+        "step (torch.cuda.memory_reserved()), its rules replayed on the storages (backend/trace/cuda_allocator.py); "
+        "never below live_bytes")),
     optional("autocast", enum("float16", "bfloat16", "float32"), (
         "an unrecorded forward step (entry null) that is autocast's cast of an input needing no gradient (the input "
         "x, a frozen parameter): the dtype it casts to. Absent on every other step")),
@@ -286,6 +290,21 @@ SUMMARY = record(
         description=("Why the peak is where it is: the storages alive at peak_step grouped by scope x kind (largest "
                      "first; their bytes sum to peak_bytes), and one sentence naming where the peak is and what "
                      "holds it"))),
+    optional("reserved_peak_bytes", COUNT, "imported with --allocator: the most reserved_bytes of any step"),
+    optional("reserved_peak_step", STEP, "imported with --allocator: the first step holding reserved_peak_bytes"),
+    optional("allocator", record(
+        Field("rules", const("cuda")),
+        Field("expandable_segments", BOOL),
+        Field("allocated_peak_bytes", COUNT),
+        Field("allocated_peak_step", STEP),
+        Field("inactive_at_reserved_peak_bytes", COUNT),
+        Field("largest_free_at_reserved_peak_bytes", COUNT),
+        Field("segments_made", COUNT),
+        description=("imported with --allocator: the simulated CUDA caching allocator (docs/trace.md, Reserved and "
+                     "allocated): whether expandable_segments was on, the peak of allocated bytes (each storage "
+                     "rounded up to its block, torch.cuda.memory_allocated()), at the reserved peak the bytes "
+                     "reserved but not allocated and the largest free cached block, and how many segments "
+                     "(cudaMalloc calls, or expandable segments) it made"))),
     optional("forward_flops", COUNT, "the forward tape entries' flops, summed"),
     optional("backward_flops", COUNT, "imported runs: the sweep's flops, summed (every node's backward ops)"),
     optional("flops_by_source", FLOPS_BY_SOURCE, (
