@@ -2,13 +2,14 @@
 
 const OKABE_ITO = {
   orange: "#E69F00", sky: "#56B4E9", green: "#009E73", yellow: "#F0E442",
-  blue: "#0072B2", vermillion: "#D55E00", purple: "#CC79A7", grey: "#999999",
+  blue: "#0072B2", vermillion: "#D55E00", purple: "#CC79A7", grey: "#999999", black: "#000000",
 };
 
 export const FAMILY_COLORS = {
   matmul: OKABE_ITO.blue, binary: OKABE_ITO.sky, elementwise: OKABE_ITO.green, reduce: OKABE_ITO.orange,
   normalization: OKABE_ITO.purple, loss: OKABE_ITO.vermillion, movement: OKABE_ITO.grey, random: OKABE_ITO.yellow,
   checkpoint: "#e5e7eb",   // a neutral box: a checkpoint stands for a region of ops, not one op of its own
+  collective: OKABE_ITO.black,   // ranks communicating (all-reduce, all-gather, ...): square, with a dashed frame
 };
 
 export const familyColor = (family) => FAMILY_COLORS[family] || OKABE_ITO.grey;

@@ -11,11 +11,18 @@ export const CHAR_WIDTH = 6.6;
 const GLYPHS = { matmul: "@", add: "+", sub: "−", mul: "×", div: "÷", neg: "−", relu: "r", tanh: "~", sigmoid: "σ",
   exp: "e", log: "ln", sum: "Σ", mean: "μ", softmax: "s", layernorm: "N", dropout: "d", embedding: "E", reshape: "⇄",
   permute: "⇆", transpose: "T", gelu: "g", masked_fill: "m", cross_entropy: "L", mse: "L", checkpoint: "⟲" };
-const glyphOf = (node) => (node.isOp ? GLYPHS[node.op] ?? node.op[0] : node.kind === "param" ? "W" : "x");
+const glyphOf = (node) => (node.family === "collective" ? "⇄" : node.isOp ? GLYPHS[node.op] ?? node.op[0] : node.kind === "param" ? "W" : "x");
 
 const shorten = (text) => (text.length > LABEL_MAX ? `…${text.slice(-(LABEL_MAX - 1))}` : text);
 
+/** A collective's label says an asynchronous one's half: "all_reduce ↗" issued, "wait all_reduce" its wait. */
+function collectiveLabel(node, index) {
+  const event = index.trace.tape[node.entry]?.collective?.event;
+  return event === "issued" ? `${node.op} ↗` : event === "waited" ? `wait ${node.op}` : node.op;
+}
+
 function opLabel(node, index) {
+  if (node.family === "collective") return collectiveLabel(node, index);
   if (node.op !== "checkpoint") return node.op;
   const region = blocksText(index.regions.get(node.entry));
   return region ? `ckpt ${region}` : "checkpoint";
@@ -87,6 +94,10 @@ export function nodeTitle(n, index) {
     const region = index.regions.get(n.entry);
     const where = region?.path ? ` from ${region.path}` : "";
     return `entry ${n.entry} · checkpoint of ${blocksText(region) || "a region"}${where}: saves only its input, re-runs the region in backward`;
+  }
+  if (n.family === "collective") {
+    const collective = index.trace.tape[n.entry]?.collective;
+    return `entry ${n.entry} · ${n.op} (collective${collective ? `, ${collective.event}` : ""}): ${index.trace.tape[n.entry]?.why ?? ""}${scope}`;
   }
   return `entry ${n.entry} · ${n.op} (${n.family})${scope}`;
 }

@@ -27,6 +27,7 @@ import { normalizeRequest, requestFor, wireRequest } from "../model/schedule.js"
 import { createScheduleView } from "../views/panels/schedule-view.js";
 import { bindMakeCopy, bindShare, bindShareRun } from "../views/panels/share.js";
 import { createSweepPanel } from "../views/panels/sweep.js";
+import { createRanksView } from "../views/panels/ranks.js";
 import { indexTrace } from "../model/trace-index.js";
 import * as workspace from "../state/workspace.js";
 
@@ -85,6 +86,9 @@ function toggleRecompute(selection, report) {
   else if (choice && report) setStatus(`${choice.label ?? "This node"} cannot be recomputed: ${choice.reason}`, true);
 }
 const sweep = createSweepPanel(byTestId("sweep"));
+// A run of many ranks: the selector and the chart of every rank's peak ask the workspace for another rank (setRank).
+createRanksView({ field: byTestId("rank-field"), select: byTestId("rank-select"), panel: byTestId("ranks-panel"),
+  chart: byTestId("ranks-chart"), note: byTestId("ranks-note") });
 createModesView(byTestId("modes-view"));
 createMatrixChain(byTestId("matrix-chain"));
 const pareto = createParetoPanel(document.getElementById("schedules"), { onPick: pickSchedule });
@@ -177,6 +181,7 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   const charts = Promise.all([memory.load(trace, previous, ghostName()), lifetimes.load(view.index, graph.groupsView()),
     pareto.load(trace)]);
   byTestId("resident-split").textContent = residentText(trace);
+  root.querySelector(".legend-collective").hidden = !trace.tape.some((entry) => entry.family === "collective");
   explainer.load(trace);
   showRunSource(root, trace, { opened: ws.openedDocument === trace });
   schedules.show(trace, ws.spec);
@@ -274,7 +279,7 @@ async function start() {
   const address = readAddress();
   const sessionRequest = snapshotId ? null : workspace.savedSession();
   const [presets] = await Promise.all([loadPresets(), workspace.loadSchema()]);
-  const wanted = { step: address.step, selected: address.selected, zoom: address.zoom };
+  const wanted = { step: address.step, selected: address.selected, zoom: address.zoom, rank: address.rank };
   if (snapshotId) {
     document.body.classList.add("read-only");
     byTestId("preset").disabled = true;
@@ -286,7 +291,7 @@ async function start() {
   if (kept) {                                      // this tab was showing a run.json when it reloaded
     openingNote = ` · reopened ${kept.fileName || "the run.json"} this tab had open (kept in this browser); `
       + "close run goes back to your workspace and the presets";
-    openDocument(kept.document, kept.fileName, { kept: true });
+    openDocument(kept.document, kept.fileName, { kept: true, rank: address.rank });
     return;
   }
   const session = await sessionRequest;
@@ -349,18 +354,19 @@ window.tapescope = {
   saveState: () => ws.saveState,
   workspace: ws,
   setJvpStep: (n) => workspace.setJvpStep(n),
+  setRank: (rank) => workspace.setRank(rank),
 };
 
 /** A run.json opened here: the workspace shows it read-only; the Model control and the editor stand aside, and
  * "Close run" closes it. It is kept in this browser (opened-run.js): a reload opens it again. */
-function openDocument(file, fileName, { kept = false } = {}) {
+function openDocument(file, fileName, { kept = false, rank = 0 } = {}) {
   document.body.classList.add("read-only");
   document.body.dataset.readOnly = "true";
   byTestId("preset").disabled = true;
   byTestId("preset").closest("label").hidden = true;     // no preset names it: the run's source does
   byTestId("close-run").hidden = false;
   if (!kept) keepOpenedRun(file, fileName);
-  workspace.loadDocument(file, fileName);
+  workspace.loadDocument(file, fileName, { rank });
 }
 
 byTestId("close-run").addEventListener("click", async () => {
@@ -385,7 +391,7 @@ function showOpenError(sentence) {
   if (sentence) setStatus(sentence, true);
 }
 bindShareRun({ button: byTestId("share-run"), output: document.getElementById("share-output") },
-  () => ({ step: player.getStep(), selected: ws.selected }));
+  () => ({ step: player.getStep(), selected: ws.selected, rank: ws.run ? ws.rank : null }));
 
 if (readOnly()) document.body.dataset.readOnly = "true";
 start().catch((error) => setStatus(`Could not load: ${error.message}`, true));

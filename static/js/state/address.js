@@ -5,13 +5,14 @@
 // most once per ADDRESS_EVERY_MS: Chromium spends ~6 ms in each replaceState, a frame's budget, and a held arrow key or
 // a scrub moves the cursor every frame.
 
-/** {preset, edited, step, selected, zoom} from the address; absent (or malformed) parts are undefined. */
+/** {preset, edited, step, selected, zoom, rank} from the address; absent (or malformed) parts are undefined. */
 export function readAddress(location = window.location) {
   const hash = new URLSearchParams(location.hash.replace(/^#/, ""));
   const search = new URLSearchParams(location.search);
-  const step = hash.has("step") && /^\d+$/.test(hash.get("step")) ? Number(hash.get("step")) : undefined;
-  return { preset: search.get("preset") ?? undefined, edited: search.get("edited") === "1", step,
-    selected: hash.has("select") ? hash.get("select") || null : undefined, zoom: readZoom(hash.get("view")) };
+  const count = (name) => (hash.has(name) && /^\d+$/.test(hash.get(name)) ? Number(hash.get(name)) : undefined);
+  return { preset: search.get("preset") ?? undefined, edited: search.get("edited") === "1", step: count("step"),
+    selected: hash.has("select") ? hash.get("select") || null : undefined, zoom: readZoom(hash.get("view")),
+    rank: count("rank") };
 }
 
 /** "1.5,-120,40" -> {k: 1.5, x: -120, y: 40}; undefined unless three finite numbers with a positive scale. */
@@ -30,9 +31,10 @@ export function modelQuery(model) {
   return `?${query}`;
 }
 
-/** The hash for a step, selection and zoom, e.g. "step=14&select=t7&view=1.5,-120,40" (the comma stays a comma). */
-export function stepHash(step, selected, zoom = null) {
-  const hash = new URLSearchParams({ step: String(step) });
+/** The hash for a step, selection and zoom, e.g. "step=14&select=t7&view=1.5,-120,40" (the comma stays a comma);
+ * in a run of many ranks the rank comes first: "rank=1&step=14". */
+export function stepHash(step, selected, zoom = null, rank = null) {
+  const hash = new URLSearchParams(Number.isInteger(rank) ? { rank: String(rank), step: String(step) } : { step: String(step) });
   if (selected) hash.set("select", selected);
   const view = zoom && [zoom.k, zoom.x, zoom.y].every(Number.isFinite)
     ? `&view=${Number(zoom.k.toFixed(3))},${Math.round(zoom.x)},${Math.round(zoom.y)}` : "";
@@ -61,8 +63,8 @@ function gather() {
  * preset names) and the graph's zoom: a copied address opens the same model, step and view elsewhere. A change writes
  * at once; changes within ADDRESS_EVERY_MS of a write (playing, a held arrow key, a scrub, a pan) are gathered into
  * one write when the wait ends. */
-export function writeAddress(step, selected, model = null, zoom = null) {
-  pending = `${window.location.pathname}${modelQuery(model)}#${stepHash(step, selected, zoom)}`;
+export function writeAddress(step, selected, model = null, zoom = null, rank = null) {
+  pending = `${window.location.pathname}${modelQuery(model)}#${stepHash(step, selected, zoom, rank)}`;
   if (waiting) return;
   replaceAddress();
   waiting = setTimeout(gather, ADDRESS_EVERY_MS);

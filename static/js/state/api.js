@@ -72,6 +72,7 @@ export const saveSession = (document, { keepalive = false } = {}) =>
 export const createSnapshot = (spec, view, checkpoint = null) => onEngine(() => post("/api/snapshots", { spec, checkpoint, view }));
 /** POST /api/traces: a trace document recorded elsewhere, checked by the server and stored as a snapshot. */
 export const postTrace = (document) => post("/api/traces", document);
+/** GET /api/snapshots/<id>: its trace decoded (a run of many ranks comes as it is: the workspace reads each rank). */
 export const fetchSnapshot = (id) => request(`/api/snapshots/${encodeURIComponent(id)}`)
   .then((snapshot) => ({ ...snapshot, trace: readTrace(snapshot.trace) }));
 export const copySnapshot = (id) => post(`/api/snapshots/${encodeURIComponent(id)}/copy`, {});

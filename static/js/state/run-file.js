@@ -1,6 +1,7 @@
 // run-file.js — a run.json opened in the browser, from the file picker or dropped anywhere on the page: read and
 // parsed here (JSON.parse only, nothing evaluated), checked for the trace document's shape, and handed on. Nothing
-// is uploaded; the server checks every figure only if the person clicks "Share this run".
+// is uploaded; the server checks every figure only if the person clicks "Share this run". A run of many ranks
+// ({"world_size": N, "ranks": [document, ...]}, what --nproc and torchrun write) is checked rank by rank.
 
 export const MAX_RUN_FILE_BYTES = 64 * 1024 * 1024;
 // What each schema_version must hold (a version 2 document may leave out the graph: the reader derives it).
@@ -15,6 +16,23 @@ export function parseRunDocument(text) {
   } catch (error) {
     throw new Error(`it is not JSON (${error.message})`);
   }
+  if (document && typeof document === "object" && "ranks" in document && document.schema_version === undefined) {
+    return checkRanks(document);
+  }
+  return checkDocument(document);
+}
+
+/** A run of many ranks: every rank's document, in rank order, each a trace document. */
+function checkRanks(run) {
+  if (!Array.isArray(run.ranks) || !run.ranks.length) throw new Error("its ranks is not a list of every rank's trace document");
+  if (run.world_size !== run.ranks.length) throw new Error(`it holds ${run.ranks.length} ranks' documents for a world_size of ${JSON.stringify(run.world_size)}`);
+  run.ranks.forEach((document, rank) => {
+    try { checkDocument(document); } catch (error) { throw new Error(`rank ${rank}'s document: ${error.message}`); }
+  });
+  return run;
+}
+
+function checkDocument(document) {
   if (!document || typeof document !== "object" || Array.isArray(document)) throw new Error("it is not a trace document (a JSON object)");
   const required = REQUIRED[document.schema_version];
   if (!required && document?.schema_version === undefined) {

@@ -14,7 +14,10 @@
 //   "select", "history", "origin", "save" (saveState, conflict)
 //   "modes"       the forward-vs-reverse report changed ({report} on screen, {running}, or {failure})
 //   "jvp-step"    the JVP sweep's cursor moved ({step})
-// A run.json opened from a file (loadDocument) enters here too, read-only: shown as it is, never saved or sent.
+//   "rank"        a run of many ranks: which rank's document is on screen changed ({rank}; a "trace" came first)
+// A run.json opened from a file (loadDocument) enters here too, read-only: shown as it is, never saved or sent. A run
+// of many ranks ({world_size, ranks: [document, ...]}, opened or shared) shows one rank's document at a time as the
+// trace: setRank() puts another rank's on screen, so every view follows it as it follows any new trace.
 import { writeAddress } from "./address.js";
 import { copySnapshot as copySnapshotOf, createSnapshot, fetchLevers, fetchModes, fetchPresets, fetchSchema, fetchSession,
   fetchSnapshot, postTrace, traceSpec } from "./api.js";
@@ -47,6 +50,8 @@ export const state = {
   readOnly: false,
   openedDocument: null,                       // a run.json opened from a file, decoded (the trace it shows)
   openedFile: null,                           // ... and as it came: what "Share this run" posts
+  run: null,                                  // a run of many ranks, as it came ({world_size, ranks}); null for one
+  rank: 0,                                    // ... the rank whose document is the trace on screen
   version: null, saveState: "idle", conflict: null,
   settledTrace: null,                         // the last trace that settled (no drag, nothing pending)
   settledAsked: null,                         // what it was traced for
@@ -98,7 +103,7 @@ const entry = () => ({ spec: clone(state.spec), checkpoint: normalizeRequest(sta
 /** What the address names of the model: its preset and whether it was edited from it (null for anything else). */
 /** The address follows the step, selection, model and zoom (address.js). */
 function showInAddress() {
-  writeAddress(state.step, state.selected, modelInAddress(), state.zoom);
+  writeAddress(state.step, state.selected, modelInAddress(), state.zoom, state.run ? state.rank : null);
 }
 
 function modelInAddress() {
@@ -512,9 +517,50 @@ export async function openSnapshot(id, view = {}) {
   state.step = view.step ?? snapshot.view.step;
   state.zoom = view.zoom ?? null;
   state.selected = view.selected !== undefined ? view.selected : snapshot.view.selected || null;
+  const trace = openRun(snapshot.trace, view.rank, (decoded) => decoded);   // fetchSnapshot read one document
   emit("spec");
   emit("checkpoint");
-  show(snapshot.trace, { ...entry(), keepStep: state.step, newLineage: true });
+  show(trace, { ...entry(), keepStep: state.step, newLineage: true });
+  if (state.run) emit("rank", { rank: state.rank });
+}
+
+// ------------------------------ a run of many ranks ------------------------------
+
+let rankTraces = [];      // the run's documents, decoded when first shown
+
+/** True when `document` is a run of many ranks ({world_size, ranks}), not one trace document. */
+export const isManyRanks = (document) => Boolean(document) && Array.isArray(document.ranks) && document.schema_version === undefined;
+
+/** The run's rank `rank`'s document, decoded (once). */
+export function rankTrace(rank) {
+  if (!state.run) return null;
+  rankTraces[rank] ??= readTrace(state.run.ranks[rank]);
+  return rankTraces[rank];
+}
+
+/** `document` as opened: a run of many ranks becomes state.run and its `rank`'s document (rank 0 when the rank is
+ * not one of the run's) is returned; one document is returned as `decode` reads it (a snapshot's came decoded). */
+function openRun(document, rank = 0, decode = readTrace) {
+  if (!isManyRanks(document)) {
+    state.run = null;
+    return decode(document);
+  }
+  state.run = document;
+  rankTraces = [];
+  state.rank = Number.isInteger(rank) && rank >= 0 && rank < document.ranks.length ? rank : 0;
+  return rankTrace(state.rank);
+}
+
+/** Put rank `rank`'s document on screen: every view redraws from it as from any trace shown, at the same step
+ * (clamped to its last) and with the same selection when it has that node. */
+export function setRank(rank) {
+  if (!state.run || !Number.isInteger(rank) || rank < 0 || rank >= state.run.ranks.length || rank === state.rank) return;
+  state.rank = rank;
+  const trace = rankTrace(rank);
+  if (state.openedDocument) state.openedDocument = trace;
+  show(trace, { ...entry(), keepStep: state.step, newLineage: true });
+  emit("rank", { rank });
+  showInAddress();
 }
 
 /** "GPT (torch 2.13.0)" for an imported run, else its spec's name: what a run from elsewhere is called. */
@@ -530,11 +576,12 @@ export const recordedElsewhere = (trace) => Boolean(trace?.source);
 /** A run whose spec is not ours to send: opened from a file here, or recorded elsewhere. */
 export const isOffline = (trace = state.trace) => Boolean(trace) && (state.openedDocument === trace || recordedElsewhere(trace));
 
-/** A run.json opened here (dropped or picked), as parsed (schema_version 1 or 2): shown decoded and read-only from
+/** A run.json opened here (dropped or picked), as parsed (schema_version 1 or 2, or a run of many ranks: `rank`'s
+ * document shown, rank 0 unless the address named another): shown decoded and read-only from
  * here on, nothing saved, posted as it came if shared; a trace request still in flight is dropped, so it cannot
  * replace the document when it lands. */
-export function loadDocument(file, fileName = "") {
-  const trace = readTrace(file);
+export function loadDocument(file, fileName = "", { rank = 0 } = {}) {
+  const trace = openRun(file, rank);
   clearTimeout(timer);
   timer = null;
   pending = null;
@@ -552,6 +599,7 @@ export function loadDocument(file, fileName = "") {
   emit("spec");
   emit("checkpoint");
   show(trace, { ...entry(), keepStep: 0, newLineage: true });
+  if (state.run) { emit("rank", { rank: state.rank }); showInAddress(); }
 }
 
 // ------------------------------ autosave (autosave.js) ------------------------------

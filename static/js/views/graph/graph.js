@@ -91,7 +91,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
     nodeSel.select("rect")
       .attr("x", (n) => at(n).x - n.width / 2).attr("y", (n) => at(n).y - n.height / 2)
       .attr("width", (n) => n.width).attr("height", (n) => n.height)
-      .attr("rx", (n) => (n.isOp ? 4 : n.isGroup ? 6 : n.height / 2))
+      .attr("rx", (n) => (n.family === "collective" ? 0 : n.isOp ? 4 : n.isGroup ? 6 : n.height / 2))
       .attr("fill", (n) => (n.isOp ? familyColor(n.family) : null));
     nodeSel.select("text.label").attr("id", (n, i) => (n.isGroup ? `node-label-${i}` : null)).attr("x", (n) => at(n).x).attr("y", (n) => at(n).y).attr("dy", "0.35em").text((n) => n.label);
     nodeSel.select("text.glyph").attr("x", (n) => at(n).x).attr("y", (n) => at(n).y).attr("dy", "0.35em").text((n) => n.glyph);

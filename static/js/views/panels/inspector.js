@@ -8,6 +8,7 @@ import { loadPlotly } from "../../lib/plotly-loader.js";
 import { recomputeChoice } from "../../model/recompute-pick.js";
 import { blocksText } from "../../model/trace-index.js";
 import { underflowBlock } from "./underflow.js";
+import { collectiveBlock, isCollective } from "./collective.js";
 
 /** Who made a tensor: its tape entry, an op inside a checkpoint (no entry), a checkpoint's detached input, or a leaf. */
 function producerOf(tensor, index) {
@@ -160,6 +161,7 @@ export function createInspector(element, { manual = () => null, onToggle = () =>
           ...(index.isRecipe(entry.index) ? [["re-run", "in backward, to re-derive its output for a consumer that kept only a recipe"]] : []),
           ["why", entry.why],
         ]));
+        if (isCollective(entry)) body.append(el("h3", { text: "What it moves" }), collectiveBlock(index, entry));
         body.append(el("h3", { text: "Output" }));
       }
     }

@@ -65,7 +65,10 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
     trace = next;
     storages = breakdownStorages(next);
     shownStep = null;
-    verdict.textContent = trace.summary.peak?.verdict ?? "";
+    // A rank of a sharded run says its peak in sharding's words too (all-gathered parameters, shards, buffers).
+    const sharding = trace.summary.peak_sharding;
+    verdict.textContent = [trace.summary.peak?.verdict, sharding && `${sharding[0].toUpperCase()}${sharding.slice(1)}.`]
+      .filter(Boolean).join(" ");
     resetLevers();
   }
 

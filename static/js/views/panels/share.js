@@ -5,7 +5,7 @@ import { stepHash } from "../../state/address.js";
 import * as workspace from "../../state/workspace.js";
 
 /** The link (and one to this step) in `output`, copied to the clipboard when the browser lets us. */
-async function showLink(output, url, step, selected) {
+async function showLink(output, url, step, selected, rank = null) {
   const link = new URL(url, window.location.origin).href;
   output.replaceChildren();
   const anchor = document.createElement("a");
@@ -13,8 +13,8 @@ async function showLink(output, url, step, selected) {
   anchor.textContent = link;
   anchor.dataset.testid = "share-link";
   const stepAnchor = document.createElement("a");
-  stepAnchor.href = `${link}#${stepHash(step, selected)}`;
-  stepAnchor.textContent = `link to this step (${step})`;
+  stepAnchor.href = `${link}#${stepHash(step, selected, null, rank)}`;
+  stepAnchor.textContent = Number.isInteger(rank) ? `link to this step (${step}) of rank ${rank}` : `link to this step (${step})`;
   stepAnchor.dataset.testid = "share-step-link";
   output.append(anchor, " · ", stepAnchor);
   try {
@@ -26,12 +26,12 @@ async function showLink(output, url, step, selected) {
 /** One click: `makeLink()` resolves to {url}; the button waits, and a refusal shows the server's sentence. */
 function bindLinkButton(button, output, makeLink, getView) {
   button.addEventListener("click", async () => {
-    const { step, selected } = getView();
+    const { step, selected, rank } = getView();
     button.disabled = true;
     output.textContent = "Making a link…";
     try {
       const { url } = await makeLink();
-      await showLink(output, url, step, selected);
+      await showLink(output, url, step, selected, rank);
     } catch (error) {
       const where = error.problems?.length ? ` (${error.problems.slice(0, 3).map((p) => p.path).join(", ")})` : "";
       output.textContent = `Could not share: ${error.message}${where}`;

@@ -1,9 +1,11 @@
 // sweep.js — the backward panel: the vjp at the cursor, the saved tensors it reads and why, contributions, +=, ready queue, frees.
 // Checkpointed runs: a checkpoint's backward says what it re-runs; recompute steps and the unrecorded ops inside a
-// checkpoint's forward say what they save (again) or why they save nothing.
+// checkpoint's forward say what they save (again) or why they save nothing. A collective's step (a run of many ranks)
+// says what it moves and what it overlaps (collective.js).
 import { el, facts } from "../../lib/dom.js";
 import { formatBytes, formatShape } from "../../lib/format.js";
 import { blocksText } from "../../model/trace-index.js";
+import { collectiveBlock, isCollective } from "./collective.js";
 
 const name = (index, id) => index.nameOf(id);
 /** Gradients often share a name (x*x makes two "dx"), so the sweep writes each with its tensor id. */
@@ -111,6 +113,12 @@ export function createSweepPanel(element) {
     const error = index.trace.error;
     if (error && error.step === stepIndex) body.append(backwardError(error));
     const item = index.sweepByStep.get(stepIndex);
+    const collective = !item && step.entry !== null && step.entry !== undefined ? index.trace.tape[step.entry] : null;
+    if (isCollective(collective)) {
+      if (title) title.textContent = `${PHASE_TITLES[step.phase] ?? "Backward sweep"}: ranks communicate`;
+      body.append(collectiveBlock(index, collective));
+      return;
+    }
     if (!item) {
       if (step.phase === "optimizer") {
         body.append(el("p", {}, `Optimizer step${step.param !== undefined ? ` on ${typeof step.param === "number" ? name(index, step.param) : step.param}` : ""}: backward has finished and freed every saved tensor — a second backward would raise "Trying to backward through the graph a second time".`));
