@@ -1,5 +1,6 @@
 """The CUDA caching allocator simulator on hand-worked sequences: each expected number is worked out beside it from
 c10/cuda/CUDACachingAllocator.cpp's rules (backend/trace/cuda_allocator.py cites each)."""
+import json
 from pathlib import Path
 
 import numpy as np
@@ -173,6 +174,8 @@ def test_a_recorded_document_reserves_at_least_what_it_allocates():
     from backend.importers.torch_step import load_build, record_step, step_of
     document = record_step(*step_of(load_build(ROOT / "examples" / "torch" / "mlp.py")))
     live = np.array([step["live_bytes"] for step in document["steps"]])
+    # the replay frees and allocates by the same lifetimes the document counts live bytes by
+    assert replay(document["storages"], len(document["steps"]))["requested"].tolist() == live.tolist()
     for expandable in (False, True):
         attach_reserved(document, expandable_segments=expandable)
         reserved = np.array([step["reserved_bytes"] for step in document["steps"]])
@@ -181,3 +184,18 @@ def test_a_recorded_document_reserves_at_least_what_it_allocates():
         summary = document["summary"]
         assert summary["reserved_peak_bytes"] == reserved.max() >= summary["peak_bytes"]
         assert summary["allocator"]["expandable_segments"] is expandable
+
+
+def test_the_importer_flag_adds_reserved_bytes(tmp_path, capsys):
+    pytest.importorskip("torch", reason="torch is an optional extra (pip install torch==2.13.0)")
+    from backend.importers.torch import main
+    from backend.trace.document_versions import unpack
+    out = tmp_path / "run.json"
+    assert main([str(ROOT / "examples" / "torch" / "mlp.py"), "--allocator", "cuda", "--out", str(out)]) == 0
+    document = unpack(json.loads(out.read_text()))
+    # mlp.py's storages are all small (its largest is 16 KiB): one 2 MiB small-pool segment from the first step on
+    assert {step["reserved_bytes"] for step in document["steps"]} == {2 * MiB}
+    assert document["summary"]["reserved_peak_bytes"] == 2 * MiB and document["summary"]["reserved_peak_step"] == 0
+    assert "cuda allocator: reserved peak 2,097,152 B at step 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="--allocator replays one rank's document"):
+        main([str(ROOT / "examples" / "torch" / "mlp.py"), "--allocator", "cuda", "--nproc", "2"])
