@@ -37,10 +37,12 @@ class OpRecording(TorchDispatchMode):
         if self.phase == "backward" and self.sweep:
             self._count_backward(func, args, kwargs, out)
         kind = "grad" if self.phase == "backward" else "optimizer"
+        name = None
         for t in op_tensors(out):
             key = self._key(t)
-            if self.lookup(t, key) is None:
-                self.tensor(t, kind, name=None, scope=None, key=key)
+            if self.lookup(t, key) is None:     # named by its op and step until it is known as a gradient or state
+                name = name or op_name(func)
+                self.tensor(t, kind, name=f"{name}@{self.step}", scope=None, key=key, unwritten=name in UNWRITTEN_OPS)
         return out
 
     def _count_backward(self, func, args, kwargs, out):
@@ -56,8 +58,11 @@ class OpRecording(TorchDispatchMode):
     def _forward_op(self, func, args, kwargs):
         name = op_name(func)
         inputs = op_tensors(args) + op_tensors(tuple(kwargs.values()))
+        index, seen = len(self.tape), len(self.tensors)
         input_ids = [self.known(t, "input", None, scope="input") for t in inputs]
-        index = len(self.tape)
+        for position, uid in enumerate(input_ids):
+            if uid >= seen:             # made where no op ran (torch.tensor(...)'s data): named by the op reading it
+                self.tensors[uid]["name"] = f"{name}{index}.input{position}"
         self._note_functions(index, inputs, input_ids)
         entry = entry_record(index, name, family(name), "", input_ids, self.scope, 0, "", {"aten": aten_name(func)},
                              "forward", flops_source=TAPESCOPE)
@@ -66,8 +71,11 @@ class OpRecording(TorchDispatchMode):
         out = func(*args, **kwargs)
         self._wrote(func, args, kwargs)
         outputs = op_tensors(out)
-        ids = [self.tensor(t, "activation", name=f"{name}{index}" + (f".{i}" if i else ""), produced_by=index,
-                           scope=entry["scope"]) for i, t in enumerate(outputs)]
+        # a transpose is named after what it transposes (`q.weight.t()`): "t7" read as a tensor with no name
+        label = f"{self.tensors[input_ids[0]]['name']}.t()" if name == "t" and input_ids else f"{name}{index}"
+        unwritten = name in UNWRITTEN_OPS
+        ids = [self.tensor(t, "activation", name=label + (f".{i}" if i else ""), produced_by=index,
+                           scope=entry["scope"], unwritten=unwritten) for i, t in enumerate(outputs)]
         entry["output"] = ids[0] if ids else None
         if len(ids) > 1:
             entry["attrs"]["outputs"] = ids
@@ -97,4 +105,6 @@ class OpRecording(TorchDispatchMode):
                 self._entry_of_seq[node._sequence_nr()] = fallback if produced_by is None else produced_by
 
 
+# Ops whose output is memory as the allocator left it: described when an op first writes into it, not at birth
+UNWRITTEN_OPS = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided"})
 _MARKERS = (torch.ops.profiler._record_function_enter_new.default, torch.ops.profiler._record_function_exit._RecordFunction)

@@ -25,7 +25,7 @@ import torch
 
 from backend.importers.mistakes import StepError
 from backend.importers.torch_blocks import find_blocks
-from backend.importers.torch_recorder import TorchRecorder, _tensors
+from backend.importers.torch_recorder import TorchRecorder, batch_names
 from backend.importers.torch_regions import watching_checkpoints
 from backend.importers.torch_step import document_of, write_run
 
@@ -85,7 +85,7 @@ class LoopRecording:
             return
         self.batch = (args, kwargs) if kwargs else args
         recorder = self.recorder = TorchRecorder(with_values=self.values)
-        recorder.add_model(self.model, _tensors(self.batch))
+        recorder.add_model(self.model, batch_names(kwargs if kwargs and not args else self.batch))
         recorder.add_optimizer(self.model, self.optimizer)
         recorder.note_blocks(self.model, find_blocks(self.model) if self.blocks is None else self.blocks)
         self._hooks.enter_context(recorder)
@@ -116,6 +116,7 @@ class LoopRecording:
 
     def _optimizer_ends(self, optimizer, args, kwargs):
         if self.recording and self.recorder.phase == "optimizer":
+            self.recorder.name_optimizer_state(self.model, self.optimizer)
             self._finish()
         else:
             self.completed += 1

@@ -11,7 +11,7 @@ watched through checkpoint's own hooks (torch_regions.py), never unpacked.
 The attributes (tensors, storages, tape, steps, sweep, values, ...) are what backend.trace.document reads.
 """
 import torch
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import MappingKey, SequenceKey, tree_flatten, tree_flatten_with_path
 
 from backend.importers.torch_dispatch import OpRecording
 from backend.importers.torch_regions import CheckpointRegions
@@ -56,8 +56,11 @@ class TorchRecorder(CheckpointRegions, SweepOrder, SavedTensors, TensorRecords, 
 
     # ----- setup: what exists before the step --------------------------------------------------
     def add_model(self, model, batch_tensors):
-        for i, t in enumerate(batch_tensors):
-            self.tensor(t, "input", name=f"batch[{i}]" if len(batch_tensors) > 1 else "batch", scope="input")
+        """The batch (a list of tensors, or {name: tensor} from batch_names), parameters and buffers; module hooks."""
+        if not isinstance(batch_tensors, dict):
+            batch_tensors = {f"batch[{i}]" if len(batch_tensors) > 1 else "batch": t for i, t in enumerate(batch_tensors)}
+        for name, t in batch_tensors.items():
+            self.tensor(t, "input", name=name, scope="input")
         for name, p in model.named_parameters():
             self.tensor(p, "param", name=name, scope=name.rpartition(".")[0] or "model")
         for name, b in model.named_buffers():
@@ -79,6 +82,17 @@ class TorchRecorder(CheckpointRegions, SweepOrder, SavedTensors, TensorRecords, 
                 for key, value in optimizer.state.get(p, {}).items():
                     if isinstance(value, torch.Tensor) and self.lookup(value) is None:
                         self.tensor(value, "optimizer", name=f"{name}.{key}", scope=name.rpartition(".")[0] or "model")
+
+    def name_optimizer_state(self, model, optimizer):
+        """After optimizer.step(): the state it made in this step (a first step's exp_avg, exp_avg_sq, step) is named
+        after its parameter, as the state a warm-up left is."""
+        names = {p: name for name, p in model.named_parameters()}
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                for key, value in optimizer.state.get(p, {}).items():
+                    uid = self.lookup(value) if isinstance(value, torch.Tensor) else None
+                    if uid is not None and self.tensors[uid]["kind"] == "optimizer":
+                        self.tensors[uid]["name"] = f"{names.get(p, 'param')}.{key}"
 
     def _enter(self, path):
         def enter(module, args):
@@ -121,3 +135,23 @@ class TorchRecorder(CheckpointRegions, SweepOrder, SavedTensors, TensorRecords, 
 
 def _tensors(tree):
     return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+
+
+def batch_names(batch):
+    """{name: tensor} for a batch's tensors, named as the user's code names them: a dict's by key (`input_ids`),
+    a tuple's by position (`batch[0]`, `batch[0].input_ids` inside one), a lone tensor `batch`."""
+    leaves = [(path, t) for path, t in tree_flatten_with_path(batch)[0] if isinstance(t, torch.Tensor)]
+    if len(leaves) == 1 and not any(isinstance(key, MappingKey) for key in leaves[0][0]):
+        return {"batch": leaves[0][1]}
+    names = {}
+    for path, tensor in leaves:
+        name = ""
+        for key in path:
+            if isinstance(key, MappingKey):
+                name += f".{key.key}" if name else str(key.key)
+            elif isinstance(key, SequenceKey):
+                name += f"[{key.idx}]"
+            else:
+                name += str(key)            # an attribute of a dataclass or namedtuple: ".pixel_values"
+        names["batch" + name if name.startswith(("[", ".")) or not name else name] = tensor
+    return names

@@ -27,6 +27,7 @@ class TensorRecords:
         self._watching = []         # a weakref per storage: its callback is the storage's death
         self._described = {}        # _sequence(tensor) -> (version, the description it was given)
         self._writes = {}           # storage id -> how many ops have written into it (see _wrote)
+        self._unwritten = {}        # storage id -> [(record, weakref to its Tensor)]: an empty's, until written
 
     # ----- storages and tensors ----------------------------------------------------------------
     def _storage(self, tensor, kind, scope=None):
@@ -68,19 +69,24 @@ class TensorRecords:
             return uid
         return None
 
-    def tensor(self, tensor, kind, name=None, produced_by=None, scope=None, key=None, **extra):
-        """A new tensor record over `tensor`'s storage (created when the storage is new)."""
+    def tensor(self, tensor, kind, name=None, produced_by=None, scope=None, key=None, unwritten=False, **extra):
+        """A new tensor record over `tensor`'s storage (created when the storage is new). An `unwritten` one (an
+        empty's output: memory as the allocator left it, different run to run), and any view of it made before
+        an op writes into its storage, is described after that op, not at birth (see _wrote)."""
         key = key or self._key(tensor)
         known = key[0] in self._live
         storage = self._storage(tensor, kind, scope if kind in ("param", "input") else None)
         uid = len(self.tensors)
-        record = tensor_record(uid, name or f"t{uid}", storage["kind"], tensor.shape, _dtype_name(tensor.dtype),
+        record = tensor_record(uid, name or f"{self.scope}@{self.step}", storage["kind"], tensor.shape, _dtype_name(tensor.dtype),
                                storage, self.step, produced_by, scope, **extra)
         if known and kind not in ("param", "input"):
             record["view"] = True
         self.tensors[uid] = record
         self._views[key] = uid
-        self._describe(record, tensor)
+        if unwritten or storage["id"] in self._unwritten:
+            self._unwritten.setdefault(storage["id"], []).append((record, weakref.ref(tensor)))
+        else:
+            self._describe(record, tensor)
         self._watch_drop(tensor, storage)
         return uid
 
@@ -163,6 +169,15 @@ class TensorRecords:
             record = self._live.get(tensor.untyped_storage().data_ptr())
             if record is not None:
                 self._writes[record["id"]] = self._writes.get(record["id"], 0) + 1
+                if self._unwritten:
+                    self._describe_written(record["id"])
+
+    def _describe_written(self, storage_id):
+        """An op wrote into an empty's storage: its records (those whose Tensor is alive) are described now."""
+        for record, ref in self._unwritten.pop(storage_id, ()):
+            tensor = ref()
+            if tensor is not None:
+                self._describe(record, tensor)
 
 
 _WIDENED = (torch.bfloat16, torch.float16)     # numpy has no bfloat16: both are read as float32
