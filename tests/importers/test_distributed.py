@@ -24,6 +24,7 @@ from tests.importers import distributed_model  # noqa: E402
 
 WORLD = 2
 WARMUP = 1          # DDP rebuilds its buckets at the second step: the recorded step is the steady state's
+PROFILED_STEPS = 3  # torch.profiler's peak: the least of 3 plain steps (gloo's threads allocate when they run)
 
 
 def plain_name(name):
@@ -73,7 +74,14 @@ def buckets_by_hook(wrap):
     seen.clear()
     existing = existing_bytes(model, batch, optimizer)
     packed, events = profiled(lambda: packed_during(lambda: run_step(model, batch, loss_fn, optimizer)))
-    return seen, packed, plain_peak(events, existing)
+    buckets, peaks = list(seen), [plain_peak(events, existing)]
+    # the same step again, for the least (Adam's state is there already); not DDP's: its recorded step is the one
+    # that rebuilds its buckets, in its forward
+    for _ in range(PROFILED_STEPS - 1 if wrap != "ddp" else 0):
+        optimizer.zero_grad(set_to_none=True)
+        _, events = profiled(lambda: run_step(model, batch, loss_fn, optimizer))
+        peaks.append(plain_peak(events, existing))
+    return buckets, packed, min(peaks)
 
 
 def existing_bytes(model, batch, optimizer):
@@ -157,13 +165,13 @@ def test_the_peak_is_torch_profilers_on_that_rank(ranks, wrap):
 
     The profiler counts the whole process, gloo's worker threads included: what a collective allocates inside c10d
     is no op (the tape has no record of it) and lands at the peak or not as the threads' timing goes (measured
-    here: DDP 12 to 32 B over ours, every time; FSDP2 resharding after forward 0 to 18% over, tensor parallel and
-    FSDP2 keeping its blocks 0 to 2.3% over, on a busy 2-core machine). Under FSDP2 ours moves too, by up to 1.6%
-    from run to run (a buffer the collective's thread lets go of is freed a step earlier or later), so the profiler
-    is at most 1% below it."""
+    here, one step at a time: DDP 12 to 32 B over ours, every time; FSDP2 resharding after forward 0 to 18% over,
+    tensor parallel and FSDP2 keeping its blocks 0 to 2.5% over, on a busy 2-core machine; the least of 3 steps is
+    compared). Under FSDP2 ours moves too, by up to 1.7% from run to run (a buffer the collective's thread lets go
+    of is freed a step earlier or later), so the profiler may be up to 3% below it."""
     for results in ranks:
         ours, measured = results[wrap]["document"]["summary"]["peak_bytes"], results[wrap]["profiled_peak"]
-        assert 0.99 * ours <= measured <= 1.25 * ours
+        assert 0.97 * ours <= measured <= 1.25 * ours, (ours, measured)
         if wrap == "ddp":           # DDP's all-reduces run in place, in its buckets
             assert measured - ours <= 0.01 * ours
 
