@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from backend.trace.document_versions import unpack
-from tests.e2e.explorer_helpers import go_to_step, live_bytes, open_explorer
+from tests.e2e.explorer_helpers import go_to_step, live_bytes, open_explorer, unfold_all
 from tests.many_ranks import record_ranks
 
 READY = "() => document.querySelector('.explorer').dataset.ready === 'true'"
@@ -75,7 +75,7 @@ def test_the_rank_selector_turns_every_figure_to_that_ranks_document(page, live_
     select = page.get_by_test_id("rank-select")
     expect(select).to_be_visible()
     options = select.locator("option").all_text_contents()
-    assert [option.split(" · ")[0] for option in options] == ["rank 0", "rank 1"]
+    assert [option.split(" · ")[0] for option in options] == ["rank 0 of 2", "rank 1 of 2"]
     assert select.input_value() == "0"
 
     for rank in (0, 1, 0):
@@ -132,8 +132,11 @@ def test_a_collective_entry_says_what_it_moves_and_what_it_overlaps(page, live_s
     collectives = [entry for entry in document["tape"] if entry["family"] == "collective"]
     assert collectives, "an FSDP2 step all-gathers its parameters"
     expect(page.locator(".legend-collective")).to_be_visible()
-    assert page.locator("[data-testid=graph] .node.op.fam-collective").count() > 0 or \
-        page.locator("[data-testid=graph] .group-node").count() > 0       # folded into their modules at first
+    unfold_all(page)                   # every collective a node of its own family: black, square
+    drawn = page.locator("[data-testid=graph] .node.op.fam-collective")
+    assert drawn.count() == len(collectives)
+    assert drawn.first.locator("rect").get_attribute("fill").lower() == "#000000"
+    assert drawn.first.locator("rect").get_attribute("rx") == "0"
 
     entry = collectives[0]
     moves = entry["collective"]

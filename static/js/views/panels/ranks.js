@@ -12,8 +12,8 @@ const ws = workspace.state;
 /** A rank's summary as the run holds it (a summary is no table: version 2 writes it as it is, nothing to decode). */
 const summaryOf = (rank) => ws.run.ranks[rank].summary;
 
-/** "rank 1 · peak 47.2 MiB": an option of the selector. */
-const rankWords = (rank) => `rank ${rank} · peak ${formatBytes(summaryOf(rank).peak_bytes)}`;
+/** "rank 1 of 2 · peak 47.2 MiB": an option of the selector. */
+const rankWords = (rank) => `rank ${rank} of ${ws.run.ranks.length} · peak ${formatBytes(summaryOf(rank).peak_bytes)}`;
 
 /** select: the <select data-testid=rank-select>, inside the label to show; panel: the chart's section; chart: its
  * Plotly element; note: the line saying the selected rank's peak in sharding's words. */
