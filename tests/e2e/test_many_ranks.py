@@ -192,3 +192,11 @@ def test_share_this_run_posts_every_rank_and_its_link_opens_with_the_selector(pa
     page.wait_for_function(SHOWING, arg=1)
     page.wait_for_function("s => window.tapescope.getStep() === s", arg=step)
     assert live_bytes(page) == documents[1]["steps"][step]["live_bytes"]
+
+
+def test_a_run_of_many_ranks_has_no_serious_accessibility_violations(page, live_server, ranks_run):
+    from tests.e2e.test_accessibility import serious_violations
+    path, _ = ranks_run
+    open_run(page, live_server, path)
+    page.wait_for_function("() => document.querySelector('[data-testid=ranks-chart]')?.data?.length > 0")
+    assert serious_violations(page) == []
