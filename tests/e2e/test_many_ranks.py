@@ -200,3 +200,15 @@ def test_a_run_of_many_ranks_has_no_serious_accessibility_violations(page, live_
     open_run(page, live_server, path)
     page.wait_for_function("() => document.querySelector('[data-testid=ranks-chart]')?.data?.length > 0")
     assert serious_violations(page) == []
+
+
+def test_a_reload_reopens_the_rank_the_address_names(page, live_server, ranks_run):
+    path, documents = ranks_run
+    open_run(page, live_server, path)
+    page.get_by_test_id("rank-select").select_option("1")
+    page.wait_for_function(SHOWING, arg=1)
+    page.wait_for_function("() => window.location.hash.startsWith('#rank=1&')")
+    page.reload()                             # the run kept in this browser opens again, at the address's rank
+    page.wait_for_function(SHOWING, arg=1)
+    expect(page.get_by_test_id("rank-select")).to_have_value("1")
+    assert figures(page)["peak"] == documents[1]["summary"]["peak_bytes"]
