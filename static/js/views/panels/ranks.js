@@ -39,8 +39,10 @@ export function createRanksView({ field, select, panel, chart, note }) {
     return MEMORY_KINDS.map((kind) => ({
       type: "bar", name: kind, x, customdata: ranks,
       y: ranks.map((rank) => summaryOf(rank).by_kind_at_peak[kind] || 0),
+      text: ranks.map((rank) => `step ${summaryOf(rank).peak_step}${summaryOf(rank).peak ? ` (${summaryOf(rank).peak.phase})` : ""}`),
+      textposition: "none",
       marker: { color: KIND_COLORS[kind], line: { color: "#111", width: outline } },
-      hovertemplate: `%{x}: ${kind} %{y:,} B at its peak<extra></extra>`,
+      hovertemplate: `%{x}: ${kind} %{y:,} B at its peak, %{text}<extra></extra>`,
     }));
   }
 
