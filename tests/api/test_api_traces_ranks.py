@@ -55,3 +55,9 @@ def test_a_rank_in_the_wrong_place_is_a_400(client, run):
     response = _post(client, swapped)
     assert response.status_code == 400
     assert {"ranks[0].rank", "ranks[1].rank"} <= _paths(response)
+
+
+def test_more_ranks_than_the_importer_records_is_a_413_before_any_is_checked(client):
+    response = _post(client, {"world_size": 17, "ranks": [{}] * 17})
+    assert response.status_code == 413
+    assert response.get_json()["cap"] == "ranks"

@@ -212,3 +212,15 @@ def test_a_reload_reopens_the_rank_the_address_names(page, live_server, ranks_ru
     page.wait_for_function(SHOWING, arg=1)
     expect(page.get_by_test_id("rank-select")).to_have_value("1")
     assert figures(page)["peak"] == documents[1]["summary"]["peak_bytes"]
+
+
+def test_a_run_file_with_a_broken_rank_is_refused_naming_the_rank(page, live_server, ranks_run, tmp_path):
+    path, _ = ranks_run
+    run = json.loads(Path(path).read_text())
+    del run["ranks"][1]["steps"]
+    broken = tmp_path / "broken-run.json"
+    broken.write_text(json.dumps(run))
+    open_explorer(page, live_server, "seed-tape")
+    drop(page, broken)
+    expect(page.get_by_test_id("open-run-error")).to_contain_text("rank 1's document: it has no steps")
+    assert page.evaluate("window.tapescope.getTrace().spec.name") == "seed-tape"     # the workspace stays
