@@ -7,6 +7,8 @@ import time
 from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
+import pytest
+
 from playwright.sync_api import expect
 
 from backend.models.caps import CAPS
@@ -341,11 +343,20 @@ def test_a_slider_drag_compares_with_where_it_started_and_a_pin_holds(page, live
     assert page.evaluate("window.tapescope.getTrace().spec.batch") == final["spec"]["batch"]
 
 
-def test_a_burst_of_arrow_presses_compares_with_where_it_started_and_is_one_undo(page, live_server):
+@pytest.mark.parametrize("trace_seconds", [0, 1.0], ids=["prompt-server", "slow-server"])
+def test_a_burst_of_arrow_presses_compares_with_where_it_started_and_is_one_undo(page, live_server, trace_seconds):
     """Three ArrowUp presses on batch (64 -> 67), each traced on its own: the delta once read 50.8 -> 51.5 KiB (the
-    press before) rather than 49.3 -> 51.5 KiB (where the burst started), and each press was its own undo."""
+    press before) rather than 49.3 -> 51.5 KiB (where the burst started), and each press was its own undo. On a slow
+    server (each trace answered after a second, longer than the burst's pause) the person presses again when the
+    last press's answer shows: still one burst (it once split there, on a busy machine)."""
     start = preset_trace(page, live_server, "seed-tape")
     open_explorer(page, live_server, "seed-tape")
+    if trace_seconds:
+        def slow(route):
+            response = route.fetch()
+            time.sleep(trace_seconds)
+            route.fulfill(response=response)
+        page.route("**/api/trace", slow)
     batch = field(page, "batch")
     batch.focus()
     for _ in range(3):

@@ -120,7 +120,8 @@ let controller = null;
 let generation = 0;
 let lastFire = -Infinity;
 let pointerDown = false;
-let keyBurst = null;      // the timer ending a burst of arrow presses on a number or a slider (a drag by keyboard)
+let keyBurst = null;      // while a burst of arrow presses on a number or a slider (a drag by keyboard) goes on: the
+                          // timer ending it, or AWAITING_ANSWER
 const holding = () => pointerDown || keyBurst !== null;
 let answered = null;      // the request whose answer (a trace or a refusal) came last: only its trace may settle
 
@@ -174,11 +175,13 @@ async function fire() {
   if (failure?.status === 413) emit("cap-met", { asked: asked.spec, settled: state.settledAsked?.spec ?? state.traced?.spec, failure });
   if (id !== generation || pending) return;          // a newer request owns the screen
   answered = asked;
+  if (keyBurst !== null) pauseBurst();               // a burst's pause counts from what its last press showed
   if (failure) { refused(failure, performance.now() - started); return; }
   show(trace, asked, performance.now() - started);
 }
 
-const busy = () => Boolean(timer || controller || pending);
+const busy = () => Boolean(timer || controller || pending);        // any request out, the schedules' included
+const tracing = () => Boolean(timer || pending || (controller && !controller.forSchedules));   // a trace of the spec
 
 /** The latest request was refused (over a cap, a bad field): the error is said, and a trace drawn on the way there
  * (a slider passing width 1 mid-drag) gives way to the last settled one, which stays "before": an over-cap value
@@ -223,7 +226,7 @@ export function comparison() {
 
 /** The run on screen is settled (no drag, nothing pending): it becomes "before" and a history entry, and is saved. */
 function settle() {
-  if (busy() || holding() || !state.trace || state.settledTrace === state.trace || state.traced !== answered) return;
+  if (tracing() || holding() || !state.trace || state.settledTrace === state.trace || state.traced !== answered) return;
   state.settledTrace = state.trace;
   state.settledAsked = state.traced;
   const now = { spec: clone(state.traced.spec), checkpoint: state.traced.checkpoint, origin: state.traced.origin };
@@ -245,9 +248,20 @@ const stepsByKey = (event) => STEPPING_KEYS.has(event.key) && event.target insta
   && (event.target.type === "number" || event.target.type === "range");
 document.addEventListener("keydown", (event) => {
   if (!stepsByKey(event)) return;
-  clearTimeout(keyBurst);
-  keyBurst = setTimeout(() => { keyBurst = null; settle(); }, KEY_BURST_PAUSE_MS);
+  pauseBurst();
 }, true);
+
+/** A burst ends after KEY_BURST_PAUSE_MS with no press and no answer: a press made after a slow trace's answer (the
+ * person waited to see it) still belongs to the burst, and a pause while a trace is out waits for its answer. */
+const AWAITING_ANSWER = -1;
+function pauseBurst() {
+  clearTimeout(keyBurst);
+  keyBurst = setTimeout(() => {
+    if (tracing()) { keyBurst = AWAITING_ANSWER; return; }
+    keyBurst = null;
+    settle();
+  }, KEY_BURST_PAUSE_MS);
+}
 
 // ------------------------------ changes ------------------------------
 
@@ -380,6 +394,7 @@ export function unpin() {
 export async function traceSchedules(spec, checkpoint) {
   if (busy()) return null;
   const mine = (controller = new AbortController());
+  mine.forSchedules = true;          // the run on screen may settle meanwhile: this request does not change it
   try {
     return await traceSpec(spec, mine.signal, checkpoint);
   } finally {
