@@ -1,11 +1,11 @@
 """What the explorer knows about an aten op: its family (the graph's colour), its FLOPs (torch's own counter's
 formula where it has one, ours otherwise), the tensors in its arguments and result, and which arguments it writes
 into."""
-import functools
 import math
 
 import torch
 from torch.utils.flop_counter import flop_registry as TORCH_FLOP_FORMULAS   # what FlopCounterMode counts, by op
+from torch.utils.flop_counter import shape_wrapper
 
 TORCH, TAPESCOPE = "torch", "tapescope"     # a count's source: torch.utils.flop_counter's formula, or ours
 
@@ -37,11 +37,40 @@ _FAMILIES = {
                   "_scaled_dot_product_attention_math"),
 }
 FAMILY_OF = {name: family for family, names in _FAMILIES.items() for name in names}
+_SHAPE_WRAPPER_CODE = shape_wrapper(len).__code__     # the wrapper flop_counter puts around a shape formula
 
 
 def op_name(func):
     """`aten.addmm.default` -> "addmm"; in-place `add_` keeps its underscore."""
-    return func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
+    return op_info(func).name
+
+
+class OpInfo:
+    """What the recorder reads of an aten op on every call (its name, family, str, the arguments it writes into,
+    torch's FLOP formula), worked out once per op overload: the recorder's hooks run on every op of the step."""
+    __slots__ = ("func", "name", "family", "aten", "written", "formula", "shape_formula")
+
+    def __init__(self, func):
+        self.func = func            # held, so the id keying _OP_INFO stays this op's
+        self.name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
+        self.family = family(self.name)
+        self.aten = str(func)
+        self.written = _written_arguments(func)
+        self.formula = TORCH_FLOP_FORMULAS.get(getattr(func, "overloadpacket", None))
+        # flop_counter's shape_wrapper maps every argument to its shape with a pytree walk before the formula
+        # runs; _shapes does the same walk over an aten op's arguments (tensors in tuples and lists) much cheaper
+        wrapped = getattr(self.formula, "__wrapped__", None)
+        self.shape_formula = wrapped if getattr(self.formula, "__code__", None) is _SHAPE_WRAPPER_CODE else None
+
+
+_OP_INFO = {}       # id(func) -> OpInfo (an OpOverload's own __hash__ is a Python call; its id is not)
+
+
+def op_info(func):
+    info = _OP_INFO.get(id(func))
+    if info is None:
+        info = _OP_INFO[id(func)] = OpInfo(func)
+    return info
 
 
 def family(name):
@@ -51,22 +80,37 @@ def family(name):
 def flops(func, args, kwargs, out, inputs=None):
     """(FLOPs of one aten op, their source): FlopCounterMode's formula when torch has one for the op (mm family,
     convolution and its backward, attention kernels), else ours (`tapescope_flops`)."""
-    formula = TORCH_FLOP_FORMULAS.get(getattr(func, "overloadpacket", None))
-    if formula is not None:
-        return int(formula(*args, **kwargs, out_val=out)), TORCH
-    name = op_name(func)
+    info = op_info(func)
+    if info.shape_formula is not None:
+        return int(info.shape_formula(*_shapes(args), out_shape=_shapes(out),
+                                      **{key: _shapes(value) for key, value in kwargs.items()})), TORCH
+    if info.formula is not None:
+        return int(info.formula(*args, **kwargs, out_val=out)), TORCH
     inputs = op_tensors(args) + op_tensors(tuple(kwargs.values())) if inputs is None else inputs
-    return tapescope_flops(name, inputs, op_tensors(out)), TAPESCOPE
+    return tapescope_flops(info.name, inputs, op_tensors(out), info.family), TAPESCOPE
 
 
-def tapescope_flops(name, inputs, outputs):
+def _shapes(value):
+    """`value` with each tensor replaced by its shape, through tuples, lists and dicts (flop_counter's get_shape
+    over a pytree)."""
+    if isinstance(value, torch.Tensor):
+        return value.shape
+    kind = type(value)
+    if kind is tuple or kind is list:
+        return kind(_shapes(item) for item in value)
+    if kind is dict:
+        return {key: _shapes(item) for key, item in value.items()}
+    return value
+
+
+def tapescope_flops(name, inputs, outputs, fam=None):
     """Ours, for ops torch's counter has no formula for: 2·m·n·k for matrix products, the gate products of an
     LSTM/GRU layer (twice that for its backward), one per output element otherwise (movement and views: zero)."""
     if name in _RNN_LAYERS and len(inputs) >= 3:
         x, w_ih, w_hh = inputs[:3]
         steps = x.numel() // max(x.shape[-1], 1)            # time steps × batch
         return int(_RNN_LAYERS[name] * 2 * steps * (w_ih.numel() + w_hh.numel()))
-    fam = family(name)
+    fam = family(name) if fam is None else fam
     if fam == "movement" or not outputs:
         return 0
     out = outputs[0]
@@ -85,10 +129,9 @@ def tapescope_flops(name, inputs, outputs):
 _RNN_LAYERS = {"mkldnn_rnn_layer": 1, "mkldnn_rnn_layer_backward": 2}
 
 
-@functools.lru_cache(maxsize=None)
 def aten_name(func):
     """`aten.addmm.default`: an OpOverload's str, built once per op."""
-    return str(func)
+    return op_info(func).aten
 
 
 def op_tensors(value):
@@ -107,9 +150,12 @@ def op_tensors(value):
     return []
 
 
-@functools.lru_cache(maxsize=None)
 def written_arguments(func):
     """(positions, names) of the arguments an op writes into, from its schema's alias annotations (`Tensor(a!)`)."""
+    return op_info(func).written
+
+
+def _written_arguments(func):
     schema = getattr(func, "_schema", None)
     if schema is None:
         return (), ()

@@ -53,7 +53,9 @@ class ValueTable:
         self._same.append((target, source))
 
     def fill(self):
-        self._large.extend((target, _plain_statistics(copy)) for target, copy in self._deferred)
+        if self._deferred:
+            raw = _statistics_together([copy for _, copy in self._deferred])
+            self._large.extend((target, numbers) for (target, _), numbers in zip(self._deferred, raw))
         self._deferred, self._deferred_bytes = [], 0
         if self._small:
             raw, halves, spans = _reduce_together([chunk for _, chunk in self._small])
@@ -89,6 +91,48 @@ def _reduce_together(chunks):
         halves = (np.clip(values, -F16_MAX, F16_MAX) if saturated else values).astype("<f2").tobytes()
     spans = [(2 * start, 2 * (start + size)) for start, size in zip(starts.tolist(), sizes.tolist())]
     return raw, halves, spans
+
+
+TOGETHER_ELEMENTS = 2**20          # small copies reduced in one pass, as float64: 8 MiB at a time
+ALONE_ELEMENTS = 2**14             # a copy this large is reduced on its own (reduceat is slower than reduce per element)
+
+
+def _statistics_together(copies):
+    """_plain_statistics' five numbers for each flat copy: the small ones (most of them) by a few numpy reductions
+    over many at once, where one call per copy would cost more than its arithmetic."""
+    raw = [[np.nan, np.nan, 0.0, 0.0, 0]] * len(copies)
+    group, size = [], 0
+    for i, copy in enumerate(copies):
+        if copy.size >= ALONE_ELEMENTS:
+            raw[i] = _plain_statistics(copy)
+        elif copy.size:
+            group.append(i)
+            size += copy.size
+        if group and (size >= TOGETHER_ELEMENTS or i == len(copies) - 1):
+            for j, numbers in zip(group, _reduce_statistics([copies[j] for j in group])):
+                raw[j] = numbers
+            group, size = [], 0
+    return raw
+
+
+def _reduce_statistics(chunks):
+    """[min, max, sum, sum of squares, finite count] of each non-empty chunk, elementwise reductions only; a chunk
+    holding a non-finite value (an empty_like output read before it is filled) is reduced on its own."""
+    sizes = np.array([c.size for c in chunks])
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    values = np.concatenate(chunks, dtype=np.float64, casting="unsafe")
+    finite = np.isfinite(values)
+    unclean = None
+    if not finite.all():
+        unclean = np.flatnonzero(np.logical_or.reduceat(~finite, starts)).tolist()
+        values[~finite] = 0.0                   # those chunks' rows are replaced below
+    lows, highs = np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
+    totals = np.add.reduceat(values, starts)
+    squares = np.add.reduceat(np.square(values, out=values), starts)
+    raw = np.stack([lows, highs, totals, squares, sizes], axis=1).tolist()
+    for i in unclean or ():
+        raw[i] = _plain_statistics(chunks[i])
+    return raw
 
 
 def _write(targets, raw):
