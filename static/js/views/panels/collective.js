@@ -48,6 +48,13 @@ function overlap(index, entry) {
     + `while it was in flight${collectives ? `, ${collectives} of them collectives` : ""}: `, listed, more);
 }
 
+/** "storage 411 (comm_buffer, 194 KiB)": a buffer the collective wrote, with its sharding role when it has one. */
+function bufferWords(index, id) {
+  const storage = index.trace.storages.find((s) => s.id === id);
+  if (!storage) return `storage ${id}`;
+  return `storage ${id} (${storage.shard_role ?? storage.kind}, ${formatBytes(storage.nbytes)})`;
+}
+
 /** The facts of collective `entry`: its op and event, the group, bytes in and out, buffers, and its overlap. */
 export function collectiveBlock(index, entry) {
   const c = entry.collective;
@@ -58,7 +65,7 @@ export function collectiveBlock(index, entry) {
     ["group", `ranks ${(c.group ?? []).join(", ")}`],
     ["bytes in", bytes(c.bytes_in)],
     ["bytes out", bytes(c.bytes_out)],
-    ["buffers", c.buffers?.length ? c.buffers.map((id) => `storage ${id}`).join(", ") : "none"],
+    ["buffers", c.buffers?.length ? c.buffers.map((id) => bufferWords(index, id)).join(", ") : "none"],
     ["allocates", c.allocated_bytes ? bytes(c.allocated_bytes) : "nothing of its own (it writes into buffers that exist)"],
   ];
   if (c.bucket !== undefined) {

@@ -152,7 +152,7 @@ export function createInspector(element, { manual = () => null, onToggle = () =>
       const entry = index.trace.tape[Number(selection.slice(1))];
       if (entry) {
         body.append(facts([
-          ["entry", `${entry.index} · ${entry.op} → ${entry.backward}`],
+          ["entry", `${entry.index} · ${entry.op}${entry.backward ? ` → ${entry.backward}` : " (no backward node of its own)"}`],
           ...entryPhase(entry, index),
           ["scope", entry.scope || "—"],
           ["flops", entry.flops.toLocaleString("en") + flopsSource(entry)],
