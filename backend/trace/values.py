@@ -120,7 +120,8 @@ def _reduce_statistics(chunks):
     holding a non-finite value (an empty_like output read before it is filled) is reduced on its own."""
     sizes = np.array([c.size for c in chunks])
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    values = np.concatenate(chunks, dtype=np.float64, casting="unsafe")
+    with np.errstate(all="ignore"):             # an empty_like output's garbage may hold signalling NaNs
+        values = np.concatenate(chunks, dtype=np.float64, casting="unsafe")
     finite = np.isfinite(values)
     unclean = None
     if not finite.all():
