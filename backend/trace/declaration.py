@@ -456,3 +456,19 @@ PACKED_ONLY = tuple(field.name for field in DOCUMENT.fields if field.packed_only
 OP_TEXT = tuple(field.name for field in TAPE.record.fields if field.derived and field.derived.how == "op")
 STATISTICS_FIELDS = tuple(field.name for field in VALUE.type.fields if field.required)     # min, max, mean, norm
 STATISTICS_AND_VALUES = tuple(field.name for field in VALUE.type.fields)                    # ... and f16
+
+
+# ------------------------------ a run of many ranks ------------------------------
+MAX_RANKS = 16          # what the importer records (backend/importers/torch_distributed.MAX_NPROC)
+RUN = record(
+    Field("world_size", integer(minimum=1), "how many ranks ran the step: the length of ranks"),
+    Field("ranks", array(DOCUMENT, minItems=1, maxItems=MAX_RANKS), (
+        "every rank's trace document, rank 0 first: each a full document (schema_version 2, as the command line "
+        "writes it) with its own rank, world_size and mesh")),
+    additionalProperties=False,
+    description=(
+        "A run of many ranks, as `python -m backend.importers.torch MODEL_FILE --nproc N` (or torchrun) writes it: "
+        "the object has no schema_version of its own; each rank's document has. backend/trace/intake.py checks this "
+        "record's fields and each rank's document as one posted alone; no schema file renders it yet "
+        "(backend/trace/schemas.py renders DOCUMENT)."),
+)

@@ -18,6 +18,7 @@ import jsonschema
 
 from backend.problems import Problems
 from backend.trace.deadline import check as check_deadline
+from backend.trace.declaration import MAX_RANKS, RUN
 from backend.trace.document import _saved_bytes
 from backend.trace.memory import live_bytes_by_kind
 from backend.trace.memory_kinds import MEMORY_KIND_NAMES
@@ -386,9 +387,9 @@ def _check_peak_explanation(peak, peak_step, peak_bytes, problems):
 
 # ----- a run of many ranks: {"world_size": N, "ranks": [document, ...]} ------------------------------
 # What `python -m backend.importers.torch MODEL_FILE --nproc N` (or torchrun) writes (docs/torch-import.md, "Many
-# ranks"). The wrapper is checked here, each rank's document as a single posted one is; the wrapper is not yet in the
-# declaration (backend/trace/declaration.py), which declares one document.
-MAX_RANKS = 16                     # the importer's --nproc cap (backend/importers/torch_distributed.MAX_NPROC)
+# ranks"), declared as backend/trace/declaration.py's RUN: its fields are checked here, each rank's document as a
+# single posted one is.
+RUN_FIELDS = tuple(field.name for field in RUN.fields)          # world_size, ranks
 
 
 def is_many_ranks(obj):
@@ -401,7 +402,7 @@ def load_posted_ranks(obj):
     document is named under ranks[i]. PostedDocumentError / TooLarge otherwise."""
     ranks, world_size = obj.get("ranks"), obj.get("world_size")
     problems = Problems()
-    unknown = sorted(set(obj) - {"world_size", "ranks"})
+    unknown = sorted(set(obj) - set(RUN_FIELDS))
     if unknown:
         problems.add(unknown[0][:200], "is not a field of a multi-rank run; it holds world_size and ranks")
     if not isinstance(ranks, list) or not ranks:
