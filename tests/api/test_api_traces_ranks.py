@@ -61,3 +61,9 @@ def test_more_ranks_than_the_importer_records_is_a_413_before_any_is_checked(cli
     response = _post(client, {"world_size": 17, "ranks": [{}] * 17})
     assert response.status_code == 413
     assert response.get_json()["cap"] == "ranks"
+
+
+def test_the_declared_rank_cap_is_what_the_importer_records():
+    from backend.trace.declaration import MAX_RANKS
+    torch_distributed = pytest.importorskip("backend.importers.torch_distributed", reason="torch is an optional extra")
+    assert MAX_RANKS == torch_distributed.MAX_NPROC
