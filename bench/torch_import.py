@@ -106,12 +106,12 @@ GOAL_OVERHEAD, GOAL_BUILD, GOAL_MIN_PLAIN_MS = 3.0, 2.0, 5.0     # issue 28: rec
 
 
 def goal(plain, bare, hooked, built):
-    """The issue's goal for one model, in words: met or missed (which part), the floor beside it; n/a under 5 ms."""
-    if plain * 1e3 < GOAL_MIN_PLAIN_MS:
-        return f"n/a (< {GOAL_MIN_PLAIN_MS:.0f} ms)"
+    """The issue's goal for one model, in words: met or missed (which part), the floor beside it; a `*` when its plain
+    step took under 5 ms, which the goal leaves out (transformer_tiny's ~5 ms step falls either side on a busy machine)."""
     missed = [part for part, ratio, limit in (("rec", hooked / plain, GOAL_OVERHEAD), ("build", built / plain, GOAL_BUILD))
               if ratio > limit]
-    return f"{'missed ' + '+'.join(missed) if missed else 'met'} (floor {bare / plain:.1f}×)"
+    outside = "*" if plain * 1e3 < GOAL_MIN_PLAIN_MS else ""
+    return f"{'missed ' + '+'.join(missed) if missed else 'met'} (floor {bare / plain:.1f}×){outside}"
 
 
 def main(argv=None):
@@ -125,18 +125,18 @@ def main(argv=None):
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), median of {args.repeats}, "
           f"{'CPU' if args.cpu else 'wall'} clock")
     print(f"{'example':18} {'plain ms':>9} {'bare mode':>10} {'hooked ms':>10} {'overhead':>9} {'build ms':>9} "
-          f"{'build/plain':>11} {'goal':>22} {'ops':>6} {'run.json KiB':>13} {'check ms':>9} {'check/parse':>12}")
+          f"{'build/plain':>11} {'goal':>26} {'ops':>6} {'run.json KiB':>13} {'check ms':>9} {'check/parse':>12}")
     for example in EXAMPLES:
         build = load_build(ROOT / "examples" / "torch" / f"{example}.py")
         plain, bare, hooked, built, document = step_times(build, args.repeats, clock)
         text = json.dumps(pack(document), separators=(",", ":"))       # what the command line writes and posts
         parse, check = check_times(text, args.repeats, clock)
         print(f"{example:18} {plain * 1e3:9.2f} {bare / plain:9.1f}× {hooked * 1e3:10.2f} {hooked / plain:8.1f}× "
-              f"{built * 1e3:9.2f} {built / plain:10.1f}× {goal(plain, bare, hooked, built):>22} "
+              f"{built * 1e3:9.2f} {built / plain:10.1f}× {goal(plain, bare, hooked, built):>26} "
               f"{document['summary']['entries']:6d} {len(text) / 1024:13.1f} {check * 1e3:9.1f} "
               f"{check / parse:11.1f}×")
-    print(f"overhead = hooked ÷ plain; goal (issue 28, models whose plain step takes ≥ {GOAL_MIN_PLAIN_MS} ms): overhead "
-          f"≤ {GOAL_OVERHEAD}× and build ≤ {GOAL_BUILD}× plain, with the floor beside it; bare mode = a pass-through "
+    print(f"overhead = hooked ÷ plain; goal (issue 28): overhead ≤ {GOAL_OVERHEAD:g}× and build ≤ {GOAL_BUILD:g}× plain, "
+          f"with the floor beside it (* = a plain step under {GOAL_MIN_PLAIN_MS:g} ms, outside the goal); bare mode = a pass-through "
           "dispatch mode and saved-tensor hooks ÷ plain, the floor no dispatch-mode recorder goes below; build = the "
           "document from the recorder; check = parse + schema + consistency of the run.json, as POST /api/traces")
     what_if_table()
