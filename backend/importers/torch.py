@@ -108,8 +108,12 @@ def recorded(args):
 
 
 def what_if_line(schedule):
-    """One schedule's measured and predicted peaks, for the terminal."""
-    return (f"  {schedule_label(schedule):14} peak {schedule['executed_peak_bytes']:,} B measured by torch, "
+    """One schedule's recorded, measured and predicted peaks, for the terminal: "measured by torch" only on the
+    figure torch.profiler measured (the recorded peak is our count of the run's storages and workspace)."""
+    measured = schedule.get("measured_peak_bytes")
+    by_torch = f" ({measured:,} B measured by torch.profiler)" if measured is not None else ""
+    return (f"  {schedule_label(schedule):14} peak {schedule['recorded_peak_bytes']:,} B recorded{by_torch}; "
+            f"without workspace {schedule['executed_peak_bytes']:,} B, "
             f"{schedule['predicted_peak_bytes']:,} B predicted ({schedule['predicted_error']:+.2%}); "
             f"before the update {schedule['executed_backward_peak_bytes']:,} B vs "
             f"{schedule['predicted_backward_peak_bytes']:,} B; grads {'equal' if schedule['grads_match'] else 'differ'}")

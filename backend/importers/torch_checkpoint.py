@@ -212,7 +212,7 @@ def what_ifs(build, requests, blocks_text=None, values=False, warmup=0):
     found = WhatIfs(record_step(*step, values=values, blocks=paths, warmup=warmup), paths, grads_of(model))
     if use_cache_was_on:
         found.document["source"]["changed"] = {"use_cache": {"from": True, "to": False, "why": USE_CACHE_OFF}}
-    base = TorchBase.from_document(found.document)
+    base = TorchBase.from_document(without_workspace(found.document))
     schedules = [schedule_of({"policy": "none", "params": {}}, base, paths, found.document, found.grads, found.grads)]
     for request in requests:
         executed, grads = record_checkpointed(step_of(build), paths, request, warmup=warmup)
@@ -225,6 +225,19 @@ def what_ifs(build, requests, blocks_text=None, values=False, warmup=0):
 def flag_of(request):
     """A request as --checkpoint takes it: "every_k=2", "selective"."""
     return request["policy"] + (f"={request['params']['k']}" if "k" in request["params"] else "")
+
+
+def without_workspace(document):
+    """The document as the predictor reads it: its storages without the workspace torch.profiler measured (a
+    kernel's scratch, which the predictor does not place in a checkpointed run's recompute); they are the last
+    storages and no tensor's, so every other id stays where it was."""
+    return {**document, "storages": [st for st in document["storages"] if st["kind"] != "workspace"]}
+
+
+def storage_peaks(document):
+    """(peak, peak before the update) of a run's storages, without its workspace: what the predictor predicts."""
+    live = [(s["live_bytes"] - s["by_kind"].get("workspace", 0), s["phase"]) for s in document["steps"]]
+    return max(b for b, _ in live), max(b for b, phase in live if phase in ("forward", "backward"))
 
 
 def schedule_label(schedule):
@@ -241,16 +254,19 @@ def schedule_of(request, base, paths, executed, grads, base_grads):
     before_update = [bytes_ for bytes_, phase in zip(live, phases) if phase in ("forward", "backward")]
     flops = recompute_flops(base, regions, saved_ops)
     mismatch = grad_mismatch(grads, base_grads)
-    executed_peak = executed["summary"]["peak_bytes"]
+    executed_peak, executed_backward_peak = storage_peaks(executed)
     return {
         "policy": request["policy"], "params": request["params"], "preserve_rng_state": True,
         "regions": [[paths[b] for b in region] for region in regions],
         "block_regions": regions, "recompute_entries": [],
         "predicted_peak_bytes": predicted, "executed_peak_bytes": executed_peak,
+        # executed_*: the run's storages without workspace, as predicted; the run's whole peak (workspace in) and
+        # torch.profiler's peak of the allocator over it (None when the caller's profiler was on)
+        "recorded_peak_bytes": executed["summary"]["peak_bytes"],
+        "measured_peak_bytes": executed["summary"].get("measured_peak_bytes"),
         "predicted_error": (predicted - executed_peak) / executed_peak,
         "predicted_backward_peak_bytes": int(max(before_update)),
-        "executed_backward_peak_bytes": max(s["live_bytes"] for s in executed["steps"]
-                                            if s["phase"] in ("forward", "backward")),
+        "executed_backward_peak_bytes": executed_backward_peak,
         "recompute_flops": flops, "overhead": flops / (sum(base.flops) or 1),
         "grads_match": all(v == 0.0 for v in mismatch.values()), "grad_mismatch": mismatch,
         "verdict": executed["summary"]["peak"]["verdict"], "executed_by": f"torch {torch.__version__}",

@@ -74,35 +74,58 @@ def live_by_step(document, events):
     """Per document step, the most bytes the allocator held during it (setup storages added)."""
     steps = len(document["steps"])
     existing = sum(s["nbytes"] for s in document["storages"] if s.get("setup"))
-    # Our storages are numbered in birth order and each is one allocation, so their allocations are a
-    # subsequence of the profiler's, in id order; a scratch buffer at a reused address is not the next one.
-    expected = [st for st in sorted(document["storages"], key=lambda st: st["id"])
-                if not st.get("setup") and st["nbytes"] > 0]
-    position = 0
-    alive = {}
     best = [0] * steps
-    base = _base(events)
     step, total = 0, 0
-    for _, address, nbytes, after in events:
-        after -= base
-        found = step
-        if nbytes > 0:
-            for ahead, storage in enumerate(expected[position:position + LOOKAHEAD]):
-                if (int(storage["address"], 16), storage["nbytes"]) == (address, nbytes):
-                    position += ahead + 1
-                    alive[address] = storage
-                    found = storage["born"]
-                    break
-        else:
-            storage = alive.pop(address, None)
-            if storage is not None and storage["freed"] is not None:
-                found = storage["freed"]
-        if found > step:                  # the steps in between held what was there when they began
-            for between in range(step + 1, min(found, steps - 1) + 1):
-                best[between] = total
-            step = min(found, steps - 1)
+    for previous, step, _, _, after, _ in _binned(document["storages"], steps, events):
+        for between in range(previous + 1, step + 1):     # the steps in between held what was there when they began
+            best[between] = total
         best[step] = max(best[step], total, after)
         total = after
     for after_last in range(step + 1, steps):
         best[after_last] = total
     return [int(existing + held) for held in best]
+
+
+def unowned_allocations(storages, steps, events):
+    """The allocations made during the step that are no storage of the run (a kernel's workspace: the buffer
+    MkldnnRnnLayerBackward0 works in, a softmax's scratch), as [address, nbytes, born, freed]: the steps
+    live_by_step's binning puts its allocation and its free in (freed None: still held when the events end)."""
+    unowned, open_ = [], {}
+    for _, step, address, nbytes, _, storage in _binned(storages, steps, events):
+        if storage is not None:
+            continue
+        if nbytes > 0:
+            open_[address] = [address, nbytes, step, None]
+            unowned.append(open_[address])
+        elif address in open_:
+            open_.pop(address)[3] = step
+    return unowned
+
+
+def _binned(storages, steps, events):
+    """Each allocator event with the document step it falls in: (the step before it, its step, address, bytes,
+    the running total counted from the step's start, the storage it is or frees, else None)."""
+    # Our storages are numbered in birth order and each is one allocation, so their allocations are a
+    # subsequence of the profiler's, in id order; a scratch buffer at a reused address is not the next one.
+    expected = [st for st in sorted(storages, key=lambda st: st["id"]) if not st.get("setup") and st["nbytes"] > 0]
+    position = 0
+    alive = {}
+    base = _base(events)
+    step = 0
+    for _, address, nbytes, after in events:
+        found, storage = step, None
+        if nbytes > 0:
+            for ahead, candidate in enumerate(expected[position:position + LOOKAHEAD]):
+                if (int(candidate["address"], 16), candidate["nbytes"]) == (address, nbytes):
+                    position += ahead + 1
+                    alive[address] = storage = candidate
+                    found = candidate["born"]
+                    break
+        else:
+            storage = alive.pop(address, None)
+            if storage is not None and storage["freed"] is not None:
+                found = storage["freed"]
+        previous = step
+        if found > step:
+            step = min(found, steps - 1)
+        yield previous, step, address, nbytes, after - base, storage

@@ -16,12 +16,15 @@ import torch
 
 from backend.importers.mistakes import StepError, cpu_only
 from backend.importers.torch_blocks import find_blocks
+from backend.importers.torch_profile import live_by_step, plain_peak, profiled, unowned_allocations
 from backend.importers.torch_recorder import TorchRecorder, _tensors, batch_names
 from backend.importers.torch_regions import watching_checkpoints
 from backend.planner.blocks import BlockIndex
 from backend.planner.torch_timeline import RECOMPUTE_ON_FIRST_UNPACK
 from backend.trace.document import build_document
 from backend.trace.document_versions import pack
+from backend.trace.memory import lifetimes_of, live_bytes
+from backend.trace.records import storage_record
 
 LOSS_SCOPE = "loss"
 
@@ -121,18 +124,51 @@ def check_trainable(model, loss):
 
 
 # ----- the document ------------------------------------------------------------------------------
-def record_step(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None, warmup=0):
+def record_step(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None, warmup=0, workspace=True):
     """One training step of `model` on `batch` under PyTorch's hooks, as a trace document (a dict), after
     `warmup` plain steps (see warm_up: the recorded step then starts with the optimizer's state in memory).
 
     `blocks` are the module paths a checkpoint what-if counts as blocks (default: torch_blocks.find_blocks:
     the longest run of same-class children of a ModuleList or Sequential); the document reports which storage
-    enters each, as our engine's driver does."""
+    enters each, as our engine's driver does. With `workspace` the step is recorded under torch.profiler (its
+    CPU memory events), and what the allocator held that no storage of the run is becomes storages of kind
+    `workspace`, so the document's peak is the allocator's (summary.measured_peak_bytes, torch.profiler's peak)."""
     warm_up(model, batch, loss_fn, optimizer, warmup)
-    recorder, loss = record(model, batch, loss_fn, optimizer, values=values, blocks=blocks)
+    measure = workspace and not torch._C._autograd._profiler_enabled()       # a profiler of the caller's sees all
+    if not measure:
+        recorder, loss = record(model, batch, loss_fn, optimizer, values=values, blocks=blocks)
+    else:
+        (recorder, loss), events = profiled(lambda: record(model, batch, loss_fn, optimizer, values=values,
+                                                           blocks=blocks))
+        add_workspace(recorder, events)
     document = document_of(recorder, loss, model, batch, loss_fn, optimizer)
     document["source"]["warmup_steps"] = warmup
+    if measure:
+        setup = sum(storage["nbytes"] for storage in recorder.storages.values() if storage["setup"])
+        document["summary"]["measured_peak_bytes"] = plain_peak(events, setup)
     return document
+
+
+def add_workspace(recorder, events):
+    """Memory no tensor owns, as storages of kind `workspace`: at each step where torch.profiler saw the allocator
+    hold more than the run's storages (MkldnnRnnLayerBackward0's workspace, a softmax's scratch), the difference,
+    held for that step, at the address of the largest allocation of no storage's alive then, scoped to the op or
+    node that ran. The step's live bytes are then the allocator's most during it (torch_profile.live_by_step)."""
+    storages, n_steps = list(recorder.storages.values()), len(recorder.steps)
+    measured = live_by_step({"storages": storages, "steps": recorder.steps}, events)
+    ours = live_bytes(lifetimes_of(storages), n_steps)
+    unowned = unowned_allocations(storages, n_steps, events)
+    for step in range(n_steps):
+        excess = int(measured[step] - ours[step])
+        if excess <= 0:
+            continue
+        alive = [a for a in unowned if a[2] <= step and (a[3] is None or step <= a[3])]
+        address = max(alive, key=lambda a: a[1])[0] if alive else 0
+        storage = storage_record(len(recorder.storages), f"0x{address:x}", excess, "workspace", step, setup=False)
+        storage["freed"] = step
+        entry = recorder.steps[step]["entry"]
+        storage["scope"] = recorder.tape[entry]["scope"] if entry is not None else recorder.steps[step]["phase"]
+        recorder.storages[storage["id"]] = storage
 
 
 def record(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None, recorder=None):

@@ -16,6 +16,7 @@ MEMORY_KINDS = (
     MemoryKind("activation", "activations"),
     MemoryKind("grad", "gradients"),
     MemoryKind("optimizer", "optimizer state"),
+    MemoryKind("workspace", "memory no tensor owns"),       # an imported run's kernel workspace, from torch.profiler
 )
 
 MEMORY_KIND_NAMES = tuple(kind.name for kind in MEMORY_KINDS)

@@ -18,7 +18,8 @@ def assign_scopes(tensors, storages):
         first.setdefault(tensor["storage"], tensor)
     for storage in storages:
         tensor = first.get(storage["id"])
-        storage["scope"] = _scope_of(tensor, by_id) if tensor is not None else "other"
+        # a storage no tensor owns (an imported run's workspace) keeps the scope its recorder gave it
+        storage["scope"] = _scope_of(tensor, by_id) if tensor is not None else storage.get("scope") or "other"
 
 
 def _scope_of(tensor, by_id, depth=0):

@@ -16,7 +16,7 @@ from backend.importers.torch import main  # noqa: E402
 from backend.importers.torch_step import load_build, unpack_build  # noqa: E402
 from backend.importers.torch_blocks import BlocksError, find_blocks, named_blocks  # noqa: E402
 from backend.importers.torch_checkpoint import (CheckpointRequestError, parse_policies, record_checkpointed,  # noqa: E402
-                                                regions_of, what_ifs)
+                                                regions_of, storage_peaks, what_ifs)
 from backend.planner.torch_timeline import TorchBase, predict_live_bytes  # noqa: E402
 from backend.trace.document_versions import pack, unpack  # noqa: E402
 from backend.trace.intake import load_posted_document  # noqa: E402
@@ -73,9 +73,11 @@ def test_predicted_peaks_meet_torchs_measured_peaks(runs, model):
     schedules = found.document["schedules"]
     assert [s["policy"] for s in schedules] == ["none", "every_k", "every_k", "selective"]
     for schedule, (_, executed, _) in zip(schedules[1:], found.runs):
-        assert schedule["executed_peak_bytes"] == executed["summary"]["peak_bytes"]      # what torch ran
+        assert schedule["recorded_peak_bytes"] == executed["summary"]["peak_bytes"]      # what torch ran
+        # what the predictor predicts: the run's storages, without the workspace torch.profiler measured
+        assert (schedule["executed_peak_bytes"], schedule["executed_backward_peak_bytes"]) == storage_peaks(executed)
         measured_before_update = max(s["live_bytes"] for s in executed["steps"] if s["phase"] != "optimizer")
-        assert schedule["executed_backward_peak_bytes"] == measured_before_update
+        assert schedule["executed_backward_peak_bytes"] <= measured_before_update
     for schedule in schedules:
         for predicted, measured in ((schedule["predicted_peak_bytes"], schedule["executed_peak_bytes"]),
                                     (schedule["predicted_backward_peak_bytes"], schedule["executed_backward_peak_bytes"])):
@@ -166,7 +168,10 @@ def test_the_command_line_writes_the_run_with_its_schedules(tmp_path, capsys, mo
     every = document["schedules"][1]
     # its blocks: the run of Blocks in its ModuleList (layers.0 is the embedding, layers.3 and .4 the head)
     assert every["regions"] == [["layers.1"], ["layers.2"]] and every["executed_by"].startswith("torch ")
-    assert f"{every['executed_peak_bytes']:,} B measured by torch" in result.err
+    # "measured by torch" only on torch.profiler's figure; the executed peak is the recorder's count
+    assert f"{every['recorded_peak_bytes']:,} B recorded ({every['measured_peak_bytes']:,} B measured by " \
+           f"torch.profiler); without workspace {every['executed_peak_bytes']:,} B" in result.err
+    assert every["recorded_peak_bytes"] == pytest.approx(every["measured_peak_bytes"], rel=0.001)
 
 
 def test_regions_are_runs_of_k_blocks():

@@ -80,7 +80,7 @@ def test_peak_agrees_with_the_profiler_on_a_plain_step(documents, example):
     existing = existing_bytes(model, _tensors(batch))
     _, events = profiled(lambda: run_step(model, batch, loss_fn, optimizer))
     ours = documents[example]["summary"]["peak_bytes"]
-    assert abs(plain_peak(events, existing) - ours) <= 0.01 * ours
+    assert abs(plain_peak(events, existing) - ours) <= 0.001 * ours
 
 
 # Forward kernels that allocate a scratch buffer the tape never sees (the profiler sees it, for that one step)

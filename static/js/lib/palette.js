@@ -15,9 +15,10 @@ export const FAMILY_COLORS = {
 export const familyColor = (family) => FAMILY_COLORS[family] || OKABE_ITO.grey;
 
 // The memory kinds, in backend/trace/memory_kinds.py's order (tests/trace/test_memory_kinds.py checks both lists and a colour each).
-export const MEMORY_KINDS = ["input", "param", "weight_copy", "activation", "grad", "optimizer"];
+export const MEMORY_KINDS = ["input", "param", "weight_copy", "activation", "grad", "optimizer", "workspace"];
 
 export const KIND_COLORS = {
   input: OKABE_ITO.grey, param: OKABE_ITO.blue, activation: OKABE_ITO.orange,
   grad: OKABE_ITO.vermillion, optimizer: OKABE_ITO.purple, weight_copy: OKABE_ITO.sky,
+  workspace: OKABE_ITO.yellow,
 };
