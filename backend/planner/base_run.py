@@ -31,6 +31,15 @@ class BaseRun:
     last_backward_step: dict
     block_inputs: dict          # (micro-batch, block index) -> storage id entering it
     unrecorded_block: dict      # forward step with no entry (autocast's cast of x) -> (micro-batch, block)
+    # A double backward (a gradient penalty): the first backward's vjps are recorded on the tape, and a second
+    # sweep ("backward-2") runs through them and the forward. Empty / False for a single backward.
+    double_backward: bool = False
+    recorded_for: dict = None   # recorded entry -> the forward entry whose vjp recorded it (None: the penalty's)
+    sweep_savers: dict = None   # storage id -> every entry that saved a tensor on it, recorded ones included
+    last_sweep_step: dict = None    # entry -> the base step of its node in the last sweep that ran it
+    sums_2: list = None         # backward-2's += at a node: (step, entry running, target tensor, part storages, total storage)
+    tensor_producer: dict = None    # tensor id -> the entry that produced it
+    storage_born_entry: dict = None     # storage id -> the entry at its birth step (None: no entry)
 
     @classmethod
     def from_document(cls, document):
@@ -43,13 +52,20 @@ class BaseRun:
         tensors = {t["id"]: t for t in document["tensors"]}
         storage_of = {uid: t["storage"] for uid, t in tensors.items()}
         steps = [(s["phase"], s["entry"]) for s in document["steps"]]
-        forward_step, first_backward, last_backward = {}, {}, {}
+        forward_step, first_backward, last_backward, last_sweep = {}, {}, {}, {}
+        n_forward = len(forward)
         for s, (phase, entry) in enumerate(steps):
             if phase == "forward" and entry is not None:
                 forward_step.setdefault(entry, s)
-            elif phase == "backward" and entry is not None:
+            elif phase == "backward" and entry is not None and entry < n_forward:
                 first_backward.setdefault(entry, s)
                 last_backward[entry] = s
+            if entry is not None and (phase == "backward-2" or phase == "backward" and entry < n_forward):
+                last_sweep[entry] = s           # a recorded entry's step in backward is its op, not its node
+        sweep_savers = {}
+        for entry in document["tape"]:
+            for uid in entry["saved"]:
+                sweep_savers.setdefault(storage_of[uid], set()).add(entry["index"])
         savers = {}
         for entry in forward:
             for uid in entry["saved"]:
@@ -79,6 +95,14 @@ class BaseRun:
                           for micro, storage in enumerate(block.get("micro_batch_inputs", [block["input_storage"]]),
                                                           start=1)},
             unrecorded_block=unrecorded,
+            double_backward=any(phase == "backward-2" for phase, _ in steps),
+            recorded_for={e["index"]: e.get("recorded_for") for e in document["tape"][n_forward:]},
+            sweep_savers=sweep_savers, last_sweep_step=last_sweep,
+            sums_2=[(item["step"], item["entry"], a["tensor"], [storage_of[p] for p in a["parts"]], storage_of[a["total"]])
+                    for item in document["sweep"] if steps[item["step"]][0] == "backward-2"
+                    for a in item.get("accumulations", ()) if a["into"] == "buffer"],
+            tensor_producer={uid: t["produced_by"] for uid, t in tensors.items()},
+            storage_born_entry={st["id"]: steps[st["born"]][1] for st in document["storages"]},
         )
 
     def op_of(self, entry):

@@ -8,15 +8,21 @@ def plan_refusal(spec, error=None):
     """Why the planner cannot checkpoint a run of the normalized `spec`, or None when it can. `error` is the run's
     document error (a backward stopped by an in-place op); the spec's own reasons come first, as a request is
     refused for them before its base run is recorded."""
-    if "gradient_penalty" in spec["loss"]:
-        return ("cannot be planned for a spec with loss.gradient_penalty yet: checkpoint() runs under create_graph "
-                "(its regions recompute into the recorded backward), but the planner cannot yet predict the memory of "
-                "a recorded backward and a second one through it; trace it without a checkpoint, or remove "
-                "loss.gradient_penalty")
     if error is not None:
         return (f"has nothing to plan: this model's backward stops at step {error['step']} ({error['backward']}: "
                 "an in-place op overwrote a saved tensor); trace it without a checkpoint to see where, and fix the "
                 "in-place op first")
+    return None
+
+
+def recipe_refusal(spec):
+    """Why selective recomputation (the selective and manual policies, the integer program's units) cannot run on
+    this spec, or None. Checkpoint regions can: their recompute is recorded under create_graph."""
+    if "gradient_penalty" in spec["loss"]:
+        return ("cannot recompute selected outputs with loss.gradient_penalty: a recomputed output is re-derived as "
+                "plain arrays when its consumer's backward unpacks it, so the second backward (through the recorded "
+                "first one) cannot go through it; use every_k, sqrt or optimal (checkpoint regions, which recompute "
+                "on the tape), or remove loss.gradient_penalty")
     return None
 
 

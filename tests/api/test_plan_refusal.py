@@ -13,9 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = {version: json.loads((ROOT / "docs" / name).read_text())
            for version, name in ((1, "trace.v1.schema.json"), (2, "trace.schema.json"))}
 
-# One preset per reason, and the words that say which reason it is.
+# One preset per reason, and the words that say which reason it is (gradient-penalty plans: its checkpoint
+# regions are predicted through both backwards, tests/planner/test_gradient_penalty_plans.py).
 REASONS = {
-    "gradient-penalty": "loss.gradient_penalty",
     "version-error": "backward stops at step",
 }
 
@@ -36,8 +36,9 @@ def test_the_400_and_the_document_give_the_same_sentence(client, preset, words):
     assert refused.get_json()["problems"] == [{"path": "checkpoint", "message": stated}]
 
 
-def test_a_plannable_run_states_null_and_its_plan_runs(client):
-    spec = presets.get("lab1-mlp")
+@pytest.mark.parametrize("preset", ["lab1-mlp", "gradient-penalty"])
+def test_a_plannable_run_states_null_and_its_plan_runs(client, preset):
+    spec = presets.get(preset)
     plain = unpack(client.post("/api/trace", json={"spec": spec}).get_json())
     assert plain["summary"]["plan_refusal"] is None
     planned = client.post("/api/trace", json={"spec": spec, "checkpoint": {"policy": "none"}})

@@ -1,4 +1,4 @@
-"""A gradient-penalty spec end to end: validation with a path per problem, the price, the refused checkpoint, and
+"""A gradient-penalty spec end to end: validation with a path per problem, the price, the planned checkpoint, and
 its trace through the API (phases forward, backward recorded, backward-2; the recorded entries and what they save;
 the peak against the same model without the penalty).
 
@@ -76,13 +76,19 @@ def test_the_work_cap_refuses_a_penalty_whose_model_alone_fits(monkeypatch):
     assert refused.value.cap == "work"
 
 
-def test_checkpoint_planning_is_refused_with_a_400(client):
+def test_checkpoint_regions_plan_and_selective_recomputation_is_a_400(client):
     response = client.post("/api/trace", json={"spec": presets.get(GP), "checkpoint": {"policy": "sqrt"}})
-    assert response.status_code == 400
-    problem = response.get_json()["problems"][0]
-    assert problem["path"] == "checkpoint" and "loss.gradient_penalty" in problem["message"]
-    assert client.post("/api/levers", json={"spec": presets.get(GP)}).status_code == 400     # levers plan schedules
-    assert client.post("/api/trace", json={"spec": presets.get(GP)}).status_code == 200
+    assert response.status_code == 200, response.get_json()
+    schedule = unpack(response.get_json())["schedule"]
+    assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"] == 194064
+    assert schedule["grads_match"] is True
+    refused = client.post("/api/trace", json={"spec": presets.get(GP), "checkpoint": {"policy": "selective"}})
+    assert refused.status_code == 400
+    (problem,) = refused.get_json()["problems"]
+    assert problem["path"] == "checkpoint.policy" and "loss.gradient_penalty" in problem["message"]
+    levers = client.post("/api/levers", json={"spec": presets.get(GP)})
+    assert levers.status_code == 200, levers.get_json()
+    assert not any(lever.get("checkpoint", {}).get("policy") == "selective" for lever in levers.get_json()["levers"])
 
 
 @pytest.fixture(scope="module")
