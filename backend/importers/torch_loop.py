@@ -22,12 +22,14 @@ recorded step's later micro-batches land in its backward phase.
 from contextlib import ExitStack, contextmanager
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 from backend.importers.mistakes import StepError
 from backend.importers.torch_blocks import find_blocks
 from backend.importers.torch_recorder import TorchRecorder, batch_names
 from backend.importers.torch_regions import watching_checkpoints
-from backend.importers.torch_step import document_of, write_run
+from backend.importers.torch_profile import allocation_events
+from backend.importers.torch_step import add_workspace, document_of, write_run
 
 
 @contextmanager
@@ -85,6 +87,9 @@ class LoopRecording:
             return
         self.batch = (args, kwargs) if kwargs else args
         recorder = self.recorder = TorchRecorder(with_values=self.values)
+        self._profile = None        # torch.profiler's memory events give the workspace, as record_step's do
+        if not torch._C._autograd._profiler_enabled():
+            self._profile = self._hooks.enter_context(profile(activities=[ProfilerActivity.CPU], profile_memory=True))
         recorder.add_model(self.model, batch_names(kwargs if kwargs and not args else self.batch))
         recorder.add_optimizer(self.model, self.optimizer)
         recorder.note_blocks(self.model, find_blocks(self.model) if self.blocks is None else self.blocks)
@@ -128,7 +133,9 @@ class LoopRecording:
         self._hooks.close()
         recorder.finish()
         self.completed += 1
+        measured_peak = add_workspace(recorder, allocation_events(self._profile)) if self._profile else None
         document = document_of(recorder, self.loss, self.model, self.batch, None, self.optimizer)
+        document["summary"]["measured_peak_bytes"] = measured_peak
         document["source"].update(loop_step=self.step, warmup_steps=self.step)
         self.document = document
         if self.out is not None:

@@ -140,12 +140,11 @@ def record_step(model, batch, loss_fn=None, optimizer=None, values=False, blocks
     else:
         (recorder, loss), events = profiled(lambda: record(model, batch, loss_fn, optimizer, values=values,
                                                            blocks=blocks))
-        add_workspace(recorder, events)
+        measured_peak = add_workspace(recorder, events)
     document = document_of(recorder, loss, model, batch, loss_fn, optimizer)
     document["source"]["warmup_steps"] = warmup
     if measure:
-        setup = sum(storage["nbytes"] for storage in recorder.storages.values() if storage["setup"])
-        document["summary"]["measured_peak_bytes"] = plain_peak(events, setup)
+        document["summary"]["measured_peak_bytes"] = measured_peak
     return document
 
 
@@ -153,7 +152,8 @@ def add_workspace(recorder, events):
     """Memory no tensor owns, as storages of kind `workspace`: at each step where torch.profiler saw the allocator
     hold more than the run's storages (MkldnnRnnLayerBackward0's workspace, a softmax's scratch), the difference,
     held for that step, at the address of the largest allocation of no storage's alive then, scoped to the op or
-    node that ran. The step's live bytes are then the allocator's most during it (torch_profile.live_by_step)."""
+    node that ran. The step's live bytes are then the allocator's most during it (torch_profile.live_by_step).
+    Returns torch.profiler's peak of the step (what existed before it included)."""
     storages, n_steps = list(recorder.storages.values()), len(recorder.steps)
     measured = live_by_step({"storages": storages, "steps": recorder.steps}, events)
     ours = live_bytes(lifetimes_of(storages), n_steps)
@@ -169,6 +169,7 @@ def add_workspace(recorder, events):
         entry = recorder.steps[step]["entry"]
         storage["scope"] = recorder.tape[entry]["scope"] if entry is not None else recorder.steps[step]["phase"]
         recorder.storages[storage["id"]] = storage
+    return plain_peak(events, sum(st["nbytes"] for st in storages if st["setup"]))
 
 
 def record(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None, recorder=None):

@@ -8,6 +8,7 @@ torch = pytest.importorskip("torch", reason="torch is an optional extra (pip ins
 from torch import nn  # noqa: E402
 
 from backend.importers.mistakes import StepError  # noqa: E402
+from backend.importers.torch_checkpoint import storage_peaks  # noqa: E402
 from backend.importers.torch_loop import recording  # noqa: E402
 from backend.importers.torch_step import record_step  # noqa: E402
 from backend.trace.document_versions import unpack  # noqa: E402
@@ -49,8 +50,12 @@ def test_step_k_of_the_loop_is_the_step_warmup_k_records(looped):
     assert [(e["op"], e["scope"] if e["scope"] != "loss" else "model") for e in document["tape"]] == \
         [(e["op"], e["scope"] if e["scope"] != "loss" else "model") for e in warmed["tape"]]
     assert [s["phase"] for s in document["steps"]] == [s["phase"] for s in warmed["steps"]]
-    for key in ("peak_bytes", "saved_bytes"):
-        assert document["summary"][key] == warmed["summary"][key], key
+    assert document["summary"]["saved_bytes"] == warmed["summary"]["saved_bytes"]
+    # the same storages' peak; the workspace torch.profiler adds is measured in each run's own window (the loop's
+    # from its forward, record_step's from the recorder's setup), a few bytes of scratch apart
+    assert storage_peaks(document) == storage_peaks(warmed)
+    assert document["summary"]["peak_bytes"] == pytest.approx(warmed["summary"]["peak_bytes"], abs=32)
+    assert document["summary"]["measured_peak_bytes"] == pytest.approx(document["summary"]["peak_bytes"], abs=32)
     assert document["loss"] == pytest.approx(warmed["loss"])
     assert document["steps"][0]["by_kind"]["optimizer"] > 0           # Adam's state, before the forward
     assert document["source"]["loop_step"] == 2
