@@ -215,11 +215,12 @@ def test_scale_up_link_carries_the_models_shape_to_the_ledger(page, live_server,
     expect(page.locator("#f-seq")).to_have_value("16")
 
 
-# Stepped as traced, without a policy: a gradient penalty refuses checkpoint plans (a 400). Left out: the version-error
-# preset's backward stops at a version error, nothing to checkpoint (tests/e2e/test_layer_knobs.py).
-UNPLANNABLE = [p for p in preset_specs.PRESETS if "gradient_penalty" in preset_specs.get(p)["loss"]]
+# Left out: the version-error preset's backward stops at a version error, nothing to checkpoint
+# (tests/e2e/test_layer_knobs.py). A gradient penalty plans checkpoint regions (every_k, sqrt, optimal) but refuses
+# selective recomputation, whose recipes a second backward cannot go through (a 400 naming why).
 UNTRACED = {"version-error"}
-PLANNABLE = [p for p in preset_specs.PRESETS if p not in UNPLANNABLE and p not in UNTRACED]
+PLANNABLE = [p for p in preset_specs.PRESETS if p not in UNTRACED]
+RECIPES_REFUSED = {p for p in PLANNABLE if "gradient_penalty" in preset_specs.get(p)["loss"]}
 
 
 def _select_preset(page, live_server, preset_id):
@@ -237,8 +238,11 @@ def test_every_policy_steps_without_errors(page, live_server, errors, preset_id)
     _select_preset(page, live_server, preset_id)
     unfold_all(page)
     for request in POLICIES:
+        if request["policy"] == "selective" and preset_id in RECIPES_REFUSED:
+            continue
         trace = choose(page, request["policy"], k=request.get("k"))
         assert trace["schedule"]["grads_match"] is True, (preset_id, request)
+        assert trace["schedule"]["predicted_peak_bytes"] == trace["schedule"]["executed_peak_bytes"], (preset_id, request)
         expect(page.locator("[data-testid=graph] [data-node-id]")).to_have_count(len(trace["tape"]))
         # every step, with a checkpoint node, a recompute node and a leaf inspected along the way
         picks = [f"e{e['index']}" for e in trace["tape"] if e["op"] == "checkpoint" or e["phase"] == "recompute"][:2]
@@ -252,16 +256,6 @@ def test_every_policy_steps_without_errors(page, live_server, errors, preset_id)
             window.tapescope.select(null);
           }""", picks)
         assert page.get_by_test_id("step-label").inner_text().strip()
-    assert errors == []
-
-
-@pytest.mark.parametrize("preset_id", UNPLANNABLE)
-def test_a_preset_that_refuses_plans_steps_without_errors(page, live_server, errors, preset_id):
-    _select_preset(page, live_server, preset_id)
-    page.wait_for_function("() => !window.tapescope.getTrace().schedule")
-    page.evaluate("""() => { const last = window.tapescope.getTrace().steps.length - 1;
-                             for (let s = 0; s <= last; s += 1) window.tapescope.setStep(s); }""")
-    assert page.get_by_test_id("step-label").inner_text().strip()
     assert errors == []
 
 
@@ -359,7 +353,7 @@ def test_the_per_layer_table_shows_what_this_schedule_holds_at_its_peak(page, li
     assert int(table.locator('tr[data-layer="layers[0]"] td.now').get_attribute("data-bytes")) == saved
 
 
-@pytest.mark.parametrize("preset_id", ["gradient-penalty", "version-error"])
+@pytest.mark.parametrize("preset_id", ["version-error"])
 def test_the_schedules_panel_names_the_planners_refusal_without_asking_for_a_plan(page, live_server, preset_id):
     planned = []
     page.on("request", lambda r: planned.append(r.post_data_json) if r.url.endswith("/api/trace")
