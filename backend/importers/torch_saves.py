@@ -59,6 +59,9 @@ class SavedTensors:
     def _alias(self, tensor):
         """What a Packed holds: a second Tensor over the same storage, so the user's own Tensor dies when the
         program drops it (its finalizer gives `dropped`) while the saved storage lives on until released."""
+        if type(tensor) is torch.Tensor or type(tensor) is torch.nn.Parameter:
+            with torch._C._DisableTorchDispatch():      # our detach, no op of the step: past the dispatch mode
+                return tensor.detach()
         self._busy += 1
         try:
             return tensor.detach()

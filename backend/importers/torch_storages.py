@@ -108,7 +108,7 @@ class TensorRecords:
         try:
             if dtype in _WIDENED or not data.is_cpu:
                 data = data.float().cpu()
-            array = data.numpy()
+            array = _numpy(data)
         finally:
             self._busy -= 1
         with_values = with_values and array.size <= SMALL_TENSOR_ELEMENTS
@@ -181,6 +181,15 @@ class TensorRecords:
 
 
 _WIDENED = (torch.bfloat16, torch.float16)     # numpy has no bfloat16: both are read as float32
+
+
+def _numpy(data):
+    """data.numpy(), whose own detach is no op of the step: a plain tensor's skips the dispatch mode (a trip through
+    __torch_dispatch__ costs several times the read); a subclass's (DTensor) keeps its own dispatch."""
+    if type(data) is torch.Tensor:
+        with torch._C._DisableTorchDispatch():
+            return data.numpy()
+    return data.numpy()
 
 
 @functools.lru_cache(maxsize=None)
