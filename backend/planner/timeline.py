@@ -17,6 +17,12 @@ Under gradient accumulation every micro-batch runs its own forward and backward,
 regions: a region is then one per micro-batch, keyed (micro-batch, region), each with its own input, recompute
 and nested sweep.
 
+With a gradient penalty (a double backward) the first backward is recorded and a second one (backward-2) runs
+through it: a region's recorded vjp ops join its nested sweep, which ends one step later at its input's producer
+node (the leaf keeps its history under create_graph); in backward-2 each checkpoint node runs again, replayed, one
+step before its region's recomputed nodes, which run where the base run's own did; every saver releases at its
+last sweep's step, and backward-2's += at a region's output is regrouped at the replay (docs/planner.md).
+
 Live bytes at a step are the storages with born ≤ step ≤ freed, counted by the trace document's own memory core
 (backend/trace/memory.py), so the predicted peak is checked byte for byte against the executed run.
 """
