@@ -19,8 +19,9 @@ What a TorchDispatchMode sees of torch.distributed (torch 2.13, gloo; found with
   (fsdp._fully_shard._fsdp_param's free_storage and alloc_storage): no op, no storage death, so both are wrapped
   while the step is recorded.
 
-Every storage the step's sharding makes is tagged with its `shard_role` (ROLES) within the memory kinds that exist:
-an unsharded parameter is kind `param`, a communication buffer keeps the kind of the phase that allocated it.
+Every storage the step's sharding makes is tagged with its `shard_role` (ROLES); the roles only sharding holds are
+memory kinds too (SHARDING_KINDS: unsharded parameters and gradients, FSDP2's communication buffers), given when the
+step is recorded (sharding_kinds); parameter and gradient shards and DDP's buckets are the rank's param and grad.
 """
 import sys
 
@@ -42,6 +43,8 @@ ROLES = {
     "comm_buffer": "a collective's input or output buffer",
     "bucket": "a DDP bucket: the flat buffer its gradients are copied into and all-reduced in",
 }
+
+SHARDING_KINDS = ("unsharded_param", "unsharded_grad", "comm_buffer")    # roles that are memory kinds too
 
 # c10d ops whose tensors (argument 0) are both what is sent and what is received; every other c10d op writes its
 # argument 0 from its argument 1 (output, input)
@@ -89,6 +92,7 @@ class RankRecorder(TorchRecorder):
         self._fsdp_buffers = {}         # id(tensor) -> role, for FSDP2's all-gather outputs and unsharded params
         self._fsdp_units = {}           # id(FSDPParamGroup) -> the path of the module fully_shard was given
         self._unit_params = {}          # that path -> the names of the parameters its unit shards
+        self._fsdp_comm = set()         # storage ids an FSDP2 unit's collectives sent or received
 
     # ----- local shards in place of DTensors ---------------------------------------------------
     def tensor(self, tensor, kind, name=None, produced_by=None, scope=None, key=None, **extra):
@@ -141,6 +145,19 @@ class RankRecorder(TorchRecorder):
                 # it); the group's flat buffer the collective writes is a comm_buffer, tagged when it runs
                 for tensor in (*fsdp_param.all_gather_outputs, *getattr(fsdp_param, "_unsharded_inner_tensors", ())):
                     self._fsdp_buffers[id(tensor)] = "unsharded_param"
+
+    def sharding_kinds(self):
+        """Give the memory only sharding holds its own kind (backend/trace/memory_kinds.py), storage and tensors:
+        unsharded parameters and gradients, and the buffers FSDP2's collectives own. A tensor-parallel or clip
+        collective's buffers are the program's activations and gradients and keep their kind (their role says it);
+        parameter and gradient shards and DDP's buckets stay param and grad."""
+        for storage in self.storages.values():
+            role = storage.get("shard_role")
+            if role in SHARDING_KINDS and (role != "comm_buffer" or storage["id"] in self._fsdp_comm):
+                storage["kind"] = role
+        kinds = {sid: storage["kind"] for sid, storage in self.storages.items()}
+        for record in self.tensors.values():
+            record["kind"] = kinds.get(record["storage"], record["kind"])
 
     # ----- every op: subclasses unwrapped, collectives recorded -------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -204,6 +221,7 @@ class RankRecorder(TorchRecorder):
             "async": True, "waited_in": None}
         if unit is not None:        # what it moves: the unit's parameters (all-gather) or their gradients
             entry["collective"].update(fsdp_unit=unit, params=self._unit_params.get(unit, []))
+            self._fsdp_comm.update(self.tensors[uid]["storage"] for uid in (*input_ids, *output_ids))
         entry["why"] = (f"{op} over ranks {group}: sends {_nbytes(sent):,} B, receives {_nbytes(received):,} B; "
                         "issued here, waited later")
         for uid in input_ids:

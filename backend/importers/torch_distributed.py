@@ -30,6 +30,7 @@ from backend.importers.torch_waits import watching_distributed
 from backend.importers.torch_step import document_of, load_build, record, step_of, warm_up
 from backend.trace.document_versions import pack
 from backend.trace.memory import alive_at
+from backend.trace.peak import explain_peak
 
 MAX_NPROC = 16
 TIMEOUT = timedelta(minutes=5)      # a rank that died must not keep the others waiting for gloo's 30 minutes
@@ -42,10 +43,12 @@ def record_rank(model, batch, loss_fn=None, optimizer=None, values=False, warmup
     recorder = RankRecorder(with_values=values, model=model)
     with watching_distributed(recorder):
         recorder, loss = record(model, batch, loss_fn, optimizer, values=values, recorder=recorder)
+    recorder.sharding_kinds()
     document = document_of(recorder, loss, model, batch, loss_fn, optimizer)
     document["source"]["warmup_steps"] = warmup
     document["rank"], document["world_size"] = dist.get_rank(), dist.get_world_size()
     document["mesh"] = mesh_of(model)
+    document["summary"]["peak"] = explain_peak(document)       # again, now that it is a rank's: in sharding's words
     document["ddp_buckets"] = recorder.ddp_buckets
     document["summary"]["collectives"] = collective_summary(document["tape"])
     document["summary"]["by_shard_role_at_peak"] = by_role_at(document, document["summary"]["peak_step"])

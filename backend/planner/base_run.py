@@ -99,7 +99,7 @@ class BaseRun:
             recorded_for={e["index"]: e.get("recorded_for") for e in document["tape"][n_forward:]},
             sweep_savers=sweep_savers, last_sweep_step=last_sweep,
             sums_2=[(item["step"], item["entry"], a["tensor"], [storage_of[p] for p in a["parts"]], storage_of[a["total"]])
-                    for item in document["sweep"] if steps[item["step"]][0] == "backward-2"
+                    for item in document.get("sweep", ()) if steps[item["step"]][0] == "backward-2"
                     for a in item.get("accumulations", ()) if a["into"] == "buffer"],
             tensor_producer={uid: t["produced_by"] for uid, t in tensors.items()},
             storage_born_entry={st["id"]: steps[st["born"]][1] for st in document["storages"]},

@@ -17,6 +17,11 @@ MEMORY_KINDS = (
     MemoryKind("grad", "gradients"),
     MemoryKind("optimizer", "optimizer state"),
     MemoryKind("workspace", "memory no tensor owns"),       # an imported run's kernel workspace, from torch.profiler
+    # a rank's sharding (backend/importers/torch_collectives.py): memory a single process never holds; its parameter
+    # and gradient shards and DDP's buckets stay param and grad (they are the rank's parameters and gradients)
+    MemoryKind("unsharded_param", "all-gathered (unsharded) parameters"),
+    MemoryKind("unsharded_grad", "unsharded gradients waiting for their reduce-scatter"),
+    MemoryKind("comm_buffer", "communication buffers"),
 )
 
 MEMORY_KIND_NAMES = tuple(kind.name for kind in MEMORY_KINDS)

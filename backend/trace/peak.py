@@ -75,7 +75,7 @@ def verdict(peak, document):
             held = f"{base} are all that is left"
         return (f"The peak is at the optimizer step: {held}; checkpointing cannot lower it, "
                 f"only a leaner optimizer or fewer parameters can.")
-    sentence = _verdict_by_kind(peak, document)
+    sentence = _verdict_by_kind(peak, document) + _sharding(peak, document)
     recorded = peak.get("recorded_backward_bytes")
     if recorded:
         share = recorded / max(peak["live_bytes"], 1)
@@ -107,6 +107,33 @@ def _verdict_by_kind(peak, document):
             else "checkpointing can do little here")
     return (f"The peak is {where}, where {MEMORY_KIND_WORDS[dominant]} ({format_bytes(by_kind[dominant])}, {share:.0%} of "
             f"{format_bytes(total)}) {_weigh(share)}; {tail} ({format_bytes(activations)} of activations).")
+
+
+SHARDING_KINDS = ("unsharded_param", "unsharded_grad", "comm_buffer")     # a rank's (backend/importers/torch_collectives.py)
+
+
+def _sharding(peak, document):
+    """A rank's peak in its sharding's words: which of the memory only sharding holds is there, on top of what."""
+    if "rank" not in document:
+        return ""
+    by_kind = peak["by_kind"]
+    held = [f"{MEMORY_KIND_WORDS[kind]} ({format_bytes(by_kind[kind])}{_units(peak, kind)})"
+            for kind in sorted(SHARDING_KINDS, key=lambda kind: -by_kind.get(kind, 0)) if by_kind.get(kind)]
+    base = (f"its parameter shards ({format_bytes(by_kind['param'])}), gradients ({format_bytes(by_kind['grad'])}) "
+            f"and activations ({format_bytes(by_kind['activation'])})")
+    if not held:
+        return f" Rank {document['rank']} holds no unsharded memory there: {base}."
+    return f" Rank {document['rank']} holds {' and '.join(held)} there, on top of {base}."
+
+
+def _units(peak, kind):
+    """The layers holding a sharding kind at the peak (FSDP2's units), largest first, at most 3."""
+    totals = {}
+    for group in peak["holders"]:
+        if group["kind"] == kind:
+            totals[group["scope"]] = totals.get(group["scope"], 0) + group["bytes"]
+    names = sorted(totals, key=lambda name: -totals[name])
+    return (": " + ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")) if names else ""
 
 
 def _weigh(share):

@@ -274,6 +274,28 @@ def test_fsdp2_peaks_lower_when_it_reshards_after_forward_by_the_unsharded_param
         assert kept["peak_sharding"].startswith(f"rank {results['fsdp_keep']['document']['rank']} peaks in ")
 
 
+def test_memory_only_sharding_holds_has_its_own_kind_and_the_peak_names_it(ranks):
+    """FSDP2's all-gathered parameters are kind unsharded_param (their storages and tensors), the buffers its
+    collectives own are comm_buffer; DDP's buckets stay the rank's gradients; the peak's verdict names the rank
+    and, when kept after forward, its all-gathered parameters."""
+    for results in ranks:
+        kept = results["fsdp_keep"]["document"]
+        storages = {s["id"]: s for s in kept["storages"]}
+        kinds = {s["kind"] for s in kept["storages"]}
+        assert {"unsharded_param", "comm_buffer"} <= kinds
+        for storage in kept["storages"]:
+            if storage.get("shard_role") == "unsharded_param":
+                assert storage["kind"] == "unsharded_param"
+        for tensor in kept["tensors"]:
+            assert tensor["kind"] == storages[tensor["storage"]]["kind"]
+        peak = kept["summary"]["peak"]
+        assert peak["by_kind"].get("unsharded_param", 0) > 0
+        assert f"Rank {kept['rank']} holds all-gathered (unsharded) parameters (" in peak["verdict"]
+        ddp = results["ddp"]["document"]
+        assert not {"unsharded_param", "unsharded_grad", "comm_buffer"} & {s["kind"] for s in ddp["storages"]}
+        assert {s["kind"] for s in ddp["storages"] if s.get("shard_role") == "bucket"} <= {"grad"}
+
+
 def test_the_command_line_writes_one_run_json_of_every_rank(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TAPESCOPE_TEST_WRAP", "fsdp")
     out = tmp_path / "run.json"

@@ -15,10 +15,14 @@ export const FAMILY_COLORS = {
 export const familyColor = (family) => FAMILY_COLORS[family] || OKABE_ITO.grey;
 
 // The memory kinds, in backend/trace/memory_kinds.py's order (tests/trace/test_memory_kinds.py checks both lists and a colour each).
-export const MEMORY_KINDS = ["input", "param", "weight_copy", "activation", "grad", "optimizer", "workspace"];
+export const MEMORY_KINDS = ["input", "param", "weight_copy", "activation", "grad", "optimizer", "workspace",
+  "unsharded_param", "unsharded_grad", "comm_buffer"];
 
 export const KIND_COLORS = {
   input: OKABE_ITO.grey, param: OKABE_ITO.blue, activation: OKABE_ITO.orange,
   grad: OKABE_ITO.vermillion, optimizer: OKABE_ITO.purple, weight_copy: OKABE_ITO.sky,
   workspace: OKABE_ITO.yellow,
+  // a rank's sharding (issue 29) — unsharded parameters green beside the params' blue, unsharded gradients a light
+  // vermillion, the collectives' buffers black as the collectives are
+  unsharded_param: OKABE_ITO.green, unsharded_grad: "#F2B38C", comm_buffer: OKABE_ITO.black,
 };
