@@ -95,39 +95,33 @@ class _Form:
 
 def expanded_schema():
     """docs/trace.v1.schema.json: the expanded form, what every reader works on."""
-    form = _Form(1, packed=False)
-    document = form.record(DOCUMENT)
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://tapescope.local/trace.v1.schema.json",
-        "title": "Tapescope trace document, expanded (schema_version 1)",
-        "description": (
-            "The expanded form: what every reader works on (Python code before it packs a document, the page after "
-            "static/js/state/trace-document.js decodes one), and what snapshots stored before schema_version 2 hold. "
-            "docs/trace.schema.json (schema_version 2) packs the same records. " + DOCUMENT.description + " "
-            + GENERATED_NOTE),
-        **{key: value for key, value in document.items() if key != "description"},
-        "$defs": form.defs,
-    }
+    return _schema(1, "trace.v1.schema.json", "Tapescope trace document, expanded (schema_version 1)", (
+        "The expanded form: what every reader works on (Python code before it packs a document, the page after "
+        "static/js/state/trace-document.js decodes one), and what snapshots stored before schema_version 2 hold. "
+        "docs/trace.schema.json (schema_version 2) packs the same records. "))
 
 
 def packed_schema():
     """docs/trace.schema.json: schema_version 2, what the server sends and stores."""
-    form = _Form(2, packed=True)
+    return _schema(2, "trace.schema.json", "Tapescope trace document (schema_version 2)", (
+        "The trace document as the server sends and stores it. The records are those of "
+        "docs/trace.v1.schema.json (the expanded form every reader works on); version 2 writes them as tables "
+        "of columns and leaves out what a reader derives. backend/trace/document_versions.py packs and unpacks "
+        "it, static/js/state/trace-document.js decodes it for the page; docs/trace.md says why each change was "
+        "made. "))
+
+
+def _schema(version, file_name, title, about):
+    """One form's schema: the document's records written unpacked (version 1) or as tables (version 2)."""
+    form = _Form(version, packed=version == 2)
     document = form.record(DOCUMENT)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://tapescope.local/trace.schema.json",
-        "title": "Tapescope trace document (schema_version 2)",
-        "description": (
-            "The trace document as the server sends and stores it. The records are those of "
-            "docs/trace.v1.schema.json (the expanded form every reader works on); version 2 writes them as tables "
-            "of columns and leaves out what a reader derives. backend/trace/document_versions.py packs and unpacks "
-            "it, static/js/state/trace-document.js decodes it for the page; docs/trace.md says why each change was "
-            "made. "
-            + DOCUMENT.description + " " + GENERATED_NOTE),
+        "$id": f"https://tapescope.local/{file_name}",
+        "title": title,
+        "description": about + DOCUMENT.description + " " + GENERATED_NOTE,
         **{key: value for key, value in document.items() if key != "description"},
-        "$defs": {**form.defs, **_table_definitions()},
+        "$defs": {**form.defs, **(_table_definitions() if form.packed else {})},
     }
 
 

@@ -3,11 +3,12 @@ import torch
 
 
 def packed_during(step):
-    """(bytes of the unique storages autograd packed while `step()` ran, how many packs there were)."""
+    """(bytes of the unique storages autograd packed while `step()` ran, how many packs there were); a DTensor
+    counted by its local shard, what its rank holds."""
     storages, packs = {}, []
 
     def pack(tensor):
-        storage = tensor.untyped_storage()
+        storage = (tensor.to_local() if hasattr(tensor, "to_local") else tensor).untyped_storage()
         storages[storage.data_ptr()] = storage.nbytes()
         packs.append(None)
         return tensor

@@ -21,6 +21,7 @@ from backend.importers.torch_profile import plain_peak, profiled  # noqa: E402
 from backend.importers.torch_step import run_step, warm_up  # noqa: E402
 from backend.trace.document_versions import unpack  # noqa: E402
 from tests.importers import distributed_model  # noqa: E402
+from tests.importers.packed import packed_during  # noqa: E402
 
 WORLD = 2
 WARMUP = 1          # DDP rebuilds its buckets at the second step: the recorded step is the steady state's
@@ -38,22 +39,6 @@ def full_grads(model):
         grad = parameter.grad
         grads[plain_name(name)] = (grad.full_tensor() if hasattr(grad, "full_tensor") else grad).detach().clone()
     return grads
-
-
-def packed_during(step):
-    """(bytes of the unique storages autograd packed while `step()` ran, on this rank, how many packs there were):
-    tests/importers/packed.py's count, a DTensor counted by its local shard."""
-    storages, packs = {}, []
-
-    def pack(tensor):
-        storage = (tensor.to_local() if hasattr(tensor, "to_local") else tensor).untyped_storage()
-        storages[storage.data_ptr()] = storage.nbytes()
-        packs.append(None)
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        step()
-    return sum(storages.values()), len(packs)
 
 
 def buckets_by_hook(wrap):

@@ -55,7 +55,7 @@ def test_by_kind_has_every_kind_and_sums_to_the_total():
 
 def test_a_storage_of_an_undeclared_kind_is_refused():
     with pytest.raises(KeyError):
-        live_bytes_by_kind([storage(0, 0, None, 1, "comm_buffer")], 2)
+        live_bytes_by_kind([storage(0, 0, None, 1, "not_a_kind")], 2)
 
 
 def test_the_peak_is_the_first_step_holding_the_most():
