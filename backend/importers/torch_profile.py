@@ -1,9 +1,9 @@
 """torch.profiler's CPU memory events (profile_memory=True) beside a recorded document: the independent check.
 
-The profiler reports every allocation and free of the CPU allocator with its address, size and the running
-total, counted from when profiling began. Two figures come out of it:
+The profiler reports every allocation and free of the CPU allocator on the threads it follows, with its address and
+size. Two figures come out of it:
 
-- `plain_peak`: a plain (unrecorded) step's peak = the largest running total + the bytes that existed before
+- `plain_peak`: a plain (unrecorded) step's peak = the most bytes its events held at once + the bytes that existed before
   the step (parameters, buffers, the batch: what the document calls setup storages);
 - `live_by_step`: the same events from the *recorded* run, binned into the document's steps by identity
   — an allocation at address A of n bytes is the document's next storage (in birth order) if that one is at A with n bytes, a free at A
@@ -61,13 +61,21 @@ def existing_bytes(model, batch_tensors, optimizer=None):
     return int(sum(unique.values()))
 
 
-def _base(events):
-    """The allocator's running total is process-wide: count from where it stood when the step began."""
-    return events[0][3] - events[0][2] if events else 0
+def _running(events):
+    """The bytes held at each event, counted from the step's start by the events themselves.
+
+    Not the allocator's own running total: that one is process-wide and also moves for threads the profiler does
+    not follow (their allocations and frees are never reported). Seen in CI: a gloo worker letting go of a
+    131,072 B buffer it got before the window put a DDP step's peak exactly that much below what the step's own
+    allocations held. The events reported are the step's."""
+    held = 0
+    for _, _, nbytes, _ in events:
+        held += nbytes
+        yield held
 
 
 def plain_peak(events, existing):
-    return int(existing + max((total for *_, total in events), default=_base(events)) - _base(events))
+    return int(existing + max(_running(events), default=0))
 
 
 def live_by_step(document, events):
@@ -110,9 +118,8 @@ def _binned(storages, steps, events):
     expected = [st for st in sorted(storages, key=lambda st: st["id"]) if not st.get("setup") and st["nbytes"] > 0]
     position = 0
     alive = {}
-    base = _base(events)
     step = 0
-    for _, address, nbytes, after in events:
+    for (_, address, nbytes, _), after in zip(events, _running(events)):
         found, storage = step, None
         if nbytes > 0:
             for ahead, candidate in enumerate(expected[position:position + LOOKAHEAD]):
@@ -128,4 +135,4 @@ def _binned(storages, steps, events):
         previous = step
         if found > step:
             step = min(found, steps - 1)
-        yield previous, step, address, nbytes, after - base, storage
+        yield previous, step, address, nbytes, after, storage
