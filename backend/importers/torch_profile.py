@@ -16,6 +16,8 @@ import torch
 from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile
 
+from backend.importers.torch_optimizer_state import state_tensors
+
 LOOKAHEAD = 4       # storages whose allocation the profiler never reports (from_blob, another allocator) are skipped
 
 
@@ -55,8 +57,7 @@ def profiled(fn):
 def existing_bytes(model, batch_tensors, optimizer=None):
     """Bytes of the unique storages alive before the step: parameters, buffers, the batch, optimizer state."""
     tensors = [*model.parameters(), *model.buffers(), *batch_tensors]
-    if optimizer is not None:
-        tensors += [v for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor)]
+    tensors += [value for _, _, value in state_tensors(optimizer)]
     unique = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
     return int(sum(unique.values()))
 

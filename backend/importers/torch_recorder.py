@@ -14,6 +14,7 @@ import torch
 from torch.utils._pytree import MappingKey, SequenceKey, tree_flatten, tree_flatten_with_path
 
 from backend.importers.torch_dispatch import OpRecording
+from backend.importers.torch_optimizer_state import state_tensors
 from backend.importers.torch_regions import CheckpointRegions
 from backend.importers.torch_saves import Packed, SavedTensors
 from backend.importers.torch_storages import TensorRecords
@@ -76,23 +77,19 @@ class TorchRecorder(CheckpointRegions, SweepOrder, SavedTensors, TensorRecords, 
         if optimizer is None:
             return
         names = {p: name for name, p in model.named_parameters()}
-        for group in optimizer.param_groups:
-            for p in group["params"]:
+        for p, key, value in state_tensors(optimizer):
+            if self.lookup(value) is None:
                 name = names.get(p, "param")
-                for key, value in optimizer.state.get(p, {}).items():
-                    if isinstance(value, torch.Tensor) and self.lookup(value) is None:
-                        self.tensor(value, "optimizer", name=f"{name}.{key}", scope=name.rpartition(".")[0] or "model")
+                self.tensor(value, "optimizer", name=f"{name}.{key}", scope=name.rpartition(".")[0] or "model")
 
     def name_optimizer_state(self, model, optimizer):
         """After optimizer.step(): the state it made in this step (a first step's exp_avg, exp_avg_sq, step) is named
         after its parameter, as the state a warm-up left is."""
         names = {p: name for name, p in model.named_parameters()}
-        for group in optimizer.param_groups:
-            for p in group["params"]:
-                for key, value in optimizer.state.get(p, {}).items():
-                    uid = self.lookup(value) if isinstance(value, torch.Tensor) else None
-                    if uid is not None and self.tensors[uid]["kind"] == "optimizer":
-                        self.tensors[uid]["name"] = f"{names.get(p, 'param')}.{key}"
+        for p, key, value in state_tensors(optimizer):
+            uid = self.lookup(value)
+            if uid is not None and self.tensors[uid]["kind"] == "optimizer":
+                self.tensors[uid]["name"] = f"{names.get(p, 'param')}.{key}"
 
     def _enter(self, path):
         def enter(module, args):

@@ -106,7 +106,7 @@ def _verdict_by_kind(peak, document):
     tail = ("checkpointing can trim the activations' part" if activations and activations >= 0.2 * total
             else "checkpointing can do little here")
     return (f"The peak is {where}, where {MEMORY_KIND_WORDS[dominant]} ({format_bytes(by_kind[dominant])}, {share:.0%} of "
-            f"{format_bytes(total)}) {_weigh(share)}; {tail} ({format_bytes(activations)} of activations).")
+            f"{format_bytes(total)}) {_weigh(share, dominant)}; {tail} ({format_bytes(activations)} of activations).")
 
 
 SHARDING_KINDS = ("unsharded_param", "unsharded_grad", "comm_buffer")     # a rank's (backend/importers/torch_collectives.py)
@@ -119,7 +119,9 @@ def _sharding(peak, document):
     by_kind = peak["by_kind"]
     held = [f"{MEMORY_KIND_WORDS[kind]} ({format_bytes(by_kind[kind])}{_units(peak, kind)})"
             for kind in sorted(SHARDING_KINDS, key=lambda kind: -by_kind.get(kind, 0)) if by_kind.get(kind)]
-    base = (f"its parameter shards ({format_bytes(by_kind['param'])}), gradients ({format_bytes(by_kind['grad'])}) "
+    sharded = any(storage.get("shard_role") == "sharded_param" for storage in document["storages"])
+    params = "its parameter shards" if sharded else "its whole parameters"       # FSDP2 and TP; DDP and ZeRO-1
+    base = (f"{params} ({format_bytes(by_kind['param'])}), gradients ({format_bytes(by_kind['grad'])}) "
             f"and activations ({format_bytes(by_kind['activation'])})")
     if not held:
         return f" Rank {document['rank']} holds no unsharded memory there: {base}."
@@ -136,8 +138,13 @@ def _units(peak, kind):
     return (": " + ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")) if names else ""
 
 
-def _weigh(share):
+SINGULAR_KINDS = ("input", "optimizer", "workspace")      # their words are one thing: "optimizer state dominates"
+
+
+def _weigh(share, kind="activation"):
     """"dominate" only for more than half; the largest kind under half is just that."""
+    if kind in SINGULAR_KINDS:
+        return "dominates" if share > 0.5 else "is the largest part"
     return "dominate" if share > 0.5 else "are the largest part"
 
 

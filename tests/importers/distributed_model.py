@@ -1,6 +1,7 @@
 """The distributed tests' model: 4 pre-LN residual MLP blocks (no dropout, so every rank and a single process compute
-the same step), built plain, under DDP (small buckets), under FSDP2 per block (resharding after forward or not) or
-with each block's MLP tensor-parallel (up by columns, down by rows); a MODEL_FILE for the command line too
+the same step), built plain, under DDP (small buckets), under DDP with ZeroRedundancyOptimizer (ZeRO-1: AdamW's
+state sharded), under FSDP2 per block (resharding after forward or not) or with each block's MLP tensor-parallel (up
+by columns, down by rows); a MODEL_FILE for the command line too
 (TAPESCOPE_TEST_WRAP picks the wrapping)."""
 import os
 
@@ -10,7 +11,8 @@ from torch.nn import functional as F
 
 WIDTH, HIDDEN, BLOCKS, BATCH, SEQ = 32, 128, 4, 8, 4
 BUCKET_CAP_MB = 0.02           # 20,971 B: the 4 blocks' 134 kB of gradients in several buckets
-WRAPS = ("ddp", "fsdp", "fsdp_keep", "tp")
+WRAPS = ("ddp", "zero1", "fsdp", "fsdp_keep", "tp")
+REPLICATED = ("ddp", "zero1")    # every rank holds the whole model (DDP)
 MAX_NORM = 1.0
 
 
@@ -44,9 +46,14 @@ class ClippingAdamW(torch.optim.AdamW):
         return super().step(closure)
 
 
-def optimizer_for(wrap, model):
+def optimizer_for(wrap, model, sharded=False):
     if wrap == "tp":        # plain and DTensor parameters mixed: torch's foreach kernels and clip_grad_norm_ refuse
         return torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=False)
+    if wrap == "zero1":     # each rank steps the parameters it owns (a clip there would see only their norm)
+        if not sharded:
+            return torch.optim.AdamW(model.parameters(), lr=1e-2)
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        return ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-2)
     return ClippingAdamW(model.parameters(), lr=1e-2)
 
 
@@ -72,7 +79,7 @@ def build(wrap=None):
         for block in model.blocks:
             parallelize_module(block, mesh, {"up": ColwiseParallel(), "down": RowwiseParallel()})
         return model, (inputs, target), loss_fn, optimizer_for(wrap, model)
-    if wrap == "ddp":
+    if wrap in REPLICATED:
         from torch.nn.parallel import DistributedDataParallel
         model = DistributedDataParallel(model, bucket_cap_mb=BUCKET_CAP_MB)
     else:
@@ -81,4 +88,4 @@ def build(wrap=None):
             fully_shard(block, reshard_after_forward=wrap == "fsdp")
         fully_shard(model, reshard_after_forward=wrap == "fsdp")
     batch = (inputs[rank * share:(rank + 1) * share], target[rank * share:(rank + 1) * share])
-    return model, batch, loss_fn, optimizer_for(wrap, model)
+    return model, batch, loss_fn, optimizer_for(wrap, model, sharded=True)

@@ -2,7 +2,7 @@
 forward and not) and tensor parallel. One launch records all four on both ranks, with each rank's independent counts
 beside them; the command line's --nproc 2 is a second. Per rank: saved bytes are what saved_tensors_hooks packed,
 parameter bytes are the rank's local shards, the peak is torch.profiler's (never below it), the gradients are a
-single process's, DDP's buckets are DDP's own and each bucket's all-reduce sits between its last gradient and the
+single process's, ZeRO-1's optimizer state is the rank's own partition, DDP's buckets are DDP's own and each bucket's all-reduce sits between its last gradient and the
 next bucket's, and FSDP2's peak is lower when it reshards."""
 import json
 
@@ -17,6 +17,7 @@ pytestmark = pytest.mark.xdist_group("torch-import")
 from backend.importers.torch import main  # noqa: E402
 from backend.importers.torch_collectives import local  # noqa: E402
 from backend.importers.torch_distributed import local_parameter_bytes, record_rank, run_ranks  # noqa: E402
+from backend.importers.torch_optimizer_state import state_tensors  # noqa: E402
 from backend.importers.torch_profile import plain_peak, profiled  # noqa: E402
 from backend.importers.torch_step import run_step, warm_up  # noqa: E402
 from backend.trace.document_versions import unpack  # noqa: E402
@@ -62,7 +63,7 @@ def buckets_by_hook(wrap):
     buckets, peaks = list(seen), [plain_peak(events, existing)]
     # the same step again, for the least (Adam's state is there already); not DDP's: its recorded step is the one
     # that rebuilds its buckets, in its forward
-    for _ in range(PROFILED_STEPS - 1 if wrap != "ddp" else 0):
+    for _ in range(PROFILED_STEPS - 1 if wrap not in distributed_model.REPLICATED else 0):
         optimizer.zero_grad(set_to_none=True)
         _, events = profiled(lambda: run_step(model, batch, loss_fn, optimizer))
         peaks.append(plain_peak(events, existing))
@@ -72,12 +73,19 @@ def buckets_by_hook(wrap):
 def existing_bytes(model, batch, optimizer):
     """torch_profile.existing_bytes on this rank: the storages alive before the step, a DTensor's by its shard."""
     tensors = [*model.parameters(), *model.buffers(), *batch]
-    tensors += [v for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor)]
+    tensors += [value for _, _, value in state_tensors(optimizer)]
     unique = {}
     for tensor in tensors:
         storage = local(tensor).untyped_storage()
         unique[storage.data_ptr()] = storage.nbytes()
     return sum(unique.values())
+
+
+def own_state_bytes(optimizer):
+    """The bytes of the optimizer state this rank keeps: ZeroRedundancyOptimizer's in its local optimizer."""
+    holder = getattr(optimizer, "optim", optimizer)
+    return sum(local(v).untyped_storage().nbytes() for state in holder.state.values() for v in state.values()
+               if isinstance(v, torch.Tensor))
 
 
 def on_each_rank():
@@ -87,7 +95,7 @@ def on_each_rank():
         document = record_rank(model, batch, loss_fn, optimizer, warmup=WARMUP)
         hook_buckets, packed, profiled_peak = buckets_by_hook(wrap)
         results[wrap] = {"document": document, "grads": full_grads(model), "packed": packed,
-                         "profiled_peak": profiled_peak,
+                         "profiled_peak": profiled_peak, "state_bytes": own_state_bytes(optimizer),
                          "param_bytes": local_parameter_bytes(model), "hook_buckets": hook_buckets,
                          "shards": {plain_name(n): list(local(p).shape) for n, p in model.named_parameters()}}
     return results
@@ -110,7 +118,7 @@ def test_each_rank_is_its_own_document(ranks, wrap):
     for rank, results in enumerate(ranks):
         document = results[wrap]["document"]
         assert (document["rank"], document["world_size"]) == (rank, WORLD)
-        if wrap == "ddp":
+        if wrap in distributed_model.REPLICATED:
             assert document["mesh"] is None
         else:
             assert document["mesh"]["shape"] == [WORLD] and document["mesh"]["ranks"] == [0, 1]
@@ -137,7 +145,7 @@ def test_parameter_bytes_are_the_ranks_local_shards(ranks, wrap):
         document = results[wrap]["document"]
         setup_params = sum(s["nbytes"] for s in document["storages"] if s["kind"] == "param" and s["setup"])
         assert setup_params == results[wrap]["param_bytes"]
-        if wrap != "ddp":
+        if wrap not in distributed_model.REPLICATED:
             full = sum(torch.Size(shape).numel() * 4 for shape in ranks[0]["ddp"]["shards"].values())
             assert setup_params < full
             params = [t for t in document["tensors"] if t["kind"] == "param" and t["name"] in results[wrap]["shards"]]
@@ -158,7 +166,7 @@ def test_the_peak_is_torch_profilers_on_that_rank(ranks, wrap):
     for results in ranks:
         ours, measured = results[wrap]["document"]["summary"]["peak_bytes"], results[wrap]["profiled_peak"]
         assert 0.97 * ours <= measured <= 1.25 * ours, (ours, measured)
-        if wrap == "ddp":           # DDP's all-reduces run in place, in its buckets
+        if wrap in distributed_model.REPLICATED:    # DDP's all-reduces run in place, in its buckets
             assert measured - ours <= 0.01 * ours
 
 
@@ -317,3 +325,25 @@ def test_a_mistake_on_the_ranks_is_one_sentence(tmp_path):
                           "(torch.ones(3, 2), None), lambda output, target: output.sum()\n")
     with pytest.raises(SystemExit, match=r"^rank [01]: every parameter of Linear is frozen"):
         main([str(model_file), "--nproc", str(WORLD)])
+
+
+def test_zero1_keeps_each_ranks_own_optimizer_state_and_broadcasts_what_it_stepped(ranks):
+    """ZeroRedundancyOptimizer: AdamW's state lives on the rank that owns its parameter, so the ranks' state adds up
+    to DDP's on one rank and each rank's peak is lower by what it does not keep; after its step each rank
+    broadcasts the parameters it updated, every parameter once."""
+    def setup_state(document):
+        return sum(s["nbytes"] for s in document["storages"] if s["kind"] == "optimizer" and s["setup"])
+
+    ddp_state = setup_state(ranks[0]["ddp"]["document"])
+    own = [setup_state(results["zero1"]["document"]) for results in ranks]
+    assert own == [results["zero1"]["state_bytes"] for results in ranks]
+    assert sum(own) == ddp_state == ranks[0]["ddp"]["state_bytes"] and all(0 < part < ddp_state for part in own)
+    for results in ranks:
+        zero1, ddp = results["zero1"]["document"], results["ddp"]["document"]
+        assert zero1["summary"]["peak_bytes"] < ddp["summary"]["peak_bytes"]
+        broadcasts = [e for e in zero1["tape"] if e["family"] == "collective" and e["op"] == "broadcast"
+                      and e["phase"] == "optimizer" and e["collective"].get("event") != "waited"]
+        assert sum(e["collective"]["bytes_in"] for e in broadcasts) == results["zero1"]["param_bytes"]
+        setup = {s["id"] for s in zero1["storages"] if s["kind"] == "optimizer" and s["setup"]}
+        state_names = [t["name"] for t in zero1["tensors"] if t["storage"] in setup]
+        assert state_names and all(name.rpartition(".")[2] in ("step", "exp_avg", "exp_avg_sq") for name in state_names)
