@@ -2,9 +2,11 @@
 goal ≤ 3×), the document build on its own, the run.json's size, and what the server's check of a posted run.json
 costs (load_posted_document) against parsing its JSON; then the checkpoint what-ifs: per schedule, torch's measured
 peak (the checkpointed step, recorded) against our planner's prediction from the plain document alone (goal: within
-2%), for the whole step and before the optimizer's update.
+2%), for the whole step and before the optimizer's update; then per rank of the distributed examples on 2 gloo ranks
+(DDP, ZeRO-1, FSDP2 both ways), the recorded step (the recorder's hooks, collectives and the document) ÷ the plain
+distributed step.
 
-    .venv/bin/python bench/torch_import.py [--threads N] [--repeats N] [--cpu]     (needs torch==2.13.0 in .venv)
+    .venv/bin/python bench/torch_import.py [--threads N] [--repeats N] [--cpu] [--no-ranks]   (torch==2.13.0 in .venv)
 
 Plain and recorded steps are measured alike: one untimed warm-up each, then per repeat a fresh build() (not
 timed) for each, the two interleaved so a busy machine slows both; the medians are printed. `hooked ms` is
@@ -26,9 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from backend.importers.torch_step import document_of, load_build, record, run_step, unpack_build  # noqa: E402
+from backend.importers.torch_distributed import record_rank, run_ranks  # noqa: E402
+from backend.importers.torch_step import document_of, load_build, record, run_step, step_of, unpack_build, warm_up  # noqa: E402
 from backend.importers.torch_checkpoint import parse_policies, schedule_label, what_ifs  # noqa: E402
 from backend.trace.document_versions import pack  # noqa: E402
 from backend.trace.intake import load_posted_document  # noqa: E402
@@ -36,6 +40,8 @@ from backend.trace.intake import load_posted_document  # noqa: E402
 EXAMPLES = ["mlp", "residual", "gpt", "transformer_tiny"]
 WHAT_IF_EXAMPLES = ["gpt", "transformer_tiny"]
 WHAT_IF_POLICIES = "every_k=1,every_k=2,selective"
+RANK_EXAMPLES = ["gpt_ddp", "gpt_zero1", "gpt_fsdp", "gpt_fsdp_keep"]
+RANKS = 2
 
 
 class BareMode(TorchDispatchMode):
@@ -102,6 +108,40 @@ def what_if_table():
           "predicted = backend.planner.torch_timeline from the plain step's document alone")
 
 
+def rank_step_times(model_file, repeats):
+    """On one rank: median seconds of the plain distributed step and of the same step recorded (record_rank: the
+    hooks, the collectives' entries and the document), each after one warm-up step on a fresh build(), interleaved;
+    every rank starts each timed step together (a barrier), as the collectives make them finish together."""
+    build = load_build(model_file)
+    plain, recorded = [], []
+    for repeat in range(repeats + 1):                    # repeat 0 warms up, untimed
+        step = step_of(build)
+        warm_up(*step, steps=1)
+        dist.barrier()
+        start = time.perf_counter()
+        run_step(*step)
+        plain_s = time.perf_counter() - start
+        step = step_of(build)
+        warm_up(*step, steps=1)
+        dist.barrier()
+        start = time.perf_counter()
+        document = record_rank(*step)
+        recorded_s = time.perf_counter() - start
+        if repeat:
+            plain.append(plain_s), recorded.append(recorded_s)
+    return statistics.median(plain), statistics.median(recorded), document["summary"]["peak_bytes"]
+
+
+def rank_table(repeats):
+    print(f"\n{'example, 2 ranks':18} {'rank':>4} {'plain ms':>9} {'recorded ms':>12} {'overhead':>9} {'peak B':>12}")
+    for example in RANK_EXAMPLES:
+        found = run_ranks(rank_step_times, RANKS, str(ROOT / "examples" / "torch" / f"{example}.py"), repeats)
+        for rank, (plain, recorded, peak) in enumerate(found):
+            print(f"{example:18} {rank:4d} {plain * 1e3:9.2f} {recorded * 1e3:12.2f} {recorded / plain:8.1f}× {peak:12,}")
+    print("per rank, wall clock: recorded = record_rank (the step under the hooks, its collectives' entries and the "
+          "rank's document) ÷ the plain distributed step; both after one warm-up step, gloo over 127.0.0.1")
+
+
 GOAL_OVERHEAD, GOAL_BUILD, GOAL_MIN_PLAIN_MS = 3.0, 2.0, 5.0     # issue 28: recording ≤ 3× plain, the document ≤ 2× more
 
 
@@ -119,6 +159,7 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     parser.add_argument("--repeats", type=int, default=9, help="timed repeats per figure (default 9)")
     parser.add_argument("--cpu", action="store_true", help="the process's CPU clock instead of the wall clock")
+    parser.add_argument("--no-ranks", action="store_true", help="leave out the distributed examples' table")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.cpu else time.perf_counter
@@ -140,6 +181,8 @@ def main(argv=None):
           "dispatch mode and saved-tensor hooks ÷ plain, the floor no dispatch-mode recorder goes below; build = the "
           "document from the recorder; check = parse + schema + consistency of the run.json, as POST /api/traces")
     what_if_table()
+    if not args.no_ranks and dist.is_available() and dist.is_gloo_available():
+        rank_table(args.repeats)
 
 
 if __name__ == "__main__":
