@@ -2,6 +2,7 @@
 
     python -m backend.importers.torch MODEL_FILE [--out run.json] [--share URL] [--checkpoint POLICY] [--values]
                                                  [--warmup N] [--nproc N] [--allocator cuda|cuda-expandable]
+                                                 [--fake [--world-size W]]
 
 MODEL_FILE is your own Python file. It defines `build()`, which returns either a tuple
 (model, batch[, loss_fn[, optimizer]]) or a dict with those keys ("model", "batch", optional "loss_fn",
@@ -13,6 +14,11 @@ MODEL_FILE is your own Python file. It defines `build()`, which returns either a
 - `inputs` / `batch` that is a tuple or list is spread as model(*batch), a dict as model(**batch);
 - then loss.backward(), and optimizer.step() when an optimizer is given.
 
+With --fake, build() and the step run under torch's FakeTensorMode (backend/importers/torch_fake.py): shapes, dtypes,
+bytes and lifetimes at the model's real size, no values and no memory, so a model too big for this machine records
+in seconds; --world-size W puts it on torch's fake process group of W ranks (build() wraps it as for real ranks:
+fully_shard, parallelize_module), the document being rank 0's.
+
 `build()` may be called more than once (each checkpoint what-if runs a fresh step), so seed it. The file runs
 only here, on your machine, in this process; the app never imports torch and never runs Python it was sent.
 """
@@ -23,6 +29,7 @@ from backend.importers import torch_checkpoint, torch_distributed
 from backend.importers.share import ShareFailed, share
 from backend.importers.mistakes import ImportMistake
 from backend.importers.torch_checkpoint import schedule_label
+from backend.importers.torch_fake import fake_world_problem, faking
 from backend.importers.torch_step import document_text, load_build, record_step, step_of, write_run
 from backend.trace.cuda_allocator import attach_reserved
 
@@ -52,7 +59,16 @@ def main(argv=None):
                         help="add what PyTorch's CUDA caching allocator would reserve at every step (reserved_bytes; "
                              "its rules replayed on the recorded storages, docs/trace.md); cuda-expandable: with "
                              "expandable_segments:True")
+    parser.add_argument("--fake", action="store_true",
+                        help="record under FakeTensorMode: shapes, bytes and lifetimes at real size, no values and "
+                             "no memory (a model bigger than this machine)")
+    parser.add_argument("--world-size", type=int, default=1, metavar="W",
+                        help="with --fake: torch's fake process group of W ranks, build() run after it is up; the "
+                             "document is rank 0's")
     args = parser.parse_args(argv)
+    refused = fake_flags_problem(args)
+    if refused:
+        raise SystemExit(refused)
     if not 0 <= args.warmup <= MAX_WARMUP:
         raise SystemExit(f"--warmup {args.warmup}: give a whole number of steps from 0 to {MAX_WARMUP} "
                          "(each is a full training step of your model)")
@@ -68,7 +84,7 @@ def main(argv=None):
         except ImportMistake as error:
             raise SystemExit(str(error)) from None
     try:
-        document = recorded(args)
+        document = fake_recorded(args) if args.fake else recorded(args)
     except ImportMistake as error:         # the user's to change: one sentence, no traceback
         raise SystemExit(str(error)) from None
     if args.allocator:
@@ -104,6 +120,32 @@ def recorded(args):
         print(f"  {torch_checkpoint.USE_CACHE_OFF}", file=sys.stderr)
     for schedule in document["schedules"]:
         print(what_if_line(schedule), file=sys.stderr)
+    return document
+
+
+def fake_flags_problem(args):
+    """The sentence for a flag --fake does not combine with (or --world-size without --fake), else None."""
+    if not args.fake:
+        return ("--world-size is the fake process group's size: give --fake too (real ranks: --nproc N)"
+                if args.world_size != 1 else None)
+    for flag, given in (("--nproc", args.nproc), ("--checkpoint", args.checkpoint), ("--values", args.values)):
+        if given:
+            why = "a fake step has no values" if flag == "--values" else "it records one fake process"
+            return f"--fake does not combine with {flag}: {why}"
+    return fake_world_problem(args.world_size)
+
+
+def fake_recorded(args):
+    """--fake: build() and the step under FakeTensorMode, on a fake process group of --world-size ranks when
+    that is more than 1 (then the document is rank 0's, with its collectives, as a real rank's)."""
+    build = load_build(args.model_file)
+    with faking(args.world_size):
+        step = step_of(build)
+        if args.world_size > 1:
+            document = torch_distributed.record_rank(*step, warmup=args.warmup)
+        else:
+            document = record_step(*step, warmup=args.warmup, workspace=False)   # no allocator to profile
+    document["source"]["fake"] = {"world_size": args.world_size}
     return document
 
 

@@ -31,8 +31,10 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.utils._python_dispatch import _get_current_dispatch_mode_stack, is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_leaves
 
+from backend.importers.torch_fake import step_fake_mode
 from backend.importers.torch_ops import TAPESCOPE
 from backend.importers.torch_recorder import TorchRecorder
+from backend.importers.torch_storages import storage_address
 from backend.importers.torch_waits import remember_work
 
 ROLES = {
@@ -165,7 +167,7 @@ class RankRecorder(TorchRecorder):
         leaves = tree_leaves((args, kwargs))
         if any(is_traceable_wrapper_subclass(leaf) for leaf in leaves):
             return NotImplemented           # DTensor runs its own dispatch, the mode still on: its local ops come here
-        if any(isinstance(leaf, torch.Tensor) and (leaf.is_meta or isinstance(leaf, FakeTensor)) for leaf in leaves):
+        if any(isinstance(leaf, torch.Tensor) and _propagating(leaf) for leaf in leaves):
             return func(*args, **kwargs)    # sharding propagation (its first time for an op: later it is cached)
         if not any(isinstance(leaf, torch.Tensor) for leaf in leaves) and _faking():
             return func(*args, **kwargs)    # a factory op of sharding propagation, under its FakeTensorMode
@@ -275,7 +277,7 @@ class RankRecorder(TorchRecorder):
 
     def _waited_tensor(self, func, args, kwargs):
         out = func(*args, **kwargs)
-        storage = self._live.get(local(args[0]).untyped_storage().data_ptr()) if args else None
+        storage = self._live.get(storage_address(local(args[0]).untyped_storage())) if args else None
         for issued, storages in self._pending:
             if storage is not None and storage["id"] in storages:
                 self._waited(issued, "wait_tensor")
@@ -341,8 +343,8 @@ class RankRecorder(TorchRecorder):
                 record["kind"] = "param"
 
     def storage_resized(self, tensor, before):
-        """FSDP2's free_storage / alloc_storage on `tensor`: its storage (data pointer `before`) went, or came
-        back at a new address."""
+        """FSDP2's free_storage / alloc_storage on `tensor`: its storage (at address `before`) went, or came
+        back (at a new address; a fake tensor's at the same, with bytes again)."""
         if self.phase in ("setup", "done"):
             return
         record = self._live.get(before) if before else None
@@ -352,15 +354,21 @@ class RankRecorder(TorchRecorder):
                 # FSDP2 frees nothing but unsharded parameters this way
                 self._as_unsharded_param(record)
             self._on_storage_freed(before, record["id"])
-        ptr = tensor.untyped_storage().data_ptr()
-        if ptr:
+        if tensor.untyped_storage().nbytes():
             role = self._fsdp_buffers.get(id(tensor), "unsharded_param")
             storage = self._storage(tensor, "param" if role == "unsharded_param" else self._kind(), None)
             storage["shard_role"] = role
 
 
+def _propagating(tensor):
+    """A tensor of sharding propagation: meta, or fake of a mode other than the fake step's own (torch_fake)."""
+    return tensor.is_meta or (isinstance(tensor, FakeTensor) and tensor.fake_mode is not step_fake_mode())
+
+
 def _faking():
-    return any(isinstance(mode, FakeTensorMode) for mode in _get_current_dispatch_mode_stack())
+    """Under sharding propagation's FakeTensorMode (not the fake step's own)."""
+    step_mode = step_fake_mode()
+    return any(isinstance(mode, FakeTensorMode) and mode is not step_mode for mode in _get_current_dispatch_mode_stack())
 
 
 def _flat_tensors(value):

@@ -107,4 +107,7 @@ class OpRecording(TorchDispatchMode):
 
 # Ops whose output is memory as the allocator left it: described when an op first writes into it, not at birth
 UNWRITTEN_OPS = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided"})
-_MARKERS = (torch.ops.profiler._record_function_enter_new.default, torch.ops.profiler._record_function_exit._RecordFunction)
+# Not ops of the program: the profiler's markers, and a tensor subclass's metadata queries (a FakeTensor's .device
+# goes through dispatch as prim.device)
+_MARKERS = (torch.ops.profiler._record_function_enter_new.default, torch.ops.profiler._record_function_exit._RecordFunction,
+            torch.ops.prim.device.default)

@@ -22,11 +22,13 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.multiprocessing.spawn import ProcessException
 
 from backend.importers.mistakes import ImportMistake
 from backend.importers.torch_collectives import RankRecorder, local
 from backend.importers.torch_waits import watching_distributed
+from backend.importers.torch_storages import storage_address
 from backend.importers.torch_step import document_of, load_build, record, step_of, warm_up
 from backend.trace.document_versions import pack
 from backend.trace.memory import alive_at
@@ -87,8 +89,10 @@ def mesh_of(model):
         mesh = getattr(parameter, "device_mesh", None)
         if mesh is not None:
             names = mesh.mesh_dim_names
+            with unset_fake_temporarily():      # a mesh is real even when the step is fake (torch_fake)
+                ranks = mesh.mesh.tolist()
             return {"shape": list(mesh.shape), "dim_names": list(names) if names else None,
-                    "ranks": mesh.mesh.tolist(), "device_type": mesh.device_type}
+                    "ranks": ranks, "device_type": mesh.device_type}
     return None
 
 
@@ -122,7 +126,7 @@ def local_parameter_bytes(model):
     storages = {}
     for parameter in model.parameters():
         storage = local(parameter).untyped_storage()
-        storages[storage.data_ptr()] = storage.nbytes()
+        storages[storage_address(storage)] = storage.nbytes()
     return sum(storages.values())
 
 

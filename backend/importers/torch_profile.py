@@ -17,6 +17,7 @@ from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile
 
 from backend.importers.torch_optimizer_state import state_tensors
+from backend.importers.torch_storages import storage_address
 
 LOOKAHEAD = 4       # storages whose allocation the profiler never reports (from_blob, another allocator) are skipped
 
@@ -58,7 +59,7 @@ def existing_bytes(model, batch_tensors, optimizer=None):
     """Bytes of the unique storages alive before the step: parameters, buffers, the batch, optimizer state."""
     tensors = [*model.parameters(), *model.buffers(), *batch_tensors]
     tensors += [value for _, _, value in state_tensors(optimizer)]
-    unique = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
+    unique = {storage_address(t.untyped_storage()): t.untyped_storage().nbytes() for t in tensors}
     return int(sum(unique.values()))
 
 

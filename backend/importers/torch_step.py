@@ -9,6 +9,7 @@ import contextlib
 import gc
 import importlib.util
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from backend.importers.mistakes import StepError, cpu_only
 from backend.importers.torch_blocks import find_blocks
 from backend.importers.torch_profile import live_by_step, plain_peak, profiled, unowned_allocations
 from backend.importers.torch_recorder import TorchRecorder, _tensors, batch_names
+from backend.importers.torch_storages import is_fake
 from backend.importers.torch_regions import watching_checkpoints
 from backend.planner.blocks import BlockIndex
 from backend.planner.torch_timeline import RECOMPUTE_ON_FIRST_UNPACK
@@ -207,8 +209,12 @@ def heap_frozen():
 def document_of(recorder, loss, model, batch, loss_fn=None, optimizer=None):
     """The trace document of a recorded step (statistics, live bytes, the peak explanation are derived here)."""
     spec = describe(model, batch, loss_fn, optimizer)
+    fake = is_fake(loss)
     with heap_frozen():
-        document = build_document(recorder, spec, f"torch {torch.__version__}", float(loss.detach()))
+        document = build_document(recorder, spec, f"torch {torch.__version__}",
+                                  math.nan if fake else float(loss.detach()))
+    if fake:
+        document["loss_text"] = "none: recorded on fake tensors (shapes and bytes, no values)"
     document["layers"] = [{"path": name, "type": type(child).__name__, "name": name}
                           for name, child in model.named_children()]
     document["source"] = {"kind": "torch", "torch_version": torch.__version__, "model": type(model).__name__,

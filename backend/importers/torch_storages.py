@@ -1,11 +1,12 @@
-"""The torch recorder's storage and tensor records: storages keyed by untyped_storage().data_ptr() while alive
-(views share one), a weakref finalizer on the storage object for when the allocator gets it back (`freed`), one on
+"""The torch recorder's storage and tensor records: storages keyed by their address (storage_address: the data
+pointer; under FakeTensorMode, which allocates nothing, the storage's own) while alive (views share one), a weakref finalizer on the storage object for when the allocator gets it back (`freed`), one on
 each forward Tensor for when the program drops its last one (`dropped`), writes counted per storage, and each
 tensor described (statistics, or the values of small tensors) when it is born."""
 import functools
 import weakref
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 from backend.importers.torch_ops import op_tensors, written_arguments
 from backend.trace.records import SMALL_TENSOR_ELEMENTS, storage_record, tensor_record
@@ -21,8 +22,8 @@ class TensorRecords:
         self.values = ValueTable()
         self.tensors = {}           # id -> tensor record
         self.storages = {}          # storage id -> storage record (each allocation its own, addresses reused)
-        self._live = {}             # data_ptr -> storage record, while the allocator has it
-        self._views = {}            # (data_ptr, offset, shape, stride, dtype) -> latest tensor id
+        self._live = {}             # storage_address -> storage record, while the allocator has it
+        self._views = {}            # (storage_address, offset, shape, stride, dtype) -> latest tensor id
         self._holding = {}          # storage id -> Tensors over it still alive (forward storages only)
         self._watching = []         # a weakref per storage: its callback is the storage's death
         self._described = {}        # _sequence(tensor) -> (version, the description it was given)
@@ -32,7 +33,7 @@ class TensorRecords:
     # ----- storages and tensors ----------------------------------------------------------------
     def _storage(self, tensor, kind, scope=None):
         storage = tensor.untyped_storage()
-        ptr = storage.data_ptr()
+        ptr = storage_address(storage)
         record = self._live.get(ptr) if ptr else None
         if record is None:
             record = storage_record(len(self.storages), f"0x{ptr:x}", int(storage.nbytes()), kind, self.step,
@@ -59,7 +60,7 @@ class TensorRecords:
     @staticmethod
     def _key(tensor):
         """A tensor's layout: storage, offset, shape, strides, dtype (torch.Size and stride() are tuples)."""
-        return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.shape, tensor.stride(),
+        return (storage_address(tensor.untyped_storage()), tensor.storage_offset(), tensor.shape, tensor.stride(),
                 tensor.dtype)
 
     def lookup(self, tensor, key=None):
@@ -93,7 +94,7 @@ class TensorRecords:
     def _describe(self, target, tensor, with_values=None):
         """Statistics (and, with --values, the values of small tensors), read from the tensor at birth."""
         dtype = tensor.dtype
-        unreadable = dtype.is_complex or tensor.is_meta
+        unreadable = dtype.is_complex or tensor.is_meta or is_fake(tensor)    # no values to read
         if with_values is None:                 # a tensor record: its description lives under "value"
             if unreadable:
                 return
@@ -130,7 +131,7 @@ class TensorRecords:
         storage (tensor._version is bumped above the dispatch mode, after an op returns, and not at all for a
         composite's in-place parts). A second tensor with the same (a view that reshapes, a gradient already
         seen) and the same version holds the same values: described once."""
-        record = self._live.get(tensor.untyped_storage().data_ptr())
+        record = self._live.get(storage_address(tensor.untyped_storage()))
         if record is None:
             return None, None
         version = self._writes.get(record["id"], 0)
@@ -166,7 +167,7 @@ class TensorRecords:
             return
         written = [args[i] for i in positions if i < len(args)] + [kwargs[n] for n in names if n in kwargs]
         for tensor in op_tensors(written):
-            record = self._live.get(tensor.untyped_storage().data_ptr())
+            record = self._live.get(storage_address(tensor.untyped_storage()))
             if record is not None:
                 self._writes[record["id"]] = self._writes.get(record["id"], 0) + 1
                 if self._unwritten:
@@ -178,6 +179,17 @@ class TensorRecords:
             tensor = ref()
             if tensor is not None:
                 self._describe(record, tensor)
+
+
+def is_fake(tensor):
+    """A FakeTensorMode tensor: shape, dtype, strides and bytes, no memory and no values."""
+    return isinstance(tensor, FakeTensor)
+
+
+def storage_address(storage):
+    """Where a storage lives while it does: its data pointer; a fake tensor's storage (FakeTensorMode allocates
+    nothing, its data_ptr() is 0) by the address of the storage itself, as unique while it lives."""
+    return storage._cdata if storage.device.type == "meta" else storage.data_ptr()
 
 
 _WIDENED = (torch.bfloat16, torch.float16)     # numpy has no bfloat16: both are read as float32

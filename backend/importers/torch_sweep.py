@@ -104,7 +104,7 @@ class SweepOrder:
         return uid
 
     def _accumulate(self, node, grad_outputs):
-        param = self.lookup(self._variable_of[node])
+        param = self.lookup(self._variable_of[node]) if node in self._variable_of else None
         grad = grad_outputs[0] if grad_outputs else None
         if param is None or grad is None or not self.sweep:
             return

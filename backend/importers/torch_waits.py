@@ -4,6 +4,8 @@ result holds, else the oldest still pending), and FSDP2's frees and re-allocatio
 (free_storage / alloc_storage resize a storage: no op, no storage death)."""
 import contextlib
 
+from backend.importers.torch_storages import storage_address
+
 _issued_works = []                          # (result tensors' data pointers, recorder, tape index), while recording
 
 
@@ -49,17 +51,23 @@ def watching_distributed(recorder):
 
 def _resizing(original, recorder):
     def resize(tensor):
-        before = tensor.untyped_storage().data_ptr()
+        before = _where(tensor)
         original(tensor)
-        if tensor.untyped_storage().data_ptr() != before:
-            recorder.storage_resized(tensor, before)
+        if _where(tensor) != before:
+            recorder.storage_resized(tensor, before[0])
     return resize
+
+
+def _where(tensor):
+    """A storage's address and size: a resize moves a real one's address, and only the size of a fake one's."""
+    storage = tensor.untyped_storage()
+    return storage_address(storage), storage.nbytes()
 
 
 def _match_wait(work):
     _issued_works[:] = [item for item in _issued_works if item[1].is_pending(item[2])]
     try:
-        addresses = {f"0x{t.untyped_storage().data_ptr():x}" for t in work.result()}
+        addresses = {f"0x{storage_address(t.untyped_storage()):x}" for t in work.result()}
     except (RuntimeError, TypeError, AttributeError):
         addresses = set()
     for position, (pointers, recorder, index) in enumerate(_issued_works):

@@ -212,6 +212,11 @@ SOURCE = record(
     optional("loss", STR),
     optional("optimizer", nullable(STR)),
     optional("values", BOOL, "true when small tensors carry their values (--values)"),
+    optional("fake", record(
+        Field("world_size", INT, "the fake process group's ranks (1: none); the document is rank 0's"),
+        description=("recorded under FakeTensorMode (--fake): shapes, dtypes, bytes and lifetimes of the real code, "
+                     "no values (no statistics, loss null) and no memory; storage addresses are the storages' own, "
+                     "not data pointers"))),
     description=(
         "Where an imported run came from (absent for our own engine's runs): kind torch is one real training step "
         "recorded by backend/importers/torch.py with PyTorch's hooks. Such a document is read-only: its spec "

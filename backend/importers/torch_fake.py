@@ -1,0 +1,79 @@
+"""Recording without the hardware: the user's build() and step run under torch's FakeTensorMode, and with a world
+size, over torch's fake process group (torch.testing._internal.distributed.fake_pg): shapes, dtypes, bytes and
+lifetimes of the real model code at real size, no values and no memory.
+
+What this needs of the recorder: a fake tensor's storage has no data pointer (0), so storages are known by the
+storage itself while it lives (torch_storages.storage_address), a resize changes a fake storage's size and not its
+address (torch_waits), and no statistics are read (torch_storages.is_fake). What torch needs: a DeviceMesh is made
+outside fake mode (its rank map is read with tolist()), so init_device_mesh, the user's or fully_shard's own default
+mesh, runs with fake mode lifted while the block is on. The fake process group is one rank's view: every collective
+returns at once with its output's shape, so the document is rank 0's (`--world-size` ranks alike: one document).
+"""
+import contextlib
+
+import torch.distributed as dist
+from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
+
+MAX_FAKE_WORLD = 4096
+_step_mode = []         # the FakeTensorMode a faking() block runs the step under, while it does
+
+
+def step_fake_mode():
+    """The FakeTensorMode the whole step runs under (faking()), else None: a fake tensor of another mode (DTensor's
+    sharding propagation) is no tensor of the step."""
+    return _step_mode[-1] if _step_mode else None
+
+
+@contextlib.contextmanager
+def faking(world_size=1):
+    """Within: new tensors are fake; with world_size > 1, the process group is torch's fake one of that size, this
+    process its rank 0. The group is destroyed when the block ends."""
+    grouped = world_size > 1
+    if grouped:
+        from torch.testing._internal.distributed.fake_pg import FakeStore
+        dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
+    try:
+        with _meshes_made_for_real(), FakeTensorMode() as mode:
+            _step_mode.append(mode)
+            try:
+                yield
+            finally:
+                _step_mode.pop()
+    finally:
+        if grouped:
+            dist.destroy_process_group()
+
+
+@contextlib.contextmanager
+def _meshes_made_for_real():
+    """init_device_mesh (as the user imports it and as fully_shard calls it for its default mesh) with fake mode
+    lifted: the mesh's rank map is a real tensor."""
+    import torch.distributed.device_mesh as device_mesh
+    modules = [device_mesh]
+    try:
+        from torch.distributed.fsdp._fully_shard import _fsdp_init
+        modules.append(_fsdp_init)
+    except ImportError:
+        pass
+    original = device_mesh.init_device_mesh
+
+    def init_device_mesh(*args, **kwargs):
+        with unset_fake_temporarily():
+            return original(*args, **kwargs)
+
+    patched = [(module, module.init_device_mesh) for module in modules if hasattr(module, "init_device_mesh")]
+    for module, _ in patched:
+        module.init_device_mesh = init_device_mesh
+    try:
+        yield
+    finally:
+        for module, before in patched:
+            module.init_device_mesh = before
+
+
+def fake_world_problem(world_size):
+    """The sentence for a --world-size outside what is accepted, else None."""
+    if not 1 <= world_size <= MAX_FAKE_WORLD:
+        return f"--world-size {world_size}: give a number of fake ranks from 1 to {MAX_FAKE_WORLD}"
+    return None
+
