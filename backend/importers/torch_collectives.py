@@ -92,6 +92,8 @@ class RankRecorder(TorchRecorder):
         self._ddp = _find_ddp(model)
         self._names = {}                # id(parameter or local shard) -> name
         self._fsdp_buffers = {}         # id(tensor) -> role, for FSDP2's all-gather outputs and unsharded params
+        self._buffer_units = {}         # id(tensor) -> the FSDP2 unit (module path) whose unsharded parameter it is
+        self._storage_units = {}        # storage id -> that unit, for the storages those tensors were given
         self._fsdp_units = {}           # id(FSDPParamGroup) -> the path of the module fully_shard was given
         self._unit_params = {}          # that path -> the names of the parameters its unit shards
         self._fsdp_comm = set()         # storage ids an FSDP2 unit's collectives sent or received
@@ -147,6 +149,7 @@ class RankRecorder(TorchRecorder):
                 # it); the group's flat buffer the collective writes is a comm_buffer, tagged when it runs
                 for tensor in (*fsdp_param.all_gather_outputs, *getattr(fsdp_param, "_unsharded_inner_tensors", ())):
                     self._fsdp_buffers[id(tensor)] = "unsharded_param"
+                    self._buffer_units[id(tensor)] = path or "model"
 
     def sharding_kinds(self):
         """Give the memory only sharding holds its own kind (backend/trace/memory_kinds.py), storage and tensors:
@@ -160,6 +163,8 @@ class RankRecorder(TorchRecorder):
         kinds = {sid: storage["kind"] for sid, storage in self.storages.items()}
         for record in self.tensors.values():
             record["kind"] = kinds.get(record["storage"], record["kind"])
+            if record["storage"] in self._storage_units:    # FSDP2's own tensors over it: their unit's scope
+                record["scope"] = self._storage_units[record["storage"]]
 
     # ----- every op: subclasses unwrapped, collectives recorded -------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -354,10 +359,17 @@ class RankRecorder(TorchRecorder):
                 # FSDP2 frees nothing but unsharded parameters this way
                 self._as_unsharded_param(record)
             self._on_storage_freed(before, record["id"])
+            self._note_unit(tensor, record)
         if tensor.untyped_storage().nbytes():
             role = self._fsdp_buffers.get(id(tensor), "unsharded_param")
             storage = self._storage(tensor, "param" if role == "unsharded_param" else self._kind(), None)
             storage["shard_role"] = role
+            self._note_unit(tensor, storage)
+
+    def _note_unit(self, tensor, storage):
+        unit = self._buffer_units.get(id(tensor))
+        if unit is not None:
+            self._storage_units[storage["id"]] = unit
 
 
 def _propagating(tensor):

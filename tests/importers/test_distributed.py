@@ -5,6 +5,7 @@ parameter bytes are the rank's local shards, the peak is torch.profiler's (never
 single process's, ZeRO-1's optimizer state is the rank's own partition, DDP's buckets are DDP's own and each bucket's all-reduce sits between its last gradient and the
 next bucket's, and FSDP2's peak is lower when it reshards."""
 import json
+import re
 
 import pytest
 
@@ -285,6 +286,10 @@ def test_memory_only_sharding_holds_has_its_own_kind_and_the_peak_names_it(ranks
         peak = kept["summary"]["peak"]
         assert peak["by_kind"].get("unsharded_param", 0) > 0
         assert f"Rank {kept['rank']} holds all-gathered (unsharded) parameters (" in peak["verdict"]
+        # named after the FSDP2 units holding them (the modules fully_shard was given), not an op's scope
+        units = re.search(r"all-gathered \(unsharded\) parameters \([^:)]+: ([^)]+)\)", peak["verdict"]).group(1)
+        fsdp_units = {f"blocks.{i}" for i in range(distributed_model.BLOCKS)} | {"model"}
+        assert set(units.removesuffix(", ...").split(", ")) <= fsdp_units, peak["verdict"]
         ddp = results["ddp"]["document"]
         assert not {"unsharded_param", "unsharded_grad", "comm_buffer"} & {s["kind"] for s in ddp["storages"]}
         assert {s["kind"] for s in ddp["storages"] if s.get("shard_role") == "bucket"} <= {"grad"}
