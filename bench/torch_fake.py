@@ -1,7 +1,8 @@
 """A 7B model's sharded step recorded on this machine without the hardware: examples/torch/llama7b_fsdp.py (Llama 2
 7B's shape, FSDP2 per layer, bf16 mixed precision, AdamW, 4,096-token sequences) on 8 fake ranks, under
 FakeTensorMode, through the command line as a user runs it; the wall time and peak RSS against the goal (≤ 120 s,
-≤ 4 GB), and what rank 0 would hold.
+≤ 4 GB), what rank 0 would hold, and its peak against torch's own FSDPMemTracker on the same fake step (goal: within
+1%; torch.distributed._tools.fsdp2_mem_tracker).
 
     .venv/bin/python bench/torch_fake.py [--world-size 8] [--warmup 1]      (needs torch==2.13.0 in .venv)
 
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from backend.trace.document_versions import unpack  # noqa: E402
+from tests.importers.fsdp_tracker import tracker_peak  # noqa: E402
 
 GOAL_SECONDS, GOAL_RSS_BYTES = 120, 4 * 2**30
 EXAMPLE = ROOT / "examples" / "torch" / "llama7b_fsdp.py"
@@ -61,6 +63,9 @@ def main(argv=None):
           f"{summary['reserved_peak_bytes'] / gib:.2f} GiB reserved (CUDA caching allocator replayed), "
           f"in {summary['peak']['phase']}; at it: "
           + ", ".join(f"{kind} {nbytes / gib:.2f} GiB" for kind, nbytes in by_kind.items() if nbytes))
+    tracked = tracker_peak(EXAMPLE, args.world_size, args.warmup)
+    print(f"FSDPMemTracker's peak on the same fake step: {tracked:,} B; ours {summary['peak_bytes']:,} B "
+          f"({summary['peak_bytes'] / tracked - 1:+.3%}; goal within 1%)")
     print(f"goal (issue 30): ≤ {GOAL_SECONDS} s and ≤ {GOAL_RSS_BYTES / gib:.0f} GiB of RSS on this machine")
 
 

@@ -1,7 +1,8 @@
 """Recording without the hardware (--fake, backend/importers/torch_fake.py): under FakeTensorMode the recorded step
 is the real one in every byte and step, without values; on torch's fake process group, FSDP2's step is the one
 its real ranks record over gloo; a Llama-shaped decoder shards as FSDP2 says; flags that cannot combine are one
-sentence. The full 7B on 8 fake ranks is bench/torch_fake.py's (its time and memory against the goal)."""
+sentence; its peak is torch's FSDPMemTracker's. The full 7B on 8 fake ranks is bench/torch_fake.py's (its time and
+memory against the goal, and the tracker: equal to the byte, 35,712,326,812 B)."""
 import json
 import re
 from collections import Counter
@@ -18,6 +19,7 @@ from backend.importers.torch_fake import faking  # noqa: E402
 from backend.importers.torch_step import load_build, record_step, step_of  # noqa: E402
 from backend.trace.document_versions import unpack  # noqa: E402
 from tests.importers import distributed_model  # noqa: E402
+from tests.importers.fsdp_tracker import tracker_peak  # noqa: E402
 from tests.importers.test_torch_import import ROOT  # noqa: E402
 
 LLAMA = ROOT / "examples" / "torch" / "llama7b_fsdp.py"
@@ -104,6 +106,17 @@ def test_a_llama_shaped_decoder_on_8_fake_ranks_holds_an_eighth_of_every_paramet
     assert collectives.count(("reduce_scatter", "backward")) == sizes["LAYERS"] + 1
     assert document["source"]["fake"] == {"world_size": 8} and document["world_size"] == 8
     assert document["summary"]["peak"]["verdict"].count("Rank 0") == 1
+
+
+def test_the_peak_on_fake_ranks_is_fsdp_mem_trackers(tmp_path, monkeypatch):
+    """torch's FSDPMemTracker on the same fake step of the Llama example at a small size (2 layers, 256 tokens):
+    the same peak, to the byte."""
+    for name, value in {"LAYERS": 2, "SEQ": 256, "WIDTH": 512, "HIDDEN": 1376, "VOCAB": 2000}.items():
+        monkeypatch.setenv(f"TAPESCOPE_LLAMA_{name}", str(value))
+    out = tmp_path / "run.json"
+    assert main([str(LLAMA), "--fake", "--world-size", "8", "--warmup", "1", "--out", str(out)]) == 0
+    ours = unpack(json.loads(out.read_text()))["summary"]["peak_bytes"]
+    assert ours == tracker_peak(LLAMA, 8, warmup=1)
 
 
 @pytest.mark.parametrize("flags, said", [
