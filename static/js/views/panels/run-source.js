@@ -4,11 +4,15 @@
 // shared by posting the document itself ("Share this run").
 import { recordedElsewhere, runTitle } from "../../state/workspace.js";
 
-/** "GPT · torch 2.13.0 · recorded with PyTorch's hooks", or "" for a run of our own engine. */
+/** "GPT · torch 2.13.0 · recorded with PyTorch's hooks", "... on fake tensors, rank 0 of 8 fake ranks", or "" for
+ * a run of our own engine. */
 export function describeSource(trace) {
   const source = trace?.source;
   if (source?.kind !== "torch") return "";
-  return `${source.model} · torch ${source.torch_version} · recorded with PyTorch's hooks${source.values ? "" : " (statistics only)"}`;
+  const how = source.fake
+    ? ` on fake tensors (shapes and bytes, no values)${source.fake.world_size > 1 ? `, rank 0 of ${source.fake.world_size} fake ranks` : ""}`
+    : source.values ? "" : " (statistics only)";
+  return `${source.model} · torch ${source.torch_version} · recorded with PyTorch's hooks${how}`;
 }
 
 

@@ -137,7 +137,7 @@ export function createSweepPanel(element) {
     body.append(
       facts([
         ["vjp", `${item.backward} (entry ${item.entry}, ${item.op})`],
-        ["adjoint", `${name(index, adjoint.tensor)} ${formatShape(adjoint.shape)} · norm ${adjoint.norm.toPrecision(4)}`],
+        ["adjoint", `${name(index, adjoint.tensor)} ${formatShape(adjoint.shape)} · norm ${adjoint.norm == null ? "— (recorded without values)" : adjoint.norm.toPrecision(4)}`],
         ["reads", tensorChips(index, item.reads)],
         ["why", el("span", { class: "why", text: item.why })],
       ]),
