@@ -6,7 +6,8 @@ What this needs of the recorder: a fake tensor's storage has no data pointer (0)
 storage itself while it lives (torch_storages.storage_address), a resize changes a fake storage's size and not its
 address (torch_waits), and no statistics are read (torch_storages.is_fake). What torch needs: a DeviceMesh is made
 outside fake mode (its rank map is read with tolist()), so init_device_mesh, the user's or fully_shard's own default
-mesh, runs with fake mode lifted while the block is on. The fake process group is one rank's view: every collective
+mesh, runs with fake mode lifted while the block is on; DDP runs with two
+changes a fake group needs (_ddp_on_fake_ranks). The fake process group is one rank's view: every collective
 returns at once with its output's shape, so the document is rank 0's (`--world-size` ranks alike: one document).
 """
 import contextlib
@@ -33,7 +34,7 @@ def faking(world_size=1):
         from torch.testing._internal.distributed.fake_pg import FakeStore
         dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
     try:
-        with _meshes_made_for_real(), FakeTensorMode() as mode:
+        with _meshes_made_for_real(), _ddp_on_fake_ranks(), FakeTensorMode() as mode:
             _step_mode.append(mode)
             try:
                 yield
@@ -69,6 +70,58 @@ def _meshes_made_for_real():
     finally:
         for module, before in patched:
             module.init_device_mesh = before
+
+
+@contextlib.contextmanager
+def _ddp_on_fake_ranks():
+    """DistributedDataParallel as on real ranks, but for two things a fake group cannot give: its check that every
+    rank's parameters have one shape reads the shapes out of a tensor's data (a fake one has none; every fake rank
+    is this one), its default bucket hook reads the all-reduced bucket from the Work's future, which a fake Work
+    leaves empty, and after the first step its reducer rebuilds the buckets in the order gradients became ready,
+    agreeing on them across ranks by a broadcast whose result it reads. So at a model's first forward: a model
+    whose build() registered no hook gets torch's default one (divide the bucket by the world size, all-reduce it)
+    with the bucket itself as the future's value, and the buckets stay as DDP first assigned them (parameters in
+    reverse order, what the rebuild approximates; the bytes are the same, a bucket's members may differ)."""
+    import torch
+    import torch.nn.parallel.distributed as ddp
+    verify, pre_forward = ddp._verify_param_shape_across_processes, ddp.DistributedDataParallel._pre_forward
+
+    def fake_allreduce_hook(process_group, bucket):
+        buffer = bucket.buffer()
+        group = process_group if process_group is not None else dist.group.WORLD
+        buffer.div_(dist.get_world_size(group))
+        dist.all_reduce(buffer, group=group, async_op=True)
+        done = torch.futures.Future()
+        done.set_result(buffer)
+        return done
+
+    def _pre_forward(self, *inputs, **kwargs):
+        if not isinstance(self.reducer, _UnrebuiltReducer):
+            if not self._comm_hooks:
+                self.register_comm_hook(None, fake_allreduce_hook)
+            self.reducer = _UnrebuiltReducer(self.reducer)
+        return pre_forward(self, *inputs, **kwargs)
+
+    ddp._verify_param_shape_across_processes = lambda process_group, tensors, logger=None: None
+    ddp.DistributedDataParallel._pre_forward = _pre_forward
+    try:
+        yield
+    finally:
+        ddp._verify_param_shape_across_processes = verify
+        ddp.DistributedDataParallel._pre_forward = pre_forward
+
+
+class _UnrebuiltReducer:
+    """A DDP reducer that never rebuilds its buckets (see _ddp_on_fake_ranks); everything else is the reducer's."""
+
+    def __init__(self, reducer):
+        self._reducer = reducer
+
+    def __getattr__(self, name):
+        return getattr(self._reducer, name)
+
+    def _rebuild_buckets(self):
+        return False
 
 
 def fake_world_problem(world_size):

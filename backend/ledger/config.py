@@ -1,7 +1,8 @@
 """The ledger's input: a transformer config, parsed from strings or JSON values, with caps and per-field errors.
 
 Every field has a default (GPT-2 small: 12 layers, hidden 768, 12 heads, MLP 4×, vocab 50,257, tied embeddings,
-learned positions, context 1,024; at batch 8, fp32, naive attention, dropout on, Adam) and every size has a cap, so
+learned positions, context 1,024; at batch 8, fp32, naive attention, dropout on, Adam; on one GPU) and every size
+has a cap, so
 a query can never ask for an unbounded amount of arithmetic or a number a browser cannot hold. Values are parsed
 with int()/float() on strings that first match a strict pattern: nothing a user sends is evaluated.
 """
@@ -46,6 +47,24 @@ class LedgerConfig:
     optimizer: str = "adam"
     mixed_precision: bool = False
     device_gib: float = 24.0
+    # the Llama family's shape (defaults: GPT's)
+    mlp: str = "gelu"
+    norm: str = "layernorm"
+    kv_heads: int = 0             # 0: as many as heads (no grouped-query attention)
+    bias: bool = True
+    rotary: bool = False
+    embedding_dropout: bool = False
+    masks: str = "bool"
+    # how the step is spread over GPUs (parallel.py) and the cluster the fits table searches (fits.py)
+    dp: int = 1
+    zero: int = 0
+    tp: int = 1
+    sp: bool = False
+    pp: int = 1
+    micro_batches: int = 1
+    vpp: int = 1
+    recompute: str = "none"
+    gpus: int = 8
 
     @property
     def tokens(self):
@@ -54,6 +73,16 @@ class LedgerConfig:
     @property
     def head_dim(self):
         return self.hidden // self.heads
+
+    @property
+    def kv_groups(self):
+        """Key/value heads: kv_heads, or every head when it is 0."""
+        return self.kv_heads or self.heads
+
+    @property
+    def mask_dtype(self):
+        """A dropout mask's dtype: bool (CUDA's fused dropout, this engine) or the activations' (torch on CPU)."""
+        return "bool" if self.masks == "bool" else self.dtype_name
 
     @property
     def mlp_hidden(self):
@@ -72,9 +101,15 @@ class LedgerConfig:
 
 
 # Named model shapes for the ledger's Model menu: GPT-2's four published sizes (learned positions, tied
-# embeddings, vocab 50,257, context 1,024) and the reference stack the published per-layer figure is for (12 × 2048,
-# 16 heads, no position table; korthikanti.py). Picking one sets only these fields.
+# embeddings, vocab 50,257, context 1,024), the reference stack the published per-layer figure is for (12 × 2048,
+# 16 heads, no position table; korthikanti.py) and Llama 2 7B (32 × 4,096, SwiGLU MLP of 11,008, RMSNorm, rotary
+# positions, untied embeddings, vocab 32,000, context 4,096, no biases, no dropout). Picking one sets only these
+# fields, over PRESET_COMMON.
 MODEL_PRESETS = {
+    "llama2-7b": {"title": "Llama 2 7B", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 0,
+                  "mlp_ratio": 2.6875, "vocab": 32000, "seq": 4096, "tied_embeddings": False,
+                  "position_embeddings": False, "rotary": True, "mlp": "swiglu", "norm": "rmsnorm", "bias": False,
+                  "dropout": False},
     "reference": {"title": "reference GPT, 12 × 2048", "layers": 12, "hidden": 2048, "heads": 16,
                   "position_embeddings": False},
     "gpt2-small": {"title": "GPT-2 small", "layers": 12, "hidden": 768, "heads": 12, "position_embeddings": True},
@@ -82,7 +117,8 @@ MODEL_PRESETS = {
     "gpt2-large": {"title": "GPT-2 large", "layers": 36, "hidden": 1280, "heads": 20, "position_embeddings": True},
     "gpt2-xl": {"title": "GPT-2 XL", "layers": 48, "hidden": 1600, "heads": 25, "position_embeddings": True},
 }
-PRESET_COMMON = {"mlp_ratio": 4, "vocab": 50257, "tied_embeddings": True, "seq": 1024}
+PRESET_COMMON = {"mlp_ratio": 4, "vocab": 50257, "tied_embeddings": True, "seq": 1024, "kv_heads": 0, "mlp": "gelu",
+                 "norm": "layernorm", "bias": True, "rotary": False, "dropout": True}
 
 
 @dataclass(frozen=True)
@@ -110,6 +146,25 @@ FIELDS = {
     "optimizer": Field("choice", choices=("sgd", "adam", "adam8bit"), help="optimizer state kept per parameter"),
     "mixed_precision": Field("bool", help="16-bit compute with an fp32 master copy of the weights"),
     "device_gib": Field("float", 0.001, 1_048_576, help="device memory in GiB for the max-batch search"),
+    "mlp": Field("choice", choices=("gelu", "swiglu"),
+                 help="gelu: fc1, GELU, fc2 (GPT); swiglu: down(SiLU(gate(x)) · up(x)) (Llama)"),
+    "norm": Field("choice", choices=("layernorm", "rmsnorm"), help="LayerNorm (weight, bias) or RMSNorm (weight)"),
+    "kv_heads": Field("int", 0, 1024, help="key/value heads (grouped-query attention); 0: as many as heads"),
+    "bias": Field("bool", help="the linear layers have biases (GPT-2 yes, Llama no)"),
+    "rotary": Field("bool", help="rotary positions (Llama): no parameters, one cos and one sin table saved"),
+    "embedding_dropout": Field("bool", help="dropout after the embeddings (nanoGPT's drop)"),
+    "masks": Field("choice", choices=("bool", "dtype"),
+                   help="a dropout mask's dtype: bool (CUDA's fused dropout) or the activations' (torch on CPU)"),
+    "dp": Field("int", 1, 65536, help="data-parallel ranks"),
+    "zero": Field("int", 0, 3, help="ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also parameters"),
+    "tp": Field("int", 1, 1024, help="tensor-parallel ranks (Megatron's column and row split)"),
+    "sp": Field("bool", help="sequence parallel: the residual stream's saves split over the tensor-parallel ranks"),
+    "pp": Field("int", 1, 1024, help="pipeline stages (1F1B)"),
+    "micro_batches": Field("int", 1, 65536, help="micro-batches per step through the pipeline"),
+    "vpp": Field("int", 1, 64, help="virtual stages per GPU (the interleaved 1F1B schedule)"),
+    "recompute": Field("choice", choices=("none", "full"),
+                       help="full: keep only each block's input and recompute the block in backward"),
+    "gpus": Field("int", 1, 65536, help="GPUs in the cluster the fits table searches"),
 }
 
 _INT = re.compile(r"^\s*\d{1,12}\s*$", re.ASCII)
@@ -207,9 +262,42 @@ def _token_cap(config):
         return f"times seq must be at most {cap('ledger_tokens'):,} tokens; {config.batch:,} × {config.seq:,} = {config.tokens:,}"
 
 
+def _kv_heads_divide_heads(config):
+    if config.kv_heads and config.heads % config.kv_heads:
+        return f"must divide heads ({config.heads}) evenly: each key/value head serves a group of query heads"
+
+
+def _tp_divides(config):
+    if config.tp == 1:
+        return None
+    split = {"heads": config.heads, "kv heads": config.kv_groups, "the MLP width": config.mlp_hidden}
+    uneven = [f"{name} ({count:,})" for name, count in split.items() if count % config.tp]
+    if uneven:
+        return f"must divide {' and '.join(uneven)} evenly; {config.tp} tensor-parallel ranks leave a remainder"
+
+
+def _stages_divide_layers(config):
+    chunks = config.pp * config.vpp
+    if config.layers % chunks:
+        return (f"must divide evenly into pp × vpp = {chunks} stages' chunks; {config.layers} layers leave "
+                f"{config.layers % chunks}")
+
+
+def _interleaving_needs_stages(config):
+    if config.vpp > 1 and config.pp == 1:
+        return "needs pp > 1: virtual stages interleave a pipeline"
+    if config.vpp > 1 and config.micro_batches % config.pp:
+        return (f"needs micro batches a multiple of pp ({config.pp}), as the interleaved schedule does; "
+                f"got {config.micro_batches}")
+
+
 # (fields involved, the path a problem is reported at, check returning a message or None)
 COMBINATIONS = (
     (("hidden", "heads"), "heads", _heads_divide_hidden),
+    (("heads", "kv_heads"), "kv_heads", _kv_heads_divide_heads),
+    (("tp", "heads", "kv_heads", "hidden", "mlp_ratio"), "tp", _tp_divides),
+    (("layers", "pp", "vpp"), "layers", _stages_divide_layers),
+    (("vpp", "pp", "micro_batches"), "vpp", _interleaving_needs_stages),
     (("hidden", "mlp_ratio"), "mlp_ratio", _whole_mlp),
     (("dtype", "mixed_precision"), "mixed_precision", _mixed_needs_16_bits),
     (("batch", "seq"), "batch", _token_cap),

@@ -1,5 +1,9 @@
-"""One function from a LedgerConfig to the whole ledger: parameters, resident state, rows, totals, schedules, fit."""
+"""One function from a LedgerConfig to the whole ledger: parameters, resident state, rows, totals, schedules, fit,
+and one GPU's share of a parallel step (`per_gpu`, with Megatron's figure beside it) and what fits on the cluster."""
 from backend.ledger import capacity, checkpoint, korthikanti
+from backend.ledger.fits import fits_table
+from backend.ledger.megatron import megatron
+from backend.ledger.parallel import per_gpu
 from backend.ledger.config import FIELDS
 from backend.models.caps import cap
 from backend.ledger.params import param_count, param_tensors
@@ -87,5 +91,7 @@ def build_ledger(config):
         "batch_curve": capacity.batch_curve(config.device_bytes, resident["total_bytes"], fixed_per_batch,
                                             per_sequence, largest),
         "korthikanti": korthikanti.compare(config),
+        "per_gpu": {**per_gpu(config), "megatron": megatron(config)},
+        "fits": fits_table(config),
     }
 

@@ -18,13 +18,14 @@ class CausalSelfAttention(nn.Module):
         self.c_attn = nn.Linear(WIDTH, 3 * WIDTH)
         self.c_proj = nn.Linear(WIDTH, WIDTH)
         self.dropout = 0.1
+        self.resid_dropout = nn.Dropout(0.1)
 
     def forward(self, x):
         batch, seq, width = x.shape
         q, k, v = self.c_attn(x).split(width, dim=2)
         q, k, v = (t.view(batch, seq, HEADS, width // HEADS).transpose(1, 2) for t in (q, k, v))
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
-        return self.c_proj(y.transpose(1, 2).contiguous().view(batch, seq, width))
+        return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(batch, seq, width)))
 
 
 class MLP(nn.Module):
