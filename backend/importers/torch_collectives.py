@@ -319,13 +319,23 @@ class RankRecorder(TorchRecorder):
     def _as_bucket(self, storage, seen_before):
         """A DDP bucket's flat buffer is gradient memory: allocated when DDP (re)builds its buckets (at construction,
         or at the second step's forward, an `empty` the recorder saw), or, first seen at its all-reduce, before
-        the step began."""
+        the step began; so is one first seen when the reducer copied a gradient into it, which the buckets DDP
+        made before the step (at construction, or at a rebuild during the warm-up) are."""
         storage.update(kind="grad", shard_role="bucket")
-        if storage["id"] not in seen_before:
+        if storage["id"] not in seen_before or not self._allocated_in_step(storage["id"]):
             storage.update(born=0, setup=True)
         for record in self.tensors.values():
             if record["storage"] == storage["id"]:
                 record["kind"] = "grad"
+
+    def _allocated_in_step(self, storage_id):
+        """Whether an allocation this step recorded made the storage (DDP's rebuild: an `empty` in forward)."""
+        for entry in self.tape:
+            if entry["op"] in ALLOCATIONS and entry["output"] is not None:
+                outputs = entry["attrs"].get("outputs") or [entry["output"]]
+                if any(self.tensors[uid]["storage"] == storage_id for uid in outputs):
+                    return True
+        return False
 
     def _note_bucket(self, entry):
         launched = [b for b in self.ddp_buckets if b["entry"] is not None]
@@ -370,6 +380,10 @@ class RankRecorder(TorchRecorder):
         unit = self._buffer_units.get(id(tensor))
         if unit is not None:
             self._storage_units[storage["id"]] = unit
+
+
+ALLOCATIONS = {"empty", "empty_strided", "new_empty", "new_empty_strided", "empty_like", "zeros", "new_zeros",
+               "zeros_like"}
 
 
 def _propagating(tensor):

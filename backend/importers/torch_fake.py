@@ -80,11 +80,20 @@ def _ddp_on_fake_ranks():
     leaves empty, and after the first step its reducer rebuilds the buckets in the order gradients became ready,
     agreeing on them across ranks by a broadcast whose result it reads. So at a model's first forward: a model
     whose build() registered no hook gets torch's default one (divide the bucket by the world size, all-reduce it)
-    with the bucket itself as the future's value, and the buckets stay as DDP first assigned them (parameters in
-    reverse order, what the rebuild approximates; the bytes are the same, a bucket's members may differ)."""
+    with the bucket itself as the future's value, and the buckets are never rebuilt; instead DDP assigns them at
+    construction with the size limits its rebuild uses (the first bucket's cap, then bucket_cap_mb), where it
+    would put every parameter in one bucket until the rebuild: the same buckets, in reverse parameter order, which
+    is what the rebuild's order of ready gradients approximates (a bucket's members may differ, not its bytes)."""
     import torch
     import torch.nn.parallel.distributed as ddp
     verify, pre_forward = ddp._verify_param_shape_across_processes, ddp.DistributedDataParallel._pre_forward
+    limits = ddp._BucketCapacityConfig.compute_bucket_size_limits
+
+    def rebuilt_limits(self, static_graph, find_unused_parameters):
+        if self.has_custom_per_bucket_caps:
+            return limits(self, static_graph, find_unused_parameters)
+        caps = sorted({self.first_bucket_bytes_cap, self.bucket_bytes_cap})
+        return (caps, [])
 
     def fake_allreduce_hook(process_group, bucket):
         buffer = bucket.buffer()
@@ -104,11 +113,13 @@ def _ddp_on_fake_ranks():
 
     ddp._verify_param_shape_across_processes = lambda process_group, tensors, logger=None: None
     ddp.DistributedDataParallel._pre_forward = _pre_forward
+    ddp._BucketCapacityConfig.compute_bucket_size_limits = rebuilt_limits
     try:
         yield
     finally:
         ddp._verify_param_shape_across_processes = verify
         ddp.DistributedDataParallel._pre_forward = pre_forward
+        ddp._BucketCapacityConfig.compute_bucket_size_limits = limits
 
 
 class _UnrebuiltReducer:

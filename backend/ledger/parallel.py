@@ -163,7 +163,7 @@ def gpu_rows(config, stage):
         "optimizer_state": (optimizer, _optimizer_why(config)),
         "activations": (activations, f"{stage.layers} blocks' saved tensors"
                         + (" (each block's input; one block's recomputed in backward)" if stage.recompute_act else "")
-                        + f" × {stage.in_flight:g} micro-batches in flight"
+                        + f" × {stage.in_flight:g} micro-batch{'' if stage.in_flight == 1 else 'es'} in flight"
                         + (" and the head's logits and probabilities" if stage.head_act else "")),
         "communication_buffers": (comm, comm_why),
     }

@@ -1,7 +1,7 @@
 """A small GPT (nanoGPT's shape, written here with torch.nn, random init, no downloads): token and position
 embeddings, 4 pre-LN blocks with fused causal attention (scaled_dot_product_attention), weight-tied head,
 cross-entropy, AdamW. The blocks are `transformer.h`, the largest ModuleList: what --checkpoint wraps.
-Width 256 on a batch of 8 × 64 tokens (3.2 M parameters, a 59 MB peak): small, yet each op does enough work that
+Width 256 on a batch of 8 × 64 tokens (3.2 M parameters, a 61 MB peak): small, yet each op does enough work that
 recording costs about 2× the plain step (bench/torch_import.py); at width 64 Python's per-op hooks dominate (~7×)."""
 import math
 

@@ -87,3 +87,35 @@ def test_a_small_model_shows_its_real_size_and_a_batch_the_field_takes(page, liv
     expect(summary).to_contain_text("28.7 K")
     expect(summary).not_to_contain_text("0 M")
     expect(summary).to_contain_text("65,536 (the batch field's limit: more would fit)")
+
+
+def test_the_seed_s_question_seven_billion_on_eight_80_gb_cards_is_answered_per_gpu(page, live_server):
+    """Llama 2 7B from the preset menu, bf16 with fp32 master weights, micro-batch 1, 8 × 80 GiB: one GPU's rows
+    and peak as /api/ledger computes them, Megatron's figure beside, and the fits table: plain data parallel does
+    not fit, ZeRO-3 over 8 does."""
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{live_server}/ledger?batch=1&dtype=bf16&mixed_precision=true&attention=flash&device_gib=80&dp=8&zero=3")
+    expect(page.locator("body")).to_have_attribute("data-ledger-ready", "true", timeout=15000)
+    page.select_option("#f-preset", "llama2-7b")
+    expect(page.locator("#f-layers")).to_have_value("32")
+    expect(page.locator("#ledger-summary")).to_contain_text("6.74 B")
+    query = page.url.split("?", 1)[1]
+    api = page.request.get(f"{live_server}/api/ledger?{query}").json()
+    gpu = api["per_gpu"]
+    lede = page.locator("#ledger-per-gpu-lede")
+    expect(lede).to_contain_text("dp 8 · ZeRO 3 · tp 1 · pp 1 on 8 GPUs")
+    expect(lede).to_contain_text(f"peaks at {gpu['peak_bytes'] / 2**30:.2f} GiB, which fits in 80 GiB")
+    table = page.locator("#ledger-per-gpu tbody tr")
+    expect(table).to_have_count(5)
+    expect(table.filter(has_text="Optimizer state")).to_contain_text("a 1/dp shard")
+    expect(page.locator("#ledger-megatron")).to_contain_text("flat 5% for temporaries")
+    fits = page.locator("#ledger-fits tbody tr")
+    expect(fits).to_have_count(len(api["fits"]["rows"]))
+    expect(page.locator("#ledger-fits-title")).to_have_text("What fits on 8 × 80 GiB")
+    plain = fits.filter(has=page.locator("td:nth-child(1)", has_text="8")).filter(
+        has=page.locator("td:nth-child(2)", has_text="0"))
+    expect(plain.first).to_contain_text("does not fit")
+    assert not api["fits"]["rows"][-1]["fits"] and api["fits"]["rows"][0]["fits"]
+    assert errors == []

@@ -131,3 +131,41 @@ def test_flags_a_fake_step_cannot_take_are_one_sentence_before_the_file_runs(tmp
     with pytest.raises(SystemExit, match="^" + re.escape(said)):
         main([str(model_file), *flags])
 
+
+
+def _real_ddp_rank():
+    model, batch, loss_fn, optimizer = distributed_model.build("ddp")
+    return record_rank(model, batch, loss_fn, optimizer, warmup=1)
+
+
+def test_ddp_on_fake_ranks_keeps_the_bytes_of_its_real_ranks_over_gloo():
+    """DDP on fake ranks (torch_fake._ddp_on_fake_ranks: no shape check, the default hook's bucket as its future's
+    value, the first bucket assignment kept): the saved bytes, the resident state and the bytes of every kind of
+    storage rank 0 of a real 2-rank gloo run holds, the loss's aside (CPU's mse_loss, above); the same collectives,
+    as many, but for the two broadcasts real ranks make when they rebuild their buckets after the first step. The
+    buckets are DDP's rebuilt ones in bytes; a small parameter may sit in the next bucket (the order differs)."""
+    real = run_ranks(_real_ddp_rank, 2)[0]
+    with faking(2):
+        fake = record_rank(*distributed_model.build("ddp"), warmup=1)
+    assert fake["summary"]["saved_bytes"] == real["summary"]["saved_bytes"]
+    kinds = {name: Counter() for name in ("real", "fake")}
+    for name, document in (("real", real), ("fake", fake)):
+        for storage in document["storages"]:
+            kinds[name][storage["kind"]] += storage["nbytes"]
+    cut = {name: Counter((s["nbytes"], s["kind"]) for s in document["storages"])
+           for name, document in (("real", real), ("fake", fake))}
+    loss_bytes = distributed_model.BATCH // 2 * distributed_model.SEQ * 4
+    real_only, fake_only = cut["real"] - cut["fake"], cut["fake"] - cut["real"]
+    assert real_only.pop((loss_bytes, "activation")) == 1 and fake_only.pop((4, "activation")) == 1
+    # the rebuild's broadcasts of bucket indices and sizes: small int tensors only real ranks make
+    rebuild = {key: n for key, n in real_only.items() if key[1] == "activation"}
+    assert rebuild and all(nbytes <= 128 for nbytes, _ in rebuild)
+    kinds["real"]["activation"] -= loss_bytes - 4 + sum(nbytes * n for (nbytes, _), n in rebuild.items())
+    assert kinds["fake"] == kinds["real"]
+    # and the gradients cut into other buckets: the same bytes, other sizes
+    assert {kind for _, kind in fake_only} <= {"grad"} and {kind for _, kind in real_only} <= {"grad", "activation"}
+    collectives = {name: Counter(e["op"] for e in document["tape"] if e["family"] == "collective")
+                   for name, document in (("real", real), ("fake", fake))}
+    assert collectives["real"].pop("broadcast") == 2         # the rebuild's agreement on the buckets
+    assert collectives["fake"] == collectives["real"] and collectives["real"]["all_reduce"] > 2
+    assert fake["summary"]["resident"] == real["summary"]["resident"]

@@ -103,6 +103,8 @@ async function update() {
 
 function render(ledger) {
   renderSummary(ledger);
+  renderPerGpu(ledger);
+  renderFits(ledger);
   renderRowsTable(ledger);
   renderRowsChart(ledger);
   renderCheckpoint(ledger);
@@ -120,11 +122,57 @@ function renderSummary(ledger) {
     [`Activations (${c.layers} layers + head)`, formatBytes(ledger.activation_bytes)],
     ["Per token", `${formatBytes(ledger.per_token_bytes)} (${formatBytes(ledger.per_token_layer_bytes)}/layer)`],
     ["k* = √(L·b/a): the best checkpoint interval (L layers, a = one layer's saved bytes, b = one kept layer input)", formatNumber(ledger.k_star, 2)],
-    [`Max batch on ${formatNumber(c.device_gib, 2)} GiB`,
+    [`Max batch on one ${formatNumber(c.device_gib, 2)} GiB GPU, nothing sharded`,
       ledger.max_batch_capped ? `${formatNumber(ledger.max_batch, 0)} (the batch field's limit: more would fit)` : formatNumber(ledger.max_batch, 0)],
   ];
   const summary = document.getElementById("ledger-summary");
   summary.replaceChildren(...items.map(([term, value]) => el("div", {}, el("dt", { text: term }), el("dd", { text: value }))));
+}
+
+const ROW_TITLES = {
+  parameters: "Parameters", gradients: "Gradients", optimizer_state: "Optimizer state",
+  activations: "Activations", communication_buffers: "Communication buffers",
+};
+
+function layout(c) {
+  const parts = [`dp ${c.dp}`, `ZeRO ${c.zero}`, `tp ${c.tp}${c.sp ? " + sp" : ""}`, `pp ${c.pp}`];
+  if (c.pp > 1) parts.push(`${c.micro_batches} micro-batches${c.vpp > 1 ? `, ${c.vpp} virtual stages` : ""}`);
+  if (c.recompute !== "none") parts.push("full recompute");
+  return parts.join(" · ");
+}
+
+function renderPerGpu(ledger) {
+  const gpu = ledger.per_gpu;
+  const c = ledger.config;
+  const device = formatBytes(ledger.device_bytes);
+  const stage = c.pp > 1 ? ` (pipeline stage ${gpu.stage}, the most loaded)` : "";
+  document.getElementById("ledger-per-gpu-lede").textContent =
+    `${layout(c)} on ${gpu.gpus} GPU${gpu.gpus === 1 ? "" : "s"}: one GPU${stage} peaks at ${formatBytes(gpu.peak_bytes)}, `
+    + (gpu.fits ? `which fits in ${device}.` : `over the ${device} device.`)
+    + ` The peak walks backward a layer at a time (activations freed as gradients appear); the rows below, all at once, total ${formatBytes(gpu.total_bytes)}.`;
+  document.querySelector("#ledger-per-gpu tbody").replaceChildren(...gpu.rows.map((row) => el("tr", {},
+    el("th", { text: ROW_TITLES[row.name] || row.name, scope: "row" }),
+    el("td", { text: formatBytes(row.bytes), class: "num" }), el("td", { text: row.why }))));
+  const m = gpu.megatron;
+  document.getElementById("ledger-megatron").textContent =
+    `Megatron-LM's theoretical memory for the same layout: ${formatBytes(m.total_bytes)} (weights and optimizer ${formatBytes(m.weight_and_optimizer_bytes)}, `
+    + `activations ${formatBytes(m.activation_bytes)}${m.overhead_factor > 1 ? `, with its flat ${Math.round((m.overhead_factor - 1) * 100)}% for temporaries` : ""}). `
+    + "It assumes a 16-bit model with 18 B per parameter (6 + 12/dp with its distributed optimizer), knows no ZeRO-2 or 3, and counts the first stage.";
+}
+
+function renderFits(ledger) {
+  const fits = ledger.fits;
+  const c = ledger.config;
+  document.getElementById("ledger-fits-title").textContent =
+    `What fits on ${fits.gpus} × ${formatNumber(c.device_gib, 2)} GiB`;
+  document.getElementById("ledger-fits-lede").textContent =
+    `${fits.fitting} of ${fits.tried} ways to spread this step over ${fits.gpus} GPUs (dp · tp · pp = ${fits.gpus}) fit, `
+    + `at micro-batch ${c.batch} × ${formatNumber(c.seq, 0)} tokens. The fitting ones come first: the fewest model-parallel ranks, the lowest ZeRO stage, no recomputation.`;
+  document.querySelector("#ledger-fits tbody").replaceChildren(...fits.rows.map((row) => el("tr", { class: row.fits ? "fits" : "oom" },
+    ...cells("td", [row.dp, row.zero, row.tp], 0), el("td", { text: row.sp ? "yes" : "no" }),
+    el("td", { text: String(row.pp), class: "num" }), el("td", { text: row.recompute }),
+    ...cells("td", [formatBytes(row.peak_bytes), formatBytes(row.megatron_bytes)], 0),
+    el("td", { text: row.fits ? "fits" : "does not fit" }))));
 }
 
 function rowSection(title, rows, unitBytes) {
