@@ -31,6 +31,7 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.utils._python_dispatch import _get_current_dispatch_mode_stack, is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_leaves
 
+from backend.importers.torch_ddp import find_ddp
 from backend.importers.torch_fake import step_fake_mode
 from backend.importers.torch_ops import TAPESCOPE
 from backend.importers.torch_recorder import TorchRecorder
@@ -89,7 +90,7 @@ class RankRecorder(TorchRecorder):
         self.collectives = []           # tape indices of the collective entries, in order
         self.ddp_buckets = []           # DDP's reducer's buckets: {index, bytes, params, entry}
         self._pending = []              # issued, not yet waited: (tape index, output storage ids)
-        self._ddp = _find_ddp(model)
+        self._ddp = find_ddp(model)
         self._names = {}                # id(parameter or local shard) -> name
         self._fsdp_buffers = {}         # id(tensor) -> role, for FSDP2's all-gather outputs and unsharded params
         self._buffer_units = {}         # id(tensor) -> the FSDP2 unit (module path) whose unsharded parameter it is
@@ -445,10 +446,3 @@ def _fsdp_unit(units):
                 return unit
         frame = frame.f_back
     return None
-
-
-def _find_ddp(model):
-    from torch.nn.parallel import DistributedDataParallel
-    if model is None:
-        return None
-    return next((m for m in model.modules() if isinstance(m, DistributedDataParallel)), None)

@@ -16,6 +16,7 @@ import torch
 from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile
 
+from backend.importers.torch_ddp import bucket_bytes
 from backend.importers.torch_optimizer_state import state_tensors
 from backend.importers.torch_storages import storage_address
 
@@ -56,11 +57,12 @@ def profiled(fn):
 
 
 def existing_bytes(model, batch_tensors, optimizer=None):
-    """Bytes of the unique storages alive before the step: parameters, buffers, the batch, optimizer state."""
+    """Bytes of the unique storages alive before the step: parameters, buffers, the batch, optimizer state, DDP's
+    buckets."""
     tensors = [*model.parameters(), *model.buffers(), *batch_tensors]
     tensors += [value for _, _, value in state_tensors(optimizer)]
     unique = {storage_address(t.untyped_storage()): t.untyped_storage().nbytes() for t in tensors}
-    return int(sum(unique.values()))
+    return int(sum(unique.values())) + bucket_bytes(model)
 
 
 def _running(events):

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.xdist_group("torch-import")
 
 from backend.importers.torch import main  # noqa: E402
 from backend.importers.torch_collectives import local  # noqa: E402
+from backend.importers.torch_ddp import bucket_bytes  # noqa: E402
 from backend.importers.torch_distributed import local_parameter_bytes, record_rank, run_ranks  # noqa: E402
 from backend.importers.torch_optimizer_state import state_tensors  # noqa: E402
 from backend.importers.torch_profile import plain_peak, profiled  # noqa: E402
@@ -26,7 +27,7 @@ from tests.importers import distributed_model  # noqa: E402
 from tests.importers.packed import packed_during  # noqa: E402
 
 WORLD = 2
-WARMUP = 1          # DDP rebuilds its buckets at the second step: the recorded step is the steady state's
+WARMUP = 2          # DDP rebuilds its buckets at the second step's forward: the third is the steady state
 PROFILED_STEPS = 3  # torch.profiler's peak: the least of 3 plain steps (gloo's threads allocate when they run)
 
 
@@ -62,9 +63,8 @@ def buckets_by_hook(wrap):
     existing = existing_bytes(model, batch, optimizer)
     packed, events = profiled(lambda: packed_during(lambda: run_step(model, batch, loss_fn, optimizer)))
     buckets, peaks = list(seen), [plain_peak(events, existing)]
-    # the same step again, for the least (Adam's state is there already); not DDP's: its recorded step is the one
-    # that rebuilds its buckets, in its forward
-    for _ in range(PROFILED_STEPS - 1 if wrap not in distributed_model.REPLICATED else 0):
+    # the same step again, for the least (Adam's state is there already; DDP's buckets rebuilt in the warm-up)
+    for _ in range(PROFILED_STEPS - 1):
         optimizer.zero_grad(set_to_none=True)
         _, events = profiled(lambda: run_step(model, batch, loss_fn, optimizer))
         peaks.append(plain_peak(events, existing))
@@ -72,14 +72,15 @@ def buckets_by_hook(wrap):
 
 
 def existing_bytes(model, batch, optimizer):
-    """torch_profile.existing_bytes on this rank: the storages alive before the step, a DTensor's by its shard."""
+    """torch_profile.existing_bytes on this rank: the storages alive before the step, a DTensor's by its shard, and
+    DDP's buckets as its reducer reports them."""
     tensors = [*model.parameters(), *model.buffers(), *batch]
     tensors += [value for _, _, value in state_tensors(optimizer)]
     unique = {}
     for tensor in tensors:
         storage = local(tensor).untyped_storage()
         unique[storage.data_ptr()] = storage.nbytes()
-    return sum(unique.values())
+    return sum(unique.values()) + bucket_bytes(model)
 
 
 def own_state_bytes(optimizer):
