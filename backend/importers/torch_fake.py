@@ -5,8 +5,8 @@ lifetimes of the real model code at real size, no values and no memory.
 What this needs of the recorder: a fake tensor's storage has no data pointer (0), so storages are known by the
 storage itself while it lives (torch_storages.storage_address), a resize changes a fake storage's size and not its
 address (torch_waits), and no statistics are read (torch_storages.is_fake). What torch needs: a DeviceMesh is made
-outside fake mode (its rank map is read with tolist()), so init_device_mesh, the user's or fully_shard's own default
-mesh, runs with fake mode lifted while the block is on; DDP runs with two
+outside fake mode (its rank map is read with tolist()), so every DeviceMesh, the user's or fully_shard's own default
+mesh, is made with fake mode lifted while the block is on; DDP runs with two
 changes a fake group needs (_ddp_on_fake_ranks). The fake process group is one rank's view: every collective
 returns at once with its output's shape, so the document is rank 0's (`--world-size` ranks alike: one document).
 """
@@ -47,29 +47,31 @@ def faking(world_size=1):
 
 @contextlib.contextmanager
 def _meshes_made_for_real():
-    """init_device_mesh (as the user imports it and as fully_shard calls it for its default mesh) with fake mode
-    lifted: the mesh's rank map is a real tensor."""
-    import torch.distributed.device_mesh as device_mesh
-    modules = [device_mesh]
-    try:
-        from torch.distributed.fsdp._fully_shard import _fsdp_init
-        modules.append(_fsdp_init)
-    except ImportError:
-        pass
-    original = device_mesh.init_device_mesh
+    """Every DeviceMesh made while the block is on (by init_device_mesh however the user imported it, by
+    fully_shard for its default mesh, or directly) is made with fake mode lifted, its rank map a real tensor: it
+    reads the ranks out of it. A rank map made under fake mode has no values to read; it is init_device_mesh's
+    identity map (arange), which is what it is remade as."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.distributed.device_mesh import DeviceMesh
+    original = DeviceMesh.__init__
 
-    def init_device_mesh(*args, **kwargs):
+    def real(tensor):
+        if not isinstance(tensor, FakeTensor):
+            return tensor
+        return torch.arange(tensor.numel(), dtype=torch.int).view(tuple(tensor.shape))
+
+    def __init__(self, device_type, mesh=None, *args, **kwargs):
         with unset_fake_temporarily():
-            return original(*args, **kwargs)
+            if "_rank_map" in kwargs:
+                kwargs["_rank_map"] = real(kwargs["_rank_map"])
+            original(self, device_type, real(mesh), *args, **kwargs)
 
-    patched = [(module, module.init_device_mesh) for module in modules if hasattr(module, "init_device_mesh")]
-    for module, _ in patched:
-        module.init_device_mesh = init_device_mesh
+    DeviceMesh.__init__ = __init__
     try:
         yield
     finally:
-        for module, before in patched:
-            module.init_device_mesh = before
+        DeviceMesh.__init__ = original
 
 
 @contextlib.contextmanager

@@ -60,6 +60,7 @@ class LedgerConfig:
     zero: int = 0
     tp: int = 1
     sp: bool = False
+    loss_parallel: bool = True
     pp: int = 1
     micro_batches: int = 1
     vpp: int = 1
@@ -159,6 +160,8 @@ FIELDS = {
     "zero": Field("int", 0, 3, help="ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also parameters"),
     "tp": Field("int", 1, 1024, help="tensor-parallel ranks (Megatron's column and row split)"),
     "sp": Field("bool", help="sequence parallel: the residual stream's saves split over the tensor-parallel ranks"),
+    "loss_parallel": Field("bool", help="the loss over vocabulary-split logits (Megatron's, torch's loss_parallel); "
+                                        "no: the logits gathered whole on every tensor-parallel rank first"),
     "pp": Field("int", 1, 1024, help="pipeline stages (1F1B)"),
     "micro_batches": Field("int", 1, 65536, help="micro-batches per step through the pipeline"),
     "vpp": Field("int", 1, 64, help="virtual stages per GPU (the interleaved 1F1B schedule)"),

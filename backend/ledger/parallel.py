@@ -76,7 +76,7 @@ def stages(config):
         layer_act, recompute_act = (_ceil_div(boundary, tp) if sp else boundary), layer_act
     network = network_rows(config)
     tensors = param_tensors(config)
-    heads = sum(row.split_bytes(tp, sp) for row in head_rows(config))
+    heads = sum(row.split_bytes(tp, sp) if config.loss_parallel else row.bytes for row in head_rows(config))
     everywhere = sum(row.split_bytes(tp, sp) for row in network
                      if not row.name.startswith(EMBEDDING_ROWS + LAST_STAGE_ROWS))
     embedding = sum(row.split_bytes(tp, sp) for row in network if row.name.startswith(EMBEDDING_ROWS))

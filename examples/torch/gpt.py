@@ -10,6 +10,7 @@ from torch import nn
 from torch.nn import functional as F
 
 VOCAB, CONTEXT, WIDTH, HEADS, LAYERS, BATCH, SEQ = 128, 64, 256, 4, 4, 8, 64
+HEAD_DIM = WIDTH // HEADS
 
 
 class CausalSelfAttention(nn.Module):
@@ -21,11 +22,12 @@ class CausalSelfAttention(nn.Module):
         self.resid_dropout = nn.Dropout(0.1)
 
     def forward(self, x):
-        batch, seq, width = x.shape
-        q, k, v = self.c_attn(x).split(width, dim=2)
-        q, k, v = (t.view(batch, seq, HEADS, width // HEADS).transpose(1, 2) for t in (q, k, v))
+        batch, seq, _ = x.shape
+        q, k, v = self.c_attn(x).chunk(3, dim=2)      # under tensor parallelism, this rank's heads (gpt_tp.py)
+        heads = q.shape[-1] // HEAD_DIM
+        q, k, v = (t.view(batch, seq, heads, HEAD_DIM).transpose(1, 2) for t in (q, k, v))
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
-        return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(batch, seq, width)))
+        return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(batch, seq, heads * HEAD_DIM)))
 
 
 class MLP(nn.Module):

@@ -1,7 +1,8 @@
 """The ledger's per-GPU rows (backend/ledger/parallel.py) against fake-mode recordings of the project's torch GPT
 (examples/torch/gpt*.py) on 1, 2 and 8 fake ranks, at every ZeRO stage: DDP (zero 0), ZeroRedundancyOptimizer
-(1), FSDP2 without and with resharding after forward (2, 3). The ledger's config is the example's shape, its batch
-split over the ranks as the examples split it (tests/ledger/test_per_gpu.py holds the hand-worked figures).
+(1), FSDP2 without and with resharding after forward (2, 3), and tensor parallelism with and without sequence
+parallelism on 2 (gpt_tp.py). The ledger's config is the example's shape, its batch split over the data-parallel
+ranks as the examples split it (tests/ledger/test_per_gpu.py holds the hand-worked figures).
 
 A recording's rows: parameters, the parameter storages live when the step ends; gradients and optimizer state, the
 ones the optimizer step holds (`summary.resident`), DDP's bucket copies among the gradients (the ledger's
@@ -39,6 +40,10 @@ def recorded(dp, zero):
     with faking(dp):
         step = step_of(build)
         document = record_step(*step, warmup=1, workspace=False) if dp == 1 else record_rank(*step, warmup=1)
+    return rows_recorded(document)
+
+
+def rows_recorded(document):
     summary = document["summary"]
     forward_end = document["steps"][summary["forward_end_step"]]["by_kind"]
     return {
@@ -64,4 +69,19 @@ def test_each_per_gpu_row_is_the_fake_recordings_within_one_percent(dp, zero):
     assert rows["activations"] + fused_view == pytest.approx(run["activations"], rel=0.01)
     if zero >= 2:
         assert 0 < run["sharding_at_peak"] <= rows["communication_buffers"]
+    assert ledger["peak_bytes"] == pytest.approx(run["peak"], rel=0.06)
+
+
+@pytest.mark.parametrize("sequence_parallel", [False, True], ids=["tp2", "tp2-sp"])
+def test_tensor_parallel_rows_are_the_fake_recordings_within_one_percent(sequence_parallel):
+    """examples/torch/gpt_tp.py on 2 fake ranks: the embedding and head split by vocabulary rows, the logits
+    gathered for the loss (loss_parallel false), with and without sequence parallelism."""
+    build = load_build(ROOT / "examples" / "torch" / "gpt_tp.py")
+    with faking(2):
+        run = rows_recorded(record_rank(*step_of(lambda: build(sequence_parallel=sequence_parallel)), warmup=1))
+    ledger = per_gpu(parse_config(dict(TORCH_GPT, batch=BATCH, tp=2, sp=sequence_parallel, loss_parallel=False)))
+    rows = {row["name"]: row["bytes"] for row in ledger["rows"]}
+    assert rows["parameters"] == run["parameters"] and rows["gradients"] == run["gradients"]
+    for name in ("optimizer_state", "activations"):
+        assert rows[name] == pytest.approx(run[name], rel=0.01), name
     assert ledger["peak_bytes"] == pytest.approx(run["peak"], rel=0.06)
