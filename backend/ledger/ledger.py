@@ -4,6 +4,7 @@ from backend.ledger import capacity, checkpoint, korthikanti
 from backend.ledger.fits import fits_table
 from backend.ledger.megatron import megatron
 from backend.ledger.parallel import per_gpu
+from backend.ledger.record import record_command
 from backend.ledger.config import FIELDS
 from backend.models.caps import cap
 from backend.ledger.params import param_count, param_tensors
@@ -91,7 +92,7 @@ def build_ledger(config):
         "batch_curve": capacity.batch_curve(config.device_bytes, resident["total_bytes"], fixed_per_batch,
                                             per_sequence, largest),
         "korthikanti": korthikanti.compare(config),
-        "per_gpu": {**per_gpu(config), "megatron": megatron(config)},
+        "per_gpu": {**per_gpu(config), "megatron": megatron(config), "record": record_command(config)},
         "fits": fits_table(config),
     }
 

@@ -111,6 +111,8 @@ def test_the_seed_s_question_seven_billion_on_eight_80_gb_cards_is_answered_per_
     expect(table).to_have_count(5)
     expect(table.filter(has_text="Optimizer state")).to_contain_text("a 1/dp shard")
     expect(page.locator("#ledger-megatron")).to_contain_text("flat 5% for temporaries")
+    expect(page.locator("#ledger-record-command")).to_have_text(gpu["record"]["command"])
+    expect(page.locator("#ledger-record-command")).to_contain_text("examples/torch/llama7b_fsdp.py --fake --world-size 8")
     fits = page.locator("#ledger-fits tbody tr")
     expect(fits).to_have_count(len(api["fits"]["rows"]))
     expect(page.locator("#ledger-fits-title")).to_have_text("What fits on 8 × 80 GiB")

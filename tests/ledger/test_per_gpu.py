@@ -91,3 +91,21 @@ def test_the_seed_s_question_seven_billion_on_eight_80_gb_cards():
     assert table[(8, 1, 1, 1, "none")]["fits"] and table[(8, 3, 1, 1, "none")]["fits"]
     assert ledger["fits"]["rows"][0]["fits"] and ledger["fits"]["tried"] == len(ledger["fits"]["rows"])
     assert table[(8, 3, 1, 1, "none")]["peak_bytes"] < table[(8, 1, 1, 1, "none")]["peak_bytes"]
+
+
+def test_record_this_configuration_names_the_example_that_is_this_model_or_says_to_bring_one():
+    from backend.ledger.record import record_command
+    for dp, zero in [(1, 0), (2, 0), (2, 1), (8, 2), (8, 3)]:
+        command = record_command(parse_config(dict(TORCH_GPT, batch=BATCH // dp, dp=dp, zero=zero)))
+        expected = "gpt.py" if dp == 1 else f"{EXAMPLES[zero]}.py"
+        assert command["example"] and f"examples/torch/{expected} --fake" in command["command"]
+        assert (ROOT / "examples" / "torch" / expected).exists()
+        assert (f"--world-size {dp}" in command["command"]) == (dp > 1)
+    tp = record_command(parse_config(dict(TORCH_GPT, batch=BATCH, tp=2, sp=True, loss_parallel=False)))
+    assert "examples/torch/gpt_tp.py --fake --world-size 2" in tp["command"]
+    small = record_command(parse_config(dict(LLAMA, layers=2, seq=256, batch=1, dtype="bf16", mixed_precision=True,
+                                             attention="flash", dp=8, zero=3)))
+    assert small["command"].startswith("TAPESCOPE_LLAMA_LAYERS=2 TAPESCOPE_LLAMA_SEQ=256 ")
+    assert "examples/torch/llama7b_fsdp.py --fake --world-size 8" in small["command"]
+    other = record_command(parse_config({"dp": 4, "tp": 2}))
+    assert not other["example"] and "your_model.py --fake --world-size 8" in other["command"]

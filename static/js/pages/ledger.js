@@ -158,6 +158,11 @@ function renderPerGpu(ledger) {
     `Megatron-LM's theoretical memory for the same layout: ${formatBytes(m.total_bytes)} (weights and optimizer ${formatBytes(m.weight_and_optimizer_bytes)}, `
     + `activations ${formatBytes(m.activation_bytes)}${m.overhead_factor > 1 ? `, with its flat ${Math.round((m.overhead_factor - 1) * 100)}% for temporaries` : ""}). `
     + "It assumes a 16-bit model with 18 B per parameter (6 + 12/dp with its distributed optimizer), knows no ZeRO-2 or 3, and counts the first stage.";
+  const record = gpu.record;
+  document.getElementById("ledger-record-lede").textContent = record.example
+    ? "Record this configuration on the tape, fake (shapes and bytes, no GPUs), with the example model that is this model; open run.json in the Explorer to step through rank 0:"
+    : "Record this configuration on the tape, fake (shapes and bytes, no GPUs): no example model here has this shape, so give your own model file (a build() that wraps the model as your training script does):";
+  document.getElementById("ledger-record-command").textContent = record.command;
 }
 
 function renderFits(ledger) {
