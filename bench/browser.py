@@ -12,8 +12,12 @@ page's JS heap after a garbage collection (<= 150 MB at 5,000). --repeat N measu
 times, alternating, and prints medians; the load average is printed before and after, since the machine is shared. With --baseline DIR (a checkout of main, e.g. `git worktree add --detach /tmp/base
 main`, with static/vendor copied in) the same figures for that checkout's page are printed beside, measured in the
 same run; --synthetic adds bench/synthetic_trace.py's documents of the same node counts.
+--fake-run ENTRIES records examples/torch/llama7b_fsdp.py on 8 fake ranks with as many layers as make about that
+many tape entries (small widths: the entry count is what the page pays for; torch must be installed) and opens the
+run.json as a person does (the Open run.json… input), printing the time from choosing the file to the explorer
+drawn on it (target at 20,000 entries: 3 s), the boxes drawn, the median frame stepping by hand and the JS heap.
 
-Run: .venv/bin/python bench/browser.py [--baseline DIR] [--repeat N] [--synthetic] [entries ...]
+Run: .venv/bin/python bench/browser.py [--baseline DIR] [--repeat N] [--synthetic] [--fake-run 20000] [entries ...]
 """
 import argparse
 import json
@@ -180,6 +184,44 @@ def measure(browser, url):
             "unfold_ms": folding["unfold"] if folding else None, "fold_ms": folding["fold"] if folding else None}
 
 
+ENTRIES_PER_LLAMA_LAYER = 132          # measured: 206 layers made 27,232 entries (forward, backward, AdamW)
+FAKE_SIZES = {"WIDTH": 256, "HEADS": 4, "HIDDEN": 688, "VOCAB": 1000, "SEQ": 64}
+OPENED = ("() => window.tapescope.getTrace()?.source?.fake "
+          "&& document.querySelector('.explorer').dataset.ready === 'true'")
+
+
+def fake_run(entries, folder):
+    """A fake-mode run.json of the Llama example with about `entries` tape entries: (path, entries it has)."""
+    layers = max(1, round(entries / ENTRIES_PER_LLAMA_LAYER))
+    env = dict(os.environ, TAPESCOPE_LLAMA_LAYERS=str(layers),
+               **{f"TAPESCOPE_LLAMA_{name}": str(value) for name, value in FAKE_SIZES.items()})
+    path = Path(folder) / "fake-run.json"
+    subprocess.run([sys.executable, "-m", "backend.importers.torch", "examples/torch/llama7b_fsdp.py", "--fake",
+                    "--world-size", "8", "--out", str(path)], cwd=ROOT, env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    from backend.trace.document_versions import unpack
+    return path, len(unpack(json.loads(path.read_text()))["tape"])
+
+
+def measure_opened(browser, url, path):
+    """Open a run.json through the page's own file input; time it to the explorer drawn on it."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(url)
+    page.wait_for_selector(".explorer[data-ready=true]", timeout=120_000)
+    started = time.perf_counter()
+    page.set_input_files("[data-testid=open-run]", str(path))
+    page.wait_for_function(OPENED, timeout=120_000)
+    opened_s = time.perf_counter() - started
+    drawn = page.locator("[data-testid=graph] .node").count()
+    stepped = page.evaluate(STEP_SCRIPT, FRAMES)
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("HeapProfiler.collectGarbage")
+    heap_mb = cdp.send("Runtime.getHeapUsage")["usedSize"] / 2**20
+    page.close()
+    return {"opened_s": opened_s, "drawn": drawn, "step_frame_ms": statistics.median(stepped["intervals"]),
+            "heap_mb": heap_mb}
+
+
 def median_of(results):
     """Each figure's median over repeated measurements of one page (the box count from the first)."""
     keys = [key for key in results[0] if key != "drawn"]
@@ -213,6 +255,7 @@ def main():
     parser.add_argument("--baseline", type=Path, help="a checkout of main to measure beside this one")
     parser.add_argument("--synthetic", action="store_true", help="also bench/synthetic_trace.py's documents")
     parser.add_argument("--repeat", type=int, default=1, help="measure each page this many times; print medians")
+    parser.add_argument("--fake-run", type=int, metavar="ENTRIES", help="also open a fake-mode run.json this big")
     args = parser.parse_args()
     documents = []
     for entries in args.entries:
@@ -237,6 +280,15 @@ def main():
                 target = TARGETS["ready_s"].get(entries)
                 print(f"   targets: interactive <= {target or '—'} s, fold/unfold <= {TARGETS['fold_ms']} ms, "
                       f"median frame <= {TARGETS['frame_ms']} ms, JS heap <= {TARGETS['heap_mb']} MB")
+            if args.fake_run:
+                path, entries = fake_run(args.fake_run, tempfile.mkdtemp())
+                for name, _, url in servers:
+                    runs = [measure_opened(browser, url, path) for _ in range(max(1, args.repeat))]
+                    middle = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+                    print(f"fake-mode run.json ({entries:,} entries, {path.stat().st_size / 2**20:.1f} MiB) on {name}: "
+                          f"opened and drawn in {middle['opened_s']:.2f} s (target <= 3 s) · {middle['drawn']:.0f} "
+                          f"boxes · median frame stepping by hand {middle['step_frame_ms']:.1f} ms · JS heap "
+                          f"{middle['heap_mb']:.1f} MB")
             print(f"load average (1 / 5 / 15 min): {load_average()}")
             browser.close()
     finally:

@@ -1,7 +1,9 @@
 // graph-groups.js — the graph's modules: nodes grouped by scope (layers[i], a residual's or a repeat's inner layers,
 // a transformer block and its attention / mlp), each group with its name and the bytes its entries save. A folded
 // group is drawn as one box; visibleGraph() is the graph with every folded group standing in for its members, the
-// edges between them bundled into one per pair (their bytes summed). A flat scope (a repeat of many identical layers)
+// edges between them bundled into one per pair (their bytes summed). A parameter belongs to the scopes its name and the
+// ops around it share; a leaf that is neither parameter nor input (a collective's buffer, a gradient before its
+// reduce-scatter) to the scopes every op reading it shares, so FSDP2's buffers fold into their block. A flat scope (a repeat of many identical layers)
 // is bucketed: past BUCKET_MAX sibling groups, runs of them are gathered into range groups ("layers[0][0–5]"), level
 // over level, so no group ever opens onto more than BUCKET_MAX boxes in a row.
 import { formatBytes } from "../lib/format.js";
@@ -20,6 +22,30 @@ export function scopePrefixes(scope) {
 }
 
 export const BUCKET_MAX = 6;
+
+/** Leaf id -> the scope prefixes of every op reading it (from the graph's edges). */
+function leafReaders(nodes, index) {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const readers = new Map();
+  for (const edge of index.trace?.graph?.edges ?? []) {
+    const reader = byId.get(edge.target);
+    if (!edge.source.startsWith("t") || !reader?.isOp) continue;
+    (readers.get(edge.source) ?? readers.set(edge.source, []).get(edge.source)).push(scopePrefixes(reader.scope));
+  }
+  return readers;
+}
+
+/** The prefixes every list starts with: the scopes all of a leaf's readers share. */
+function sharedPrefix(lists) {
+  if (!lists.length) return [];
+  let common = lists[0];
+  for (const list of lists.slice(1)) {
+    let i = 0;
+    while (i < common.length && common[i] === list[i]) i++;
+    common = common.slice(0, i);
+  }
+  return common;
+}
 
 /** The layer a scope names in the spec, for a group's title: "layers[1]" -> "transformer_block"; inside a repeat the
  * first index is an iteration ("layers[0][3]" -> "iteration 3"). A named part ("layers[1].attn") is its own name. */
@@ -47,11 +73,14 @@ function layerType(spec, path) {
 export function buildGroups(nodes, index, spec) {
   // A parameter belongs to the scopes of the ops around it: "layers[1].attn.q.weight" to layers[1] and layers[1].attn.
   const opScopes = new Set(nodes.filter((n) => n.isOp).flatMap((n) => scopePrefixes(n.scope)));
+  const readers = leafReaders(nodes, index);
   const members = new Map();
   const childScopes = new Map();   // scope -> its direct sub-scopes
   for (const node of nodes) {
     if (node.isOp) node.scopes = scopePrefixes(node.scope);
-    else node.scopes = node.kind === "param" ? scopePrefixes(node.name).filter((p) => p !== node.name && opScopes.has(p)) : [];
+    else if (node.kind === "param") node.scopes = scopePrefixes(node.name).filter((p) => p !== node.name && opScopes.has(p));
+    else if (node.kind === "input") node.scopes = [];
+    else node.scopes = sharedPrefix(readers.get(node.id) ?? []);
     node.scopes.forEach((prefix, i) => {
       (members.get(prefix) ?? members.set(prefix, []).get(prefix)).push(node);
       if (i) (childScopes.get(node.scopes[i - 1]) ?? childScopes.set(node.scopes[i - 1], new Set()).get(node.scopes[i - 1])).add(prefix);
