@@ -24,6 +24,7 @@ import { warmLayoutWorker } from "./layout.js";
 import { familyColor } from "../../lib/palette.js";
 
 const GROUP_HEIGHT = 30;
+const FOLLOW_SETTLE_MS = 120;     // the folds follow the cursor once no step has come for this long
 
 /** onSelect(nodeId); onFoldChange(unfolded) and onZoom({k, x, y}): the view the workspace saves; controls: the
  * toolbar's elements (views/graph/nav.js, views/graph/search.js, the fold-all button). */
@@ -268,6 +269,16 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
     }
   }
 
+  let followTimer = null;
+  function followWhenSettled(step, stepIndex) {
+    const node = step.entry === null || step.entry === undefined ? null : model.byId.get(`e${step.entry}`);
+    clearTimeout(followTimer);
+    followTimer = setTimeout(() => {
+      followTimer = null;
+      if (state?.step === stepIndex && followCursor(model.fold, node, stepIndex)) { showFoldState(); relayout(); }
+    }, FOLLOW_SETTLE_MS);
+  }
+
   /** Restyle for `step`: which entries are recorded, current, ready, swept; which saved tensors are held. */
   function update(stepIndex) {
     if (!state) return;
@@ -281,11 +292,10 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
     const recorded = (entry) => (index.recordedAt.get(entry) ?? Infinity) <= stepIndex;
     // Op-level recomputation: the entries re-run during this backward step to re-derive a recipe's value.
     const rerun = new Set((index.rederivedAt.get(stepIndex) ?? []).map((t) => index.tensor(t.recompute_of)?.produced_by));
-    // The player entered a group: unfold the folded groups on the cursor's path, fold back those it left.
-    if (followCursor(model.fold, step.entry === null || step.entry === undefined ? null : model.byId.get(`e${step.entry}`), stepIndex)) {
-      showFoldState();
-      relayout();
-    }
+    // The player entered a group: unfold the folded groups on the cursor's path, fold back those it left, once the
+    // steps settle (FOLLOW_SETTLE_MS without another): a held arrow key, a scrub or the fastest play only restyles,
+    // since a refold is a relayout and a big graph's costs a quarter of a second.
+    followWhenSettled(step, stepIndex);
     state.progress.show(stepIndex, nodeElements);
     const cursorRep = step.entry === null || step.entry === undefined ? null : state.rep.get(`e${step.entry}`);
     const selectedRep = selected ? state.rep.get(selected) : null;
