@@ -116,6 +116,10 @@ def test_the_seed_s_question_seven_billion_on_eight_80_gb_cards_is_answered_per_
     fits = page.locator("#ledger-fits tbody tr")
     expect(fits).to_have_count(len(api["fits"]["rows"]))
     expect(page.locator("#ledger-fits-title")).to_have_text("What fits on 8 × 80 GiB")
+    simplest = api["fits"]["rows"][0]
+    expect(page.locator("#ledger-fits-lede")).to_contain_text(
+        f"The simplest that fits: dp {simplest['dp']} · ZeRO {simplest['zero']} · tp 1 · pp 1, "
+        f"{simplest['peak_bytes'] / 2**30:.2f} GiB per GPU")
     plain = fits.filter(has=page.locator("td:nth-child(1)", has_text="8")).filter(
         has=page.locator("td:nth-child(2)", has_text="0"))
     expect(plain.first).to_contain_text("does not fit")

@@ -172,7 +172,9 @@ function renderFits(ledger) {
     `What fits on ${fits.gpus} × ${formatNumber(c.device_gib, 2)} GiB`;
   document.getElementById("ledger-fits-lede").textContent =
     `${fits.fitting} of ${fits.tried} ways to spread this step over ${fits.gpus} GPUs (dp · tp · pp = ${fits.gpus}) fit, `
-    + `at micro-batch ${c.batch} × ${formatNumber(c.seq, 0)} tokens. The fitting ones come first: the fewest model-parallel ranks, the lowest ZeRO stage, no recomputation.`;
+    + `at micro-batch ${c.batch} × ${formatNumber(c.seq, 0)} tokens. `
+    + (fits.fitting ? `The simplest that fits: ${layout({ ...c, ...fits.rows[0] })}, ${formatBytes(fits.rows[0].peak_bytes)} per GPU. ` : "None fits: try a smaller micro-batch, or more GPUs. ")
+    + "The fitting ones come first: the fewest model-parallel ranks, the lowest ZeRO stage, no recomputation.";
   document.querySelector("#ledger-fits tbody").replaceChildren(...fits.rows.map((row) => el("tr", { class: row.fits ? "fits" : "oom" },
     ...cells("td", [row.dp, row.zero, row.tp], 0), el("td", { text: row.sp ? "yes" : "no" }),
     el("td", { text: String(row.pp), class: "num" }), el("td", { text: row.recompute }),
