@@ -152,14 +152,15 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def run_ranks(target, nproc, *args):
+def run_ranks(target, nproc, *args, fresh=False):
     """Run target(*args) on `nproc` local ranks (127.0.0.1, a free port), each with the process group up; returns
     every rank's result, in rank order (gathered to rank 0, handed back through a file). A rank's ImportMistake is
-    raised here as the same sentence."""
+    raised here as the same sentence. The ranks are forked from this process on CPU, or spawned fresh (`fresh`,
+    and always with CUDA): a forked rank inherits what this process's torch holds."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="tapescope-ranks-") as scratch:
         result_path = Path(scratch) / "ranks.pickle"
-        method = "spawn" if torch.cuda.is_available() else "fork"      # nothing of CUDA may be forked
+        method = "spawn" if fresh or torch.cuda.is_available() else "fork"      # nothing of CUDA may be forked
         try:
             torch.multiprocessing.start_processes(_rank_entry, args=(nproc, port, str(result_path), target, args),
                                                   nprocs=nproc, start_method=method, join=True)

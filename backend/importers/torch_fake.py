@@ -33,6 +33,7 @@ def faking(world_size=1):
     if grouped:
         from torch.testing._internal.distributed.fake_pg import FakeStore
         dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
+    _forget_sharding_decisions()
     try:
         with _meshes_made_for_real(), _ddp_on_fake_ranks(), FakeTensorMode() as mode:
             _step_mode.append(mode)
@@ -41,8 +42,26 @@ def faking(world_size=1):
             finally:
                 _step_mode.pop()
     finally:
+        _forget_sharding_decisions()
         if grouped:
             dist.destroy_process_group()
+
+
+def _forget_sharding_decisions():
+    """DTensor caches its sharding decisions by op schema and its redistribution plans by placements, and a
+    placement can carry a tensor (the MaskPartial of a vocabulary-split embedding keeps its mask): a plan made on
+    the fake step and reused by a later real step in the same process (or one forked from it) applied the fake
+    step's mask, and the embedding's gradient came out wrong (seen in tests/importers/test_gpt_tp.py). Neither
+    world keeps the other's."""
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:
+        return
+    from torch.distributed.tensor import _redistribute
+    propagator = DTensor._op_dispatcher.sharding_propagator
+    propagator.propagate_op_sharding.cache_clear()
+    propagator._propagate_tensor_meta_cached.cache_clear()
+    _redistribute._gen_transform_infos.cache_clear()      # its plans keep the placements they were made with
 
 
 @contextlib.contextmanager

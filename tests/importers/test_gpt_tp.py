@@ -59,10 +59,12 @@ def tp_gradients(sequence_parallel):
 def test_tensor_parallel_gradients_are_the_single_process_ones(sequence_parallel):
     model, batch, loss_fn, _ = unpack_build(example("gpt").build())
     reference = gradients(without_dropout(model), batch, loss_fn)
-    for grads in run_ranks(tp_gradients, WORLD, sequence_parallel):
+    # fresh ranks: forked from a process that recorded a fake tensor-parallel step, the embedding's gradient comes
+    # out wrong (a DTensor state of the fake world torch keeps; not found yet, see torch_fake)
+    for grads in run_ranks(tp_gradients, WORLD, sequence_parallel, fresh=True):
         assert set(grads) == set(reference)
         for name, expected in reference.items():
-            torch.testing.assert_close(grads[name], expected, rtol=1e-4, atol=1e-6, msg=name)
+            torch.testing.assert_close(grads[name], expected, rtol=1e-4, atol=1e-6, msg=lambda m, name=name: f"{name}: {m}")
 
 
 def real_rank():
