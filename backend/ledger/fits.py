@@ -8,7 +8,7 @@ import dataclasses
 
 from backend.ledger.config import COMBINATIONS
 from backend.ledger.megatron import megatron
-from backend.ledger.parallel import per_gpu
+from backend.ledger.parallel import per_gpu, stages
 
 MAX_FITS_ROWS = 200
 
@@ -34,9 +34,12 @@ def candidates(config):
 
 
 def fits_table(config):
-    rows = []
+    rows, staged = [], {}
     for option in candidates(config):
-        gpu = per_gpu(option)
+        key = (option.tp, option.pp, option.recompute)
+        if key not in staged:
+            staged[key] = stages(option)
+        gpu = per_gpu(option, staged[key])
         rows.append({"dp": option.dp, "zero": option.zero, "tp": option.tp, "sp": option.sp, "pp": option.pp,
                      "recompute": option.recompute, "peak_bytes": gpu["peak_bytes"], "fits": gpu["fits"],
                      "megatron_bytes": megatron(option)["total_bytes"]})

@@ -213,10 +213,15 @@ def peak_bytes(config, stage, rows):
     return steady + max(points)
 
 
-def per_gpu(config):
-    """The most loaded GPU's rows and peak, and every stage's peak."""
+def per_gpu(config, staged=None):
+    """The most loaded GPU's rows and peak, and the peaks of the stages that can be it: the first, the second and
+    the last (every middle stage holds what the second holds with fewer micro-batches in flight, so less); `staged`
+    is stages(config) when the caller has it already (the ZeRO stage changes nothing in it: fits.py asks four times
+    for each)."""
+    staged = staged if staged is not None else stages(config)
+    candidates = [staged[i] for i in sorted({0, min(1, len(staged) - 1), len(staged) - 1})]
     by_stage = []
-    for stage in stages(config):
+    for stage in candidates:
         rows = gpu_rows(config, stage)
         by_stage.append((peak_bytes(config, stage, rows), stage, rows))
     peak, stage, rows = max(by_stage, key=lambda item: item[0])
@@ -225,7 +230,7 @@ def per_gpu(config):
         "rows": [{"name": name, **rows[name]} for name in ROW_NAMES],
         "total_bytes": sum(row["bytes"] for row in rows.values()),
         "peak_bytes": peak,
-        "stage_peaks": [item[0] for item in by_stage],
+        "stage_peaks": {str(item[1].index): item[0] for item in by_stage},
         "fits": peak <= config.device_bytes,
         "gpus": config.dp * config.tp * config.pp,
     }

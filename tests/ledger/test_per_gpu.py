@@ -109,3 +109,14 @@ def test_record_this_configuration_names_the_example_that_is_this_model_or_says_
     assert "examples/torch/llama7b_fsdp.py --fake --world-size 8" in small["command"]
     other = record_command(parse_config({"dp": 4, "tp": 2}))
     assert not other["example"] and "your_model.py --fake --world-size 8" in other["command"]
+
+
+def test_the_widest_fits_search_is_bounded_and_counts_only_the_stages_that_can_peak():
+    """512 layers on 65,536 GPUs: every dp · tp · pp layout (808 here), each computing three stages, not pp."""
+    ledger = build_ledger(parse_config(dict(layers=512, hidden=65536, heads=1024, gpus=65536, batch=1, seq=1024)))
+    assert ledger["fits"]["tried"] == 808 and len(ledger["fits"]["rows"]) == 200
+    deep = per_gpu(parse_config(dict(TORCH_GPT, layers=16, batch=1, pp=8, micro_batches=8)))
+    assert set(deep["stage_peaks"]) == {"0", "1", "7"} and deep["stage"] in (0, 1, 7)
+    everyone = [per_gpu(parse_config(dict(TORCH_GPT, layers=16, batch=1, pp=8, micro_batches=8)), [stage])
+                for stage in stages(parse_config(dict(TORCH_GPT, layers=16, batch=1, pp=8, micro_batches=8)))]
+    assert max(r["peak_bytes"] for r in everyone) == deep["peak_bytes"]
