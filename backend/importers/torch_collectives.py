@@ -89,6 +89,8 @@ class RankRecorder(TorchRecorder):
         super().__init__(with_values=with_values)
         self.collectives = []           # tape indices of the collective entries, in order
         self.ddp_buckets = []           # DDP's reducer's buckets: {index, bytes, params, entry}
+        self._allocated = set()         # storages an allocation entry of the tape made, read up to _allocations_read
+        self._allocations_read = 0
         self._pending = []              # issued, not yet waited: (tape index, output storage ids)
         self._ddp = find_ddp(model)
         self._names = {}                # id(parameter or local shard) -> name
@@ -330,13 +332,14 @@ class RankRecorder(TorchRecorder):
                 record["kind"] = "grad"
 
     def _allocated_in_step(self, storage_id):
-        """Whether an allocation this step recorded made the storage (DDP's rebuild: an `empty` in forward)."""
-        for entry in self.tape:
+        """Whether an allocation this step recorded made the storage (DDP's rebuild: an `empty` in forward). The
+        tape is read once, on from where the last question left it: a step asks once per bucket."""
+        for entry in self.tape[self._allocations_read:]:
             if entry["op"] in ALLOCATIONS and entry["output"] is not None:
                 outputs = entry["attrs"].get("outputs") or [entry["output"]]
-                if any(self.tensors[uid]["storage"] == storage_id for uid in outputs):
-                    return True
-        return False
+                self._allocated.update(self.tensors[uid]["storage"] for uid in outputs)
+        self._allocations_read = len(self.tape)
+        return storage_id in self._allocated
 
     def _note_bucket(self, entry):
         launched = [b for b in self.ddp_buckets if b["entry"] is not None]

@@ -130,8 +130,8 @@ def gpu_rows(config, stage):
     """{row name: {"bytes", "why"}} for one GPU of `stage`, and the pieces the peak needs."""
     weight_bytes, fp32 = DTYPE_BYTES[config.dtype], FP32_BYTES
     numel = stage.numel
-    weights = _sharded(numel, config, 2) * weight_bytes
-    grads = _sharded(numel, config, 2) * weight_bytes
+    sharded = config.zero >= 2 and config.dp > 1
+    weights = grads = _sharded(numel, config, 2) * weight_bytes        # FSDP2 shards both alike
     state = _state_tensors(config, stage)
     master = sum(t.numel * t.copies for t in state) * fp32 if config.mixed_precision else 0
     optimizer = optimizer_state_bytes(config, state) + master
@@ -158,8 +158,8 @@ def gpu_rows(config, stage):
     activations = math.ceil(stage.in_flight * (stage.layers * stage.layer_act + stage.edge_act)) + stage.head_act
     rows = {
         "parameters": (weights, f"{numel:,} elements of stage {stage.index} on one tensor-parallel rank"
-                                + (", a 1/dp shard" if config.zero >= 2 and config.dp > 1 else "")),
-        "gradients": (grads, "one per parameter" + (", a 1/dp shard" if config.zero >= 2 and config.dp > 1 else "")),
+                                + (", a 1/dp shard" if sharded else "")),
+        "gradients": (grads, "one per parameter" + (", a 1/dp shard" if sharded else "")),
         "optimizer_state": (optimizer, _optimizer_why(config)),
         "activations": (activations, f"{stage.layers} blocks' saved tensors"
                         + (" (each block's input; one block's recomputed in backward)" if stage.recompute_act else "")

@@ -28,7 +28,7 @@ from backend.importers.torch_fake import faking  # noqa: E402
 from backend.importers.torch_step import load_build, record_step, step_of  # noqa: E402
 from backend.ledger import parse_config  # noqa: E402
 from backend.ledger.parallel import per_gpu  # noqa: E402
-from tests.ledger.test_per_gpu import BATCH, EXAMPLES, TORCH_GPT  # noqa: E402
+from tests.ledger.test_per_gpu import BATCH, EXAMPLES, TORCH_GPT, rows_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARDING_KINDS = ("unsharded_param", "unsharded_grad", "comm_buffer")
@@ -59,7 +59,7 @@ def rows_recorded(document):
 @pytest.mark.parametrize("dp,zero", CASES, ids=[f"dp{dp}-zero{zero}" for dp, zero in CASES])
 def test_each_per_gpu_row_is_the_fake_recordings_within_one_percent(dp, zero):
     ledger = per_gpu(parse_config(dict(TORCH_GPT, batch=BATCH // dp, dp=dp, zero=zero)))
-    rows = {row["name"]: row["bytes"] for row in ledger["rows"]}
+    rows = rows_of(ledger)
     ddp_buckets = rows["communication_buffers"] if zero < 2 else 0
     run = recorded(dp, zero)
     assert rows["parameters"] == pytest.approx(run["parameters"], rel=0.01)
@@ -80,7 +80,7 @@ def test_tensor_parallel_rows_are_the_fake_recordings_within_one_percent(sequenc
     with faking(2):
         run = rows_recorded(record_rank(*step_of(lambda: build(sequence_parallel=sequence_parallel)), warmup=1))
     ledger = per_gpu(parse_config(dict(TORCH_GPT, batch=BATCH, tp=2, sp=sequence_parallel, loss_parallel=False)))
-    rows = {row["name"]: row["bytes"] for row in ledger["rows"]}
+    rows = rows_of(ledger)
     assert rows["parameters"] == run["parameters"] and rows["gradients"] == run["gradients"]
     for name in ("optimizer_state", "activations"):
         assert rows[name] == pytest.approx(run[name], rel=0.01), name

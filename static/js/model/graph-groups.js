@@ -1,11 +1,11 @@
 // graph-groups.js — the graph's modules: nodes grouped by scope (layers[i], a residual's or a repeat's inner layers,
 // a transformer block and its attention / mlp), each group with its name and the bytes its entries save. A folded
 // group is drawn as one box; visibleGraph() is the graph with every folded group standing in for its members, the
-// edges between them bundled into one per pair (their bytes summed). A parameter belongs to the scopes its name and the
-// ops around it share; a leaf that is neither parameter nor input (a collective's buffer, a gradient before its
-// reduce-scatter) to the scopes every op reading it shares, so FSDP2's buffers fold into their block. A flat scope (a repeat of many identical layers)
-// is bucketed: past BUCKET_MAX sibling groups, runs of them are gathered into range groups ("layers[0][0–5]"), level
-// over level, so no group ever opens onto more than BUCKET_MAX boxes in a row.
+// edges between them bundled into one per pair (their bytes summed). A parameter belongs to the scopes its name and
+// the ops around it share; a leaf that is neither parameter nor input (a collective's buffer, a gradient before its
+// reduce-scatter) to the scopes every op reading it shares, so FSDP2's buffers fold into their block. A flat scope
+// (a repeat of many identical layers) is bucketed: past BUCKET_MAX sibling groups, runs of them are gathered into
+// range groups ("layers[0][0–5]"), level over level, so no group ever opens onto more than BUCKET_MAX boxes in a row.
 import { formatBytes } from "../lib/format.js";
 
 /** "layers[1].attn" -> ["layers[1]", "layers[1].attn"]; "layers[0][3][1]" -> ["layers[0]", "layers[0][3]", "layers[0][3][1]"]. */
