@@ -188,13 +188,14 @@ class RankRecorder(TorchRecorder):
             return self._collective(func, name, args, kwargs)
         return super().__torch_dispatch__(func, types, args, kwargs)
 
-    def begin(self, phase):
+    def begin(self, phase, micro_batch=None):
         if phase == "backward" and self._ddp is not None:
             self._read_buckets()
-        if self.phase == "backward" and phase != "backward":
-            # DDP's reducer waits for every bucket in C++, in its final autograd callback: at backward's end
+        if self.phase == "backward" and phase != "backward" and self.micro_batch is None:
+            # DDP's reducer waits for every bucket in C++, in its final autograd callback: at backward's end (a
+            # pipeline's micro-batches alternate phases; their sends and receives are waited in Python)
             self._wait_all("DDP's reducer waits for its buckets when backward ends")
-        super().begin(phase)
+        super().begin(phase, micro_batch)
 
     # ----- collectives ------------------------------------------------------------------------
     def _collective(self, func, name, args, kwargs):

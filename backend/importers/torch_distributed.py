@@ -75,8 +75,32 @@ def peak_sharding(document):
     held = sorted(summary["by_shard_role_at_peak"].items(), key=lambda item: -item[1])
     parts = ", ".join(f"{ROLE_WORDS.get(role, role)} {_mib(nbytes)}" for role, nbytes in held if nbytes)
     where = f"{step['phase']} at step {step['index']}" + (f" ({scope})" if scope else "")
+    if step.get("micro_batch") is not None:
+        flight = in_flight(document["steps"], step["index"])
+        where = (f"micro-batch {step['micro_batch']}'s {where}, with micro-batch{'es' if len(flight) > 1 else ''} "
+                 f"{_and(flight)} in flight (forward run, backward not finished)")
     return (f"rank {document['rank']} peaks in {where}: " + (f"{parts} of {_mib(summary['peak_bytes'])}" if parts else
             f"{_mib(summary['peak_bytes'])}, none of it sharding's"))
+
+
+def in_flight(steps, at):
+    """The micro-batches of a pipeline stage in flight at step `at`: their forward has begun and their backward has
+    not ended (what the stage holds their saved activations for), in order."""
+    first, last = {}, {}
+    for step in steps:
+        micro_batch = step.get("micro_batch")
+        if micro_batch is None:
+            continue
+        if step["phase"] == "forward":
+            first.setdefault(micro_batch, step["index"])
+        elif step["phase"] == "backward":
+            last[micro_batch] = step["index"]
+    return [m for m in sorted(first) if first[m] <= at <= last.get(m, len(steps))]
+
+
+def _and(numbers):
+    words = [str(n) for n in numbers]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" and {words[-1]}"
 
 
 def _mib(nbytes):

@@ -21,13 +21,16 @@ from backend.importers.torch_storages import TensorRecords
 from backend.importers.torch_sweep import SweepOrder
 from backend.trace.records import SMALL_TENSOR_ELEMENTS, block_record, step_record
 
-__all__ = ["TorchRecorder", "Packed", "SMALL_TENSOR_ELEMENTS"]
+__all__ = ["TorchRecorder", "Packed", "SMALL_TENSOR_ELEMENTS", "LOSS_SCOPE"]
+
+LOSS_SCOPE = "loss"         # the scope of the ops loss_fn runs
 
 
 class TorchRecorder(CheckpointRegions, SweepOrder, SavedTensors, TensorRecords, OpRecording):
     def __init__(self, with_values=False):
         super().__init__()
         self.phase = "setup"
+        self.micro_batch = None     # 1..N while a pipeline schedule runs its micro-batches (torch_pipeline), else None
         self.tape, self.steps, self.sweep = [], [], []
         self.dependencies, self.blocks = {}, []
         self.scaler = None          # build_document reads a loss scaler's record; an imported step has none
@@ -43,12 +46,17 @@ class TorchRecorder(CheckpointRegions, SweepOrder, SavedTensors, TensorRecords, 
         self._init_regions()
 
     # ----- steps and phases --------------------------------------------------------------------
-    def begin(self, phase):
-        self.phase = phase
+    def begin(self, phase, micro_batch=None):
+        self.phase, self.micro_batch = phase, micro_batch
 
     def _new_step(self, entry, **extra):
+        """A step of the current phase (and micro-batch: on the step, and on the entry it makes)."""
         self._freed_in_step = False
         self.step = len(self.steps)
+        if self.micro_batch is not None:
+            extra["micro_batch"] = self.micro_batch
+            if entry is not None:
+                self.tape[entry].setdefault("micro_batch", self.micro_batch)
         self.steps.append(step_record(self.step, self.phase, entry, **extra))
 
     @property
@@ -127,7 +135,7 @@ class TorchRecorder(CheckpointRegions, SweepOrder, SavedTensors, TensorRecords, 
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        self._node_entry, self._variable_of = {}, {}
+        self._node_entry, self._variable_of, self._hooked = {}, {}, set()
 
 
 def _tensors(tree):

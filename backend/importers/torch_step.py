@@ -17,8 +17,9 @@ import torch
 
 from backend.importers.mistakes import StepError, cpu_only
 from backend.importers.torch_blocks import find_blocks
+from backend.importers.torch_pipeline import describe_pipeline, is_schedule, loss_name, run_schedule
 from backend.importers.torch_profile import live_by_step, plain_peak, profiled, unowned_allocations
-from backend.importers.torch_recorder import TorchRecorder, _tensors, batch_names
+from backend.importers.torch_recorder import LOSS_SCOPE, TorchRecorder, _tensors, batch_names
 from backend.importers.torch_storages import is_fake
 from backend.importers.torch_regions import watching_checkpoints
 from backend.planner.blocks import BlockIndex
@@ -28,22 +29,26 @@ from backend.trace.document_versions import pack
 from backend.trace.memory import lifetimes_of, live_bytes
 from backend.trace.records import storage_record
 
-LOSS_SCOPE = "loss"
-
 
 # ----- one step, recorded or plain ---------------------------------------------------------------
 def run_step(model, batch, loss_fn=None, optimizer=None, recorder=None):
     """Forward, loss, backward, optimizer step; returns the loss tensor. The same code with and without a
-    recorder, so a plain run (profiled, timed, compared) is the recorded run minus the hooks."""
+    recorder, so a plain run (profiled, timed, compared) is the recorded run minus the hooks. With a pipeline
+    schedule where the loss_fn goes, forward and backward are its micro-batches' (torch_pipeline.run_schedule);
+    the loss is the last stage's mean, None on the other stages."""
     begin = recorder.begin if recorder is not None else (lambda phase: None)
     begin("forward")
-    with cpu_only("the model's forward"):
-        loss = _forward_loss(model, batch, loss_fn, recorder)
-    check_trainable(model, loss)
-    if recorder is not None:
-        recorder.attach(loss)
-    begin("backward")
-    loss.backward()
+    if is_schedule(loss_fn):
+        with cpu_only("the pipeline's step"):
+            loss = run_schedule(loss_fn, batch, recorder)
+    else:
+        with cpu_only("the model's forward"):
+            loss = _forward_loss(model, batch, loss_fn, recorder)
+        check_trainable(model, loss)
+        if recorder is not None:
+            recorder.attach(loss)
+        begin("backward")
+        loss.backward()
     if recorder is not None:
         recorder.name_grads(model)
     if optimizer is not None:
@@ -209,18 +214,22 @@ def heap_frozen():
 def document_of(recorder, loss, model, batch, loss_fn=None, optimizer=None):
     """The trace document of a recorded step (statistics, live bytes, the peak explanation are derived here)."""
     spec = describe(model, batch, loss_fn, optimizer)
-    fake = is_fake(loss)
+    fake = loss is not None and is_fake(loss)
     with heap_frozen():
         document = build_document(recorder, spec, f"torch {torch.__version__}",
-                                  math.nan if fake else float(loss.detach()))
+                                  math.nan if fake or loss is None else float(loss.detach()))
     if fake:
         document["loss_text"] = "none: recorded on fake tensors (shapes and bytes, no values)"
+    elif loss is None:
+        document["loss_text"] = "none on this stage: the last pipeline stage computes the loss"
     document["layers"] = [{"path": name, "type": type(child).__name__, "name": name}
                           for name, child in model.named_children()]
     document["source"] = {"kind": "torch", "torch_version": torch.__version__, "model": type(model).__name__,
                           "loss": spec["loss"]["type"],
                           "optimizer": type(optimizer).__name__ if optimizer is not None else None,
                           "values": bool(recorder.with_values)}
+    if is_schedule(loss_fn):
+        document["source"]["pipeline"] = describe_pipeline(loss_fn)
     document["summary"]["packed"] = len(recorder.packed)
     document["summary"].update(step_flops(document))
     count_block_entries(document)
@@ -264,7 +273,8 @@ def describe(model, batch, loss_fn, optimizer):
     """The document's `spec`: what the run was, in the fields our own specs have (read-only for an import)."""
     params = list(model.parameters())
     tensors = _tensors(batch)
-    return {"name": type(model).__name__, "seed": None,
+    pipeline = {"accumulate": loss_fn._n_microbatches} if is_schedule(loss_fn) else {}
+    return {"name": type(model).__name__, "seed": None, **pipeline,
             "dtype": str(params[0].dtype).replace("torch.", "") if params else "float32",
             "batch": int(tensors[0].shape[0]) if tensors and tensors[0].dim() else 1,
             "input": {"kind": "torch", "shapes": [list(t.shape) for t in tensors]},
@@ -275,6 +285,8 @@ def describe(model, batch, loss_fn, optimizer):
 def _loss_name(loss_fn):
     if loss_fn is None:
         return "model"
+    if is_schedule(loss_fn):
+        return loss_name(loss_fn)
     return getattr(loss_fn, "__name__", None) or type(loss_fn).__name__
 
 
@@ -319,8 +331,9 @@ def step_of(build):
 
 def unpack_build(built):
     """(model, batch, loss_fn, optimizer) from what build() returned, with a sentence when it is wrong."""
-    if isinstance(built, dict):
-        parts = (built.get("model"), built.get("batch"), built.get("loss_fn"), built.get("optimizer"))
+    if isinstance(built, dict):        # a pipeline's schedule (torch_pipeline) goes where the loss_fn does
+        parts = (built.get("model"), built.get("batch"), built.get("loss_fn", built.get("schedule")),
+                 built.get("optimizer"))
     elif isinstance(built, (tuple, list)) and 2 <= len(built) <= 4:
         parts = (*built, None, None)[:4]
     else:

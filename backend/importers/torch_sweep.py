@@ -1,6 +1,8 @@
 """The backward sweep's order, from torch's own graph: after forward, loss.grad_fn's nodes are walked (which node is
 which tape entry, what each saves) and hooked, so each node's pre-hook is one sweep step (its adjoint) and its
-post-hook lists the gradients it hands on; AccumulateGrad nodes are the parameters' accumulations."""
+post-hook lists the gradients it hands on; AccumulateGrad nodes are the parameters' accumulations. A pipeline
+stage attaches once per micro-batch, from that micro-batch's outputs (or loss): a node already hooked (a parameter's
+AccumulateGrad, shared by every micro-batch) is not hooked again."""
 from backend.trace.records import accumulation, adjoint_record, contribution, sweep_item
 
 
@@ -10,18 +12,20 @@ class SweepOrder:
     def _init_sweep(self):
         self._node_entry = {}       # grad_fn node -> tape index (None for AccumulateGrad)
         self._variable_of = {}      # AccumulateGrad node -> the leaf it accumulates into
+        self._hooked = set()        # every node hooked so far (attach may run once per micro-batch)
 
     # ----- the graph, after forward ------------------------------------------------------------
-    def attach(self, loss):
-        """Walk loss.grad_fn's graph: which node is which entry, what each saves, and hook the sweep."""
-        seen, stack = set(), [loss.grad_fn] if loss.grad_fn is not None else []
+    def attach(self, *roots):
+        """Walk the graph behind the roots (the loss; a pipeline stage's outputs): which node is which entry, what
+        each saves, and hook the sweep."""
+        stack = [root.grad_fn for root in roots if root.grad_fn is not None]
         self._busy += 1             # reading _saved_* must not record ops
         try:
             if self._awaiting_output:
-                self._claim_outputs([loss], [self.known(loss, "activation", None)])
+                self._claim_outputs(list(roots), [self.known(root, "activation", None) for root in roots])
             for seq, first_entry in self._awaiting_output.items():     # its output never seen: its first op
                 self._entry_of_seq.setdefault(seq, first_entry)
-            self._walk(seen, stack)
+            self._walk(self._hooked, stack)
         finally:
             self._busy -= 1
 
