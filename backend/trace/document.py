@@ -67,7 +67,7 @@ def build_document(recorder: RecordedRun, spec, engine_version, loss, cuts=(), b
         "summary": {
             "peak_bytes": peak_bytes,
             "peak_step": peak_step,
-            "saved_bytes": _saved_bytes(recorder.tape, recorder.tensors, storages, len(steps)),
+            "saved_bytes": _saved_bytes(recorder.tape, recorder.tensors, storages, steps, recorder.sweep),
             "by_kind_at_peak": {kind: int(by_kind[kind][peak_step]) for kind in MEMORY_KIND_NAMES},
             # What the next training step starts from: params, grads and the optimizer's state (momentum, m, v).
             "by_kind_at_end": {kind: int(by_kind[kind][len(steps) - 1]) for kind in MEMORY_KIND_NAMES},
@@ -130,16 +130,44 @@ def _mark_saved_for_second_backward(tape, tensors, storages):
     return True
 
 
-def _saved_bytes(tape, tensors, storages, n_steps):
+def _saved_bytes(tape, tensors, storages, steps, sweep):
     """The most bytes of unique storages the forward tape holds for backward at once, parameters included.
 
+    A storage is held from the forward step that first saves it to the backward step that last reads it (or until it
+    is freed, when no backward node reads it): a buffer that outlives what autograd keeps of it (a pipeline stage's
+    receive buffer, alive all step, saved by one micro-batch) is counted while it is held, not while it exists.
     One micro-batch: everything it saved, alive together at the end of forward (saved_tensors_hooks' count). With
-    `accumulate`, each micro-batch's backward frees its saves before the next forward runs, so the figure is the
-    largest micro-batch's (with the parameters once), never their sum: a subset of what is alive at one step, so
-    never above the peak.
+    micro-batches (`accumulate`, a pipeline's), each backward lets go of its saves: the figure is the most held at
+    once (the largest micro-batch's, or a pipeline stage's micro-batches in flight), with the parameters once,
+    never their sum: a subset of what is alive at one step, so never above the peak.
     """
-    held = {tensors[uid]["storage"] for entry in tape if entry["phase"] == "forward" for uid in entry["saved"]}
-    live, _ = live_bytes_by_kind([s for s in storages if s["id"] in held], n_steps)
+    saved_at = {}
+    for step in steps:
+        if step["phase"] == "forward" and step["entry"] is not None:
+            saved_at.setdefault(step["entry"], step["index"])
+    first_save = {}
+    for entry in tape:
+        if entry["phase"] != "forward":
+            continue
+        for uid in entry["saved"]:
+            storage = tensors[uid]["storage"]
+            first_save[storage] = min(first_save.get(storage, len(steps)), saved_at.get(entry["index"], 0))
+    last_read = {}
+    for item in sweep:
+        for uid in item["reads"]:
+            storage = tensors[uid]["storage"]
+            last_read[storage] = max(last_read.get(storage, item["step"]), item["step"])
+    held = []
+    for s in storages:
+        if s["id"] not in first_save:
+            continue
+        born = max(s["born"], first_save[s["id"]])
+        freed = last_read.get(s["id"], s["freed"])
+        if s["freed"] is not None and freed is not None:
+            freed = min(freed, s["freed"])
+        if freed is None or born <= freed:
+            held.append({**s, "born": born, "freed": freed})
+    live, _ = live_bytes_by_kind(held, len(steps))
     return int(live.max(initial=0))
 
 

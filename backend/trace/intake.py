@@ -366,7 +366,7 @@ def _check_timeline(document, problems):
             problems.add(f"summary.by_kind_at_peak.{kind}", f"is {summary['by_kind_at_peak'][kind]:,}; at the peak "
                                                             f"step the {kind} storages hold {int(by_kind[kind][peak_step]):,}.")
     tensors = {t["id"]: t for t in document["tensors"]}
-    saved = _saved_bytes(document["tape"], tensors, storages, len(document["steps"]))
+    saved = _saved_bytes(document["tape"], tensors, storages, document["steps"], document["sweep"])
     if summary["saved_bytes"] != saved:
         problems.add("summary.saved_bytes", f"is {summary['saved_bytes']:,}; the forward tape holds at most {saved:,} "
                                             "bytes of unique storages at once.")

@@ -91,11 +91,29 @@ def test_every_backward_step_is_one_tape_entry(finished):
 
 
 def test_saved_bytes_is_the_most_the_forward_tape_holds_at_any_one_step(document):
-    """Counted step by step here (no difference array): the unique saved storages alive at each step, at most."""
+    """Counted step by step here (no difference array): the unique saved storages alive at each step, each from the
+    step of the first forward entry that saves it to the last backward step that reads it, at most."""
     by_id = {t["id"]: t for t in document["tensors"]}
-    held = {by_id[uid]["storage"] for entry in document["tape"] if entry["phase"] == "forward" for uid in entry["saved"]}
-    at = [sum(s["nbytes"] for s in document["storages"] if s["id"] in held and s["born"] <= step
-              and (s["freed"] is None or step <= s["freed"])) for step in range(len(document["steps"]))]
+    step_of = {}
+    for step in document["steps"]:
+        if step["phase"] == "forward" and step["entry"] is not None:
+            step_of.setdefault(step["entry"], step["index"])
+    saved_from, read_until = {}, {}
+    for entry in document["tape"]:
+        for uid in entry["saved"] if entry["phase"] == "forward" else ():
+            storage = by_id[uid]["storage"]
+            saved_from[storage] = min(saved_from.get(storage, 10 ** 9), step_of.get(entry["index"], 0))
+    for item in document["sweep"]:
+        for uid in item["reads"]:
+            storage = by_id[uid]["storage"]
+            read_until[storage] = max(read_until.get(storage, -1), item["step"])
+
+    def held(s, step):
+        alive = s["born"] <= step and (s["freed"] is None or step <= s["freed"])
+        return alive and saved_from[s["id"]] <= step and step <= read_until.get(s["id"], 10 ** 9)
+
+    at = [sum(s["nbytes"] for s in document["storages"] if s["id"] in saved_from and held(s, step))
+          for step in range(len(document["steps"]))]
     assert document["summary"]["saved_bytes"] == max(at, default=0)
     assert document["summary"]["saved_bytes"] <= document["summary"]["peak_bytes"]
 

@@ -1,0 +1,189 @@
+"""A pipeline-parallel step recorded on 2 gloo ranks over loopback: examples/torch/gpt_pipeline.py, the small GPT in
+two stages under torch's Schedule1F1B with 4 micro-batches. Per rank, against what torch itself shows: the order of
+the micro-batches' forwards and backwards is the schedule's own (`pipeline_order`), the saved bytes are the most that
+saved_tensors_hooks' packs held at once (stage 0 holds two micro-batches in flight, stage 1 one), the activations and
+gradients sent and received are the stage's, the peak is torch.profiler's, and the gradients are the whole model's in
+one process."""
+import contextlib
+import importlib.util
+import itertools
+import weakref
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install torch==2.13.0)")
+dist = pytest.importorskip("torch.distributed", reason="this torch build has no torch.distributed")
+if not dist.is_available() or not dist.is_gloo_available():
+    pytest.skip("torch.distributed's gloo backend is not available in this torch build", allow_module_level=True)
+pytestmark = pytest.mark.xdist_group("torch-import")
+
+from torch import nn  # noqa: E402
+
+from backend.importers.torch_distributed import in_flight, record_rank, run_ranks  # noqa: E402
+from backend.importers.torch_profile import plain_peak, profiled  # noqa: E402
+from backend.importers.torch_step import run_step, step_of, unpack_build, warm_up  # noqa: E402
+from backend.importers.torch_storages import storage_address  # noqa: E402
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "torch" / "gpt_pipeline.py"
+WORLD, WARMUP, PROFILED_STEPS = 2, 1, 3
+ACTIVATION_BYTES = 2 * 64 * 256 * 4         # one micro-batch's (2 sequences × 64 tokens × width 256) float32
+
+
+def example():
+    spec = importlib.util.spec_from_file_location("tapescope_test_gpt_pipeline", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def held_at_once(step):
+    """The most bytes of unique storages saved_tensors_hooks' packs held at one time while `step()` ran: each pack
+    holds its tensor's storage until autograd lets go of the packed object (after the node that saved it ran)."""
+    held, most, alive = {}, [0], {}
+
+    def release(key):
+        held[key] -= 1
+        if not held[key]:
+            del held[key], alive[key]
+
+    class Pack:
+        def __init__(self, tensor):
+            self.tensor = tensor
+            key = storage_address(tensor.untyped_storage())
+            held[key] = held.get(key, 0) + 1
+            alive[key] = tensor.untyped_storage().nbytes()
+            most[0] = max(most[0], sum(alive.values()))
+            weakref.finalize(self, release, key)
+
+    with torch.autograd.graph.saved_tensors_hooks(Pack, lambda pack: pack.tensor):
+        step()
+    return most[0]
+
+
+@contextlib.contextmanager
+def chunks_called(stage):
+    """The (phase, micro-batch) of each forward_one_chunk and backward_one_chunk the schedule calls, in order
+    (torch's own `pipeline_order` is a drawing of the schedule, not what runs: on the last stage of Schedule1F1B it
+    numbers the forwards from 1 to 4 and the backwards from 0 to 3)."""
+    calls = []
+    for phase in ("forward", "backward"):
+        run = getattr(stage, f"{phase}_one_chunk")
+        setattr(stage, f"{phase}_one_chunk", lambda chunk, *a, _run=run, _phase=phase, **k:
+                (calls.append((_phase, chunk + 1)), _run(chunk, *a, **k))[1])
+    try:
+        yield calls
+    finally:
+        del stage.forward_one_chunk, stage.backward_one_chunk
+
+
+def without_dropout(module):
+    for child in module.modules():
+        if isinstance(child, nn.Dropout):
+            child.p = 0.0
+        if hasattr(child, "dropout") and isinstance(child.dropout, float):
+            child.dropout = 0.0
+    return module
+
+
+def on_each_rank():
+    build = example().build
+    model, batch, schedule, optimizer = step_of(build)
+    document = record_rank(model, batch, schedule, optimizer, warmup=WARMUP)
+
+    model, batch, schedule, optimizer = step_of(build)       # the same step, plain, under torch's own instruments
+    warm_up(model, batch, schedule, optimizer, WARMUP)
+    with chunks_called(schedule._stage) as order:
+        held = held_at_once(lambda: run_step(model, batch, schedule, optimizer))
+    existing = {storage_address(t.untyped_storage()): t.untyped_storage().nbytes()
+                for t in [*model.parameters(), *batch, *(v for s in optimizer.state.values() for v in s.values())]}
+    peaks = []
+    for _ in range(PROFILED_STEPS):
+        optimizer.zero_grad(set_to_none=True)
+        _, events = profiled(lambda: run_step(model, batch, schedule, optimizer))
+        peaks.append(plain_peak(events, sum(existing.values())))
+
+    model, batch, schedule, _ = unpack_build(build())         # one step without dropout: the gradients
+    without_dropout(model)
+    run_step(model, batch, schedule)
+    grads = {name: p.grad.detach().clone() for name, p in model.named_parameters()}
+    return {"document": document, "order": order, "held": held, "profiled_peak": min(peaks), "grads": grads}
+
+
+@pytest.fixture(scope="module")
+def ranks():
+    return run_ranks(on_each_rank, WORLD)
+
+
+def runs(document):
+    """The document's steps as runs of (phase, micro-batch), the optimizer's and the split of the batch left out."""
+    keys = [(s["phase"], s.get("micro_batch")) for s in document["steps"] if s.get("micro_batch") is not None]
+    return [key for key, _ in itertools.groupby(keys)]
+
+
+def test_each_micro_batchs_forward_and_backward_run_in_the_schedules_order(ranks):
+    expected = {0: [("forward", 1), ("forward", 2), ("backward", 1), ("forward", 3), ("backward", 2), ("forward", 4),
+                    ("backward", 3), ("backward", 4)],
+                1: [("forward", 1), ("backward", 1), ("forward", 2), ("backward", 2), ("forward", 3), ("backward", 3),
+                    ("forward", 4), ("backward", 4)]}
+    for rank, results in enumerate(ranks):
+        document = results["document"]
+        assert runs(document) == results["order"] == expected[rank]
+        assert document["summary"]["micro_batches"] == 4
+        assert document["source"]["pipeline"] == {"schedule": "Schedule1F1B", "stage": rank, "stages": 2,
+                                                  "micro_batches": 4}
+        forward_entries = [e for e in document["tape"] if e["phase"] == "forward" and e["family"] != "collective"]
+        assert {e.get("micro_batch") for e in forward_entries} >= {1, 2, 3, 4}
+
+
+def test_the_first_stage_holds_two_micro_batches_in_flight_and_the_last_one(ranks):
+    for rank, results in enumerate(ranks):
+        document = results["document"]
+        most = max(len(in_flight(document["steps"], s["index"])) for s in document["steps"])
+        assert most == WORLD - rank
+        assert "in flight" in document["summary"]["peak_sharding"]
+
+
+def test_saved_bytes_are_the_most_saved_tensors_hooks_held_at_once(ranks):
+    for results in ranks:
+        assert results["document"]["summary"]["saved_bytes"] == results["held"]
+    # two micro-batches' saves against one: the first stage's blocks save more than the last's (which also saves
+    # the head's input and the logits' softmax), by about one micro-batch of its blocks' activations
+    assert ranks[0]["held"] > ranks[1]["held"]
+
+
+def test_activations_go_forward_and_gradients_back_as_sends_and_receives(ranks):
+    for rank, results in enumerate(ranks):
+        tape = results["document"]["tape"]
+        moved = [(e["collective"]["op"], e["collective"]["bytes_out"]) for e in tape if e["family"] == "collective"]
+        assert sorted(moved) == [("recv", ACTIVATION_BYTES)] * 4 + [("send", ACTIVATION_BYTES)] * 4
+        for entry in (e for e in tape if e["family"] == "collective"):
+            assert entry["collective"]["group"] == [0, 1]
+        summary = results["document"]["summary"]["collectives"]
+        assert summary["send"]["count"] == summary["recv"]["count"] == 4
+    # stage 0 sends micro-batch 1's activations right after its forward, before anything of micro-batch 2
+    tape = ranks[0]["document"]["tape"]
+    first_send = next(e for e in tape if e["family"] == "collective" and e["collective"]["op"] == "send")
+    assert first_send["micro_batch"] == 1 and first_send["phase"] == "forward"
+    assert all(e.get("micro_batch") in (None, 1) for e in tape[:first_send["index"]])
+
+
+def test_the_peak_is_torch_profilers_on_that_rank(ranks):
+    for results in ranks:
+        ours, measured = results["document"]["summary"]["peak_bytes"], results["profiled_peak"]
+        assert 0.97 * ours <= measured <= 1.03 * ours, (ours, measured)
+
+
+def test_gradients_equal_the_whole_model_in_one_process(ranks):
+    gpt = example().gpt
+    model, (inputs, target), loss_fn, _ = gpt.build()
+    model.lm_head.weight = nn.Parameter(model.lm_head.weight.detach().clone())      # untied, as the stages are
+    without_dropout(model)
+    loss_fn(model(inputs), target).backward()
+    reference = {name.removeprefix("transformer."): p.grad for name, p in model.named_parameters()}
+    seen = set()
+    for results in ranks:
+        for name, grad in results["grads"].items():
+            torch.testing.assert_close(grad, reference[name], rtol=1e-4, atol=1e-6, msg=name)
+            seen.add(name)
+    assert seen == set(reference)
