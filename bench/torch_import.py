@@ -40,7 +40,7 @@ from backend.trace.intake import load_posted_document  # noqa: E402
 EXAMPLES = ["mlp", "residual", "gpt", "transformer_tiny"]
 WHAT_IF_EXAMPLES = ["gpt", "transformer_tiny"]
 WHAT_IF_POLICIES = "every_k=1,every_k=2,selective"
-RANK_EXAMPLES = ["gpt_ddp", "gpt_zero1", "gpt_fsdp", "gpt_fsdp_keep"]
+RANK_EXAMPLES = ["gpt_ddp", "gpt_zero1", "gpt_fsdp", "gpt_fsdp_keep", "gpt_pipeline"]
 RANKS = 2
 
 

@@ -266,10 +266,11 @@ SUMMARY = record(
     Field("peak_bytes", COUNT),
     Field("peak_step", STEP),
     Field("saved_bytes", COUNT, (
-        "The most bytes of unique storages the forward tape holds for backward at once, parameters included: for one "
+        "The most bytes of unique storages the forward tape holds for backward at once, parameters included, each "
+        "storage held from the forward step that first saves it to the last backward step that reads it: for one "
         "micro-batch, everything it saved (alive together at the end of forward, saved_tensors_hooks' count); with "
-        "accumulate, the largest micro-batch's, since each backward frees its saves before the next forward. Never "
-        "above peak_bytes.")),
+        "accumulate, the largest micro-batch's, since each backward frees its saves before the next forward; on a "
+        "pipeline stage, its micro-batches in flight. Never above peak_bytes.")),
     Field("by_kind_at_peak", BY_KIND),
     optional("by_kind_at_end", BY_KIND, (
         "live bytes by kind after the last step: what the next training step starts from (params, grads, optimizer "

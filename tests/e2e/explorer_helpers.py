@@ -1,4 +1,7 @@
-"""Helpers for the explorer's browser tests: open a preset, read a trace the way the page got it, step."""
+"""Helpers for the explorer's browser tests: open a preset, read a trace the way the page got it, step, drop a
+run file on the page."""
+from pathlib import Path
+
 from backend.trace.document_versions import unpack
 
 ARTIFACTS = "test-artifacts"
@@ -47,3 +50,14 @@ def live_bytes(page):
 
 def current_node_ids(page):
     return page.eval_on_selector_all("[data-testid=graph] .node.current", "nodes => nodes.map(n => n.dataset.nodeId)")
+
+
+def drop(page, path, target="[data-testid=drop-zone]"):
+    """A file dropped from the desktop: a synthetic drop event carrying it, as the browser would fire one."""
+    page.evaluate("""([text, name, target]) => {
+        const transfer = new DataTransfer();
+        transfer.items.add(new File([text], name, { type: "application/json" }));
+        const zone = document.querySelector(target);
+        zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: transfer, bubbles: true, cancelable: true }));
+        zone.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
+    }""", [Path(path).read_text(), Path(path).name, target])

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import go_to_step, live_bytes, open_explorer, presets
+from tests.e2e.explorer_helpers import drop, go_to_step, live_bytes, open_explorer, presets
 
 torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install -r requirements-torch.txt)")
 
@@ -34,17 +34,6 @@ def writes(page):
     page.on("request", lambda request: sent.append(request.url)
             if request.method in ("POST", "PUT") and not request.url.endswith("/api/matrix-chain") else None)
     return sent
-
-
-def drop(page, path, target="[data-testid=drop-zone]"):
-    """A file dropped from the desktop: a synthetic drop event carrying it, as the browser would fire one."""
-    page.evaluate("""([text, name, target]) => {
-        const transfer = new DataTransfer();
-        transfer.items.add(new File([text], name, { type: "application/json" }));
-        const zone = document.querySelector(target);
-        zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: transfer, bubbles: true, cancelable: true }));
-        zone.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
-    }""", [Path(path).read_text(), Path(path).name, target])
 
 
 def open_dropped(page, live_server, path):

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from backend.trace.document_versions import unpack
-from tests.e2e.explorer_helpers import go_to_step, live_bytes, open_explorer, unfold_all
+from tests.e2e.explorer_helpers import drop, go_to_step, live_bytes, open_explorer, unfold_all
 from tests.many_ranks import record_ranks
 
 READY = "() => document.querySelector('.explorer').dataset.ready === 'true'"
@@ -22,17 +22,6 @@ def ranks_run(tmp_path_factory):
     """(path of run.json, [rank 0's document, rank 1's], as the page decodes them)."""
     path, run = record_ranks(tmp_path_factory.mktemp("fsdp"))
     return path, [unpack(document) for document in run["ranks"]]
-
-
-def drop(page, path):
-    """The file dropped on the page, as the browser fires a drop from the desktop."""
-    page.evaluate("""([text, name]) => {
-        const transfer = new DataTransfer();
-        transfer.items.add(new File([text], name, { type: "application/json" }));
-        const zone = document.querySelector("[data-testid=drop-zone]");
-        zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: transfer, bubbles: true, cancelable: true }));
-        zone.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
-    }""", [Path(path).read_text(), Path(path).name])
 
 
 def open_run(page, live_server, path, size=(1280, 800)):
