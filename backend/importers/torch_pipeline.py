@@ -43,6 +43,20 @@ def describe_pipeline(schedule):
             "micro_batches": schedule._n_microbatches}
 
 
+def add_receive_buffers(recorder, schedule):
+    """The stage's receive buffers, which exist before a step after the first (torch makes them at the schedule's
+    first step, one per micro-batch each way, and keeps them): activations from the previous stage and gradients from
+    the next, as storages the step starts with, named after the micro-batch they receive for."""
+    stage = stage_of(schedule)
+    for what, kind, infos in (("activation", "activation", stage.args_recv_info),
+                              ("grad", "grad", stage.grad_recv_info)):
+        for chunk, received in sorted(infos.items()):
+            for info in received if isinstance(received, (tuple, list)) else (received,):
+                buffer = getattr(info, "buffer", None)
+                if isinstance(buffer, torch.Tensor) and recorder.lookup(buffer) is None:
+                    recorder.tensor(buffer, kind, name=f"recv.{what}[{chunk + 1}]", scope="pipeline")
+
+
 def loss_name(schedule):
     loss_fn = schedule._loss_fn
     return getattr(loss_fn, "__name__", None) or type(loss_fn).__name__

@@ -17,7 +17,8 @@ import torch
 
 from backend.importers.mistakes import StepError, cpu_only
 from backend.importers.torch_blocks import find_blocks
-from backend.importers.torch_pipeline import describe_pipeline, is_schedule, loss_name, run_schedule
+from backend.importers.torch_pipeline import (add_receive_buffers, describe_pipeline, is_schedule, loss_name,
+                                              run_schedule)
 from backend.importers.torch_profile import live_by_step, plain_peak, profiled, unowned_allocations
 from backend.importers.torch_recorder import LOSS_SCOPE, TorchRecorder, _tensors, batch_names
 from backend.importers.torch_storages import is_fake
@@ -185,6 +186,8 @@ def record(model, batch, loss_fn=None, optimizer=None, values=False, blocks=None
     recorder = TorchRecorder(with_values=values) if recorder is None else recorder
     recorder.add_model(model, batch_names(batch))
     recorder.add_optimizer(model, optimizer)
+    if is_schedule(loss_fn):
+        add_receive_buffers(recorder, loss_fn)
     recorder.note_blocks(model, find_blocks(model) if blocks is None else blocks)
     try:
         with recorder, torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack), \

@@ -47,6 +47,7 @@ def build_document(recorder: RecordedRun, spec, engine_version, loss, cuts=(), b
     storages, steps, tensors, live, by_kind = _intervals(recorder)
     peak_bytes, peak_step = peak(live)
     forward_end = max((s["index"] for s in steps if s["phase"] == "forward"), default=0)
+    at_end = held_after(storages)
     document = {
         "schema_version": EXPANDED_SCHEMA_VERSION,
         "engine_version": engine_version,
@@ -70,14 +71,14 @@ def build_document(recorder: RecordedRun, spec, engine_version, loss, cuts=(), b
             "saved_bytes": _saved_bytes(recorder.tape, recorder.tensors, storages, steps, recorder.sweep),
             "by_kind_at_peak": {kind: int(by_kind[kind][peak_step]) for kind in MEMORY_KIND_NAMES},
             # What the next training step starts from: params, grads and the optimizer's state (momentum, m, v).
-            "by_kind_at_end": {kind: int(by_kind[kind][len(steps) - 1]) for kind in MEMORY_KIND_NAMES},
+            "by_kind_at_end": at_end,
             "forward_end_step": forward_end,
             "steps": len(steps),
             "entries": len(recorder.tape),
             "forward_flops": sum(e["flops"] for e in recorder.tape if e["phase"] == "forward"),
             "measured_peak_bytes": None,
             "micro_batches": spec.get("accumulate", 1),
-            "resident": resident_split(tensors, by_kind, len(steps) - 1),
+            "resident": resident_split(tensors, by_kind, at_end),
             "loss_scale": recorder.scaler,
         },
     }
@@ -92,17 +93,29 @@ def build_document(recorder: RecordedRun, spec, engine_version, loss, cuts=(), b
     return document
 
 
-def resident_split(tensors, by_kind, last_step):
+def held_after(storages):
+    """Bytes by kind of the storages still held after the last step (never freed): what the next training step
+    starts from. A temporary the last op made and the step let go of when it returned (the optimizer's last
+    `denom`) is alive at the last step, not after it."""
+    at_end = dict.fromkeys(MEMORY_KIND_NAMES, 0)
+    for storage in storages:
+        if storage["freed"] is None:
+            at_end[storage["kind"]] += storage["nbytes"]
+    return at_end
+
+
+def resident_split(tensors, by_kind, at_end):
     """The training state by part: master weights, their low-precision copies (the most alive at once: they live
     from the forward to the backward that reads them), gradients and optimizer state (after the step, what the next step
-    starts from), and those that persist per parameter element (the tape chapter's 16 B/param for fp32 Adam)."""
+    starts from: `at_end`, held_after's), and those that persist per parameter element (the tape chapter's 16 B/param
+    for fp32 Adam)."""
     params = sum(int(np.prod(t["shape"])) for t in tensors if t["kind"] == "param" and not t.get("view"))
-    persistent = sum(int(by_kind[kind][last_step]) for kind in ("param", "grad", "optimizer"))
+    persistent = sum(at_end[kind] for kind in ("param", "grad", "optimizer"))
     return {"params": params,
-            "master_weights_bytes": int(by_kind["param"][last_step]),
+            "master_weights_bytes": at_end["param"],
             "weight_copies_bytes": int(by_kind["weight_copy"].max(initial=0)),
-            "grads_bytes": int(by_kind["grad"][last_step]),
-            "optimizer_state_bytes": int(by_kind["optimizer"][last_step]),
+            "grads_bytes": at_end["grad"],
+            "optimizer_state_bytes": at_end["optimizer"],
             "bytes_per_param": persistent / params if params else None}
 
 

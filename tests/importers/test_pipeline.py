@@ -187,3 +187,39 @@ def test_gradients_equal_the_whole_model_in_one_process(ranks):
             torch.testing.assert_close(grad, reference[name], rtol=1e-4, atol=1e-6, msg=name)
             seen.add(name)
     assert seen == set(reference)
+
+
+def test_the_ledgers_pipeline_stages_are_the_recorded_ranks(ranks):
+    """The ledger's per-GPU rows at pp=2, 4 micro-batches of 2 sequences, untied head (backend/ledger/parallel.py:
+    stage s holds min(pp − s, m) micro-batches in flight) against each recorded rank, within 1%. What torch's
+    pipelining holds beyond the ledger's Megatron-style count is named and added: a receive buffer for every
+    micro-batch each way, kept from the schedule's first step on (the ledger: the in-flight micro-batches' received
+    inputs among the activations, one boundary tensor each way among the communication buffers; a stage's gradient
+    receive buffers are kind grad, its activation ones kind activation), and each in-flight micro-batch's stage
+    output, kept for its backward (Megatron frees the output's data once it is sent)."""
+    from backend.ledger import parse_config
+    from backend.ledger.parallel import gpu_rows, peak_bytes, stages
+    from tests.ledger.test_per_gpu import TORCH_GPT
+    config = parse_config(dict(TORCH_GPT, batch=2, pp=2, micro_batches=4, tied_embeddings=False))
+    for rank, results in enumerate(ranks):
+        document = results["document"]
+        summary, stage = document["summary"], stages(config)[rank]
+        rows = {name: row["bytes"] for name, row in gpu_rows(config, stage).items()}
+        receive = {kind: sum(s["nbytes"] for s in document["storages"] if s["setup"] and s["kind"] == kind
+                             and s.get("shard_role") == "comm_buffer") for kind in ("activation", "grad")}
+        assert receive == ({"activation": 0, "grad": 4 * ACTIVATION_BYTES} if rank == 0 else
+                           {"activation": 4 * ACTIVATION_BYTES, "grad": 0})
+        in_flight = int(stage.in_flight)
+        received_beyond = receive["activation"] - in_flight * ACTIVATION_BYTES if receive["activation"] else 0
+        outputs_kept = in_flight * ACTIVATION_BYTES if rank < WORLD - 1 else 0
+        first_backward = next(s["index"] for s in document["steps"] if s["phase"] == "backward")
+        held = document["steps"][first_backward - 1]["by_kind"]         # what the stage holds before it
+        assert rows["parameters"] == summary["by_kind_at_end"]["param"]
+        assert rows["gradients"] + receive["grad"] == pytest.approx(summary["resident"]["grads_bytes"], rel=0.01)
+        assert rows["optimizer_state"] == pytest.approx(summary["resident"]["optimizer_state_bytes"], rel=0.01)
+        assert rows["activations"] + outputs_kept + received_beyond == pytest.approx(
+            held["activation"] + held["input"], rel=0.01)
+        # the peak: the ledger's, its send and receive boundary tensors replaced by torch's buffers and kept outputs
+        beyond = receive["grad"] + received_beyond + outputs_kept - rows["communication_buffers"]
+        ledger_peak = peak_bytes(config, stage, gpu_rows(config, stage))
+        assert ledger_peak + beyond == pytest.approx(summary["peak_bytes"], rel=0.06)
