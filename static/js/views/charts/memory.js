@@ -40,6 +40,7 @@ export function createMemoryChart(element, { onPick }) {
     };
   }
 
+  const LABEL_GAP = 0.12;      // labels closer than this share of the step axis take turns on two rows
   const band = (x0, x1, color, opacity) => ({ type: "rect", xref: "x", yref: "paper", x0: x0 - 0.5, x1: x1 + 0.5,
     y0: 0, y1: 1, fillcolor: color, opacity, line: { width: 0 }, layer: "below" });
 
@@ -65,13 +66,22 @@ export function createMemoryChart(element, { onPick }) {
     return bands;
   }
 
-  /** "forward 1" … "forward N" over the micro-batches' forward passes: the humps of an accumulated step. */
+  /** "forward 1" … "forward N" over the micro-batches' forward passes: the humps of an accumulated step. Forwards
+   * that run back to back (a pipeline's first stage runs several before its first backward) take turns on two
+   * rows, so their labels do not run into each other. */
   function microBatchLabels(doc) {
     if (!(doc.summary.micro_batches > 1)) return [];
-    return runsOf(doc, (step) => step.phase === "forward").map(([first, last, step]) => ({
-      x: (first + last) / 2, y: 1, xref: "x", yref: "paper", yanchor: "bottom", showarrow: false,
-      text: `forward ${step.micro_batch}`, font: { size: 10, color: "#0072B2" }, name: "micro-batch",
-    }));
+    const near = doc.steps.length * LABEL_GAP;
+    let previousX = -Infinity;
+    let raised = false;
+    // a pipeline's steps before its first micro-batch (the batch split into micro-batches) are no micro-batch's
+    return runsOf(doc, (step) => step.phase === "forward" && step.micro_batch != null).map(([first, last, step]) => {
+      const x = (first + last) / 2;
+      raised = x - previousX < near ? !raised : false;
+      previousX = x;
+      return { x, y: 1, xref: "x", yref: "paper", yanchor: "bottom", showarrow: false, yshift: raised ? 11 : 0,
+        text: `forward ${step.micro_batch}`, font: { size: 10, color: "#0072B2" }, name: "micro-batch" };
+    });
   }
 
   /** previous: the run to ghost (the pinned baseline when ghostName is "baseline", else the run before). */
