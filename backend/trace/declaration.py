@@ -475,6 +475,6 @@ RUN = record(
     description=(
         "A run of many ranks, as `python -m backend.importers.torch MODEL_FILE --nproc N` (or torchrun) writes it: "
         "the object has no schema_version of its own; each rank's document has. backend/trace/intake.py checks this "
-        "record's fields and each rank's document as one posted alone; no schema file renders it yet "
-        "(backend/trace/schemas.py renders DOCUMENT)."),
+        "record's fields and each rank's document as one posted alone; backend/trace/schemas.py renders it as "
+        "docs/trace-run.schema.json."),
 )

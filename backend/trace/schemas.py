@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 from backend.trace import declaration as declared
-from backend.trace.declaration import DOCUMENT, columns_of
+from backend.trace.declaration import DOCUMENT, RUN, columns_of
 from backend.trace.declaration_types import COLUMN_WORDS, DERIVATIONS, NESTED, PLAIN, Named, Record, Table, Version
 from backend.trace.intake import SCHEMA_MAX_ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPANDED_PATH, PACKED_PATH = "docs/trace.v1.schema.json", "docs/trace.schema.json"
+RUN_PATH = "docs/trace-run.schema.json"
 PAGE_COLUMNS_PATH = "static/js/state/trace-columns.js"
 GENERATED_NOTE = ("Generated from backend/trace/declaration.py by `python -m backend.trace.schemas` (make schemas): "
                   "edit the declaration, not this file.")
@@ -109,6 +110,28 @@ def packed_schema():
         "of columns and leaves out what a reader derives. backend/trace/document_versions.py packs and unpacks "
         "it, static/js/state/trace-document.js decodes it for the page; docs/trace.md says why each change was "
         "made. "))
+
+
+class _RunForm(_Form):
+    """A run of many ranks: its own fields, each rank's document by reference to the packed document's schema."""
+
+    def type(self, node):
+        if node is DOCUMENT:
+            return {"$ref": "trace.schema.json"}
+        return super().type(node)
+
+
+def run_schema():
+    """docs/trace-run.schema.json: the object a run of many ranks is (world_size, ranks), each rank's document a
+    docs/trace.schema.json document (its $ref, relative to this schema's $id)."""
+    rendered = _RunForm(2, packed=True).record(RUN)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://tapescope.local/trace-run.schema.json",
+        "title": "Tapescope run of many ranks",
+        **rendered,
+        "description": RUN.description + " Each rank's document is one of docs/trace.schema.json. " + GENERATED_NOTE,
+    }
 
 
 def _schema(version, file_name, title, about):
@@ -207,7 +230,7 @@ def generated():
         return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
     return {EXPANDED_PATH: as_json(expanded_schema()), PACKED_PATH: as_json(packed_schema()),
-            PAGE_COLUMNS_PATH: page_columns()}
+            RUN_PATH: as_json(run_schema()), PAGE_COLUMNS_PATH: page_columns()}
 
 
 def main(argv):

@@ -223,3 +223,37 @@ def test_the_ledgers_pipeline_stages_are_the_recorded_ranks(ranks):
         beyond = receive["grad"] + received_beyond + outputs_kept - rows["communication_buffers"]
         ledger_peak = peak_bytes(config, stage, gpu_rows(config, stage))
         assert ledger_peak + beyond == pytest.approx(summary["peak_bytes"], rel=0.06)
+
+
+def test_a_schedule_of_several_stages_per_rank_and_a_batch_without_a_target_are_one_sentence_each():
+    from torch.distributed.pipelining import ScheduleGPipe, ScheduleInterleaved1F1B
+
+    from backend.importers.mistakes import StepError
+    from backend.importers.torch_pipeline import run_schedule
+    interleaved = object.__new__(ScheduleInterleaved1F1B)       # what build() would hand over; never stepped
+    with pytest.raises(StepError, match="ScheduleInterleaved1F1B runs several stages per rank.*Schedule1F1B or "
+                                        "ScheduleGPipe"):
+        run_schedule(interleaved, (torch.zeros(2), torch.zeros(2)))
+    with pytest.raises(StepError, match=r"batch must be \(inputs, target\)"):
+        run_schedule(object.__new__(ScheduleGPipe), torch.zeros(2))
+
+
+def test_the_run_is_what_docs_trace_run_schema_declares(ranks):
+    """run.json of the two ranks (as the command line writes it) against docs/trace-run.schema.json, each rank's
+    document through its $ref to docs/trace.schema.json; a run whose world size is not a number, or whose rank lacks its
+    summary, is not."""
+    import json
+
+    import jsonschema
+    from referencing import Registry, Resource
+
+    from backend.importers.torch_distributed import run_document
+    docs = Path(__file__).parents[2] / "docs"
+    schemas = {name: json.loads((docs / name).read_text()) for name in ("trace-run.schema.json", "trace.schema.json")}
+    registry = Registry().with_resources((schema["$id"], Resource.from_contents(schema)) for schema in schemas.values())
+    validator = jsonschema.Draft202012Validator(schemas["trace-run.schema.json"], registry=registry)
+    run = json.loads(json.dumps(run_document([results["document"] for results in ranks])))
+    validator.validate(run)
+    assert not validator.is_valid({**run, "world_size": "2"})
+    del run["ranks"][1]["summary"]                          # read through the $ref: a rank's document is checked
+    assert not validator.is_valid(run)
