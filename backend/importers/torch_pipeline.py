@@ -57,11 +57,6 @@ def add_receive_buffers(recorder, schedule):
                     recorder.tensor(buffer, kind, name=f"recv.{what}[{chunk + 1}]", scope="pipeline")
 
 
-def loss_name(schedule):
-    loss_fn = schedule._loss_fn
-    return getattr(loss_fn, "__name__", None) or type(loss_fn).__name__
-
-
 def run_schedule(schedule, batch, recorder=None):
     """One schedule.step over the whole batch, (inputs, target): the first stage feeds the inputs, the last the
     target. Returns the mean of the micro-batches' losses on the last stage (None elsewhere: its loss is another

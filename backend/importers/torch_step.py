@@ -17,8 +17,7 @@ import torch
 
 from backend.importers.mistakes import StepError, cpu_only
 from backend.importers.torch_blocks import find_blocks
-from backend.importers.torch_pipeline import (add_receive_buffers, describe_pipeline, is_schedule, loss_name,
-                                              run_schedule)
+from backend.importers.torch_pipeline import add_receive_buffers, describe_pipeline, is_schedule, run_schedule
 from backend.importers.torch_profile import live_by_step, plain_peak, profiled, unowned_allocations
 from backend.importers.torch_recorder import LOSS_SCOPE, TorchRecorder, _tensors, batch_names
 from backend.importers.torch_storages import is_fake
@@ -288,8 +287,8 @@ def describe(model, batch, loss_fn, optimizer):
 def _loss_name(loss_fn):
     if loss_fn is None:
         return "model"
-    if is_schedule(loss_fn):
-        return loss_name(loss_fn)
+    if is_schedule(loss_fn):        # a pipeline's loss is its schedule's loss_fn
+        loss_fn = loss_fn._loss_fn
     return getattr(loss_fn, "__name__", None) or type(loss_fn).__name__
 
 
