@@ -21,7 +21,7 @@ pytestmark = pytest.mark.xdist_group("torch-import")
 from torch import nn  # noqa: E402
 
 from backend.importers.torch_distributed import in_flight, record_rank, run_ranks  # noqa: E402
-from backend.importers.torch_profile import plain_peak, profiled  # noqa: E402
+from backend.importers.torch_profile import existing_bytes, plain_peak, profiled  # noqa: E402
 from backend.importers.torch_step import run_step, step_of, unpack_build, warm_up  # noqa: E402
 from backend.importers.torch_storages import storage_address  # noqa: E402
 
@@ -77,6 +77,13 @@ def chunks_called(stage):
         del stage.forward_one_chunk, stage.backward_one_chunk
 
 
+def receive_buffer_bytes(stage):
+    """What the stage's receive buffers hold before the step, as torch keeps them (one per micro-batch each way)."""
+    infos = [*stage.args_recv_info.values(), *stage.grad_recv_info.values()]
+    buffers = [info.buffer for received in infos for info in received if getattr(info, "buffer", None) is not None]
+    return sum(buffer.untyped_storage().nbytes() for buffer in buffers)
+
+
 def without_dropout(module):
     for child in module.modules():
         if isinstance(child, nn.Dropout):
@@ -95,13 +102,12 @@ def on_each_rank():
     warm_up(model, batch, schedule, optimizer, WARMUP)
     with chunks_called(schedule._stage) as order:
         held = held_at_once(lambda: run_step(model, batch, schedule, optimizer))
-    existing = {storage_address(t.untyped_storage()): t.untyped_storage().nbytes()
-                for t in [*model.parameters(), *batch, *(v for s in optimizer.state.values() for v in s.values())]}
+    existing = existing_bytes(model, batch, optimizer) + receive_buffer_bytes(schedule._stage)
     peaks = []
     for _ in range(PROFILED_STEPS):
         optimizer.zero_grad(set_to_none=True)
         _, events = profiled(lambda: run_step(model, batch, schedule, optimizer))
-        peaks.append(plain_peak(events, sum(existing.values())))
+        peaks.append(plain_peak(events, existing))
 
     model, batch, schedule, _ = unpack_build(build())         # one step without dropout: the gradients
     without_dropout(model)
