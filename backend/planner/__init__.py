@@ -20,7 +20,7 @@ def plan_document(spec, checkpoint, limits=SolveLimits()):
     schedule = planner.schedule(request)
     document = schedule.pop("document")
     schedules = []
-    for heuristic in planner.heuristics(HEURISTICS):
+    for heuristic in HEURISTICS:
         if heuristic.get("k", 1) > n_blocks:
             continue
         point = validate({**heuristic, "preserve_rng_state": True}, n_blocks, activations)

@@ -89,10 +89,10 @@ class Program:
     the budget less the stretch's highest base bytes: the matrix has O(units) entries, not units × steps.
     """
 
-    def __init__(self, base, offer_units=True):
+    def __init__(self, base):
         self.base = base
         self.base_live = predict_live_bytes(base, ())
-        self.choices = units(base) if offer_units else []      # none where recipes cannot run (a double backward)
+        self.choices = units(base)
         self.flops = np.array([max(sum(base.flops_of(e) for e in u), 1) for u in self.choices], dtype=np.float64)
         self.exclusive = interacting_pairs(base, self.choices)
         n_steps = len(self.base_live)

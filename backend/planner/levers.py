@@ -30,7 +30,7 @@ def levers(spec, checkpoint=None, limits=SolveLimits()):
     current_flops = current["recompute_flops"]
     found = []
     heuristic_points = set()
-    for heuristic in planner.heuristics(HEURISTICS):
+    for heuristic in HEURISTICS:
         if heuristic.get("k", 1) > n_blocks or _same_checkpoint(heuristic, current_request):
             continue
         point = planner.schedule(validate({**heuristic, "preserve_rng_state": True}, n_blocks, activations))

@@ -15,17 +15,6 @@ def plan_refusal(spec, error=None):
     return None
 
 
-def recipe_refusal(spec):
-    """Why selective recomputation (the selective and manual policies, the integer program's units) cannot run on
-    this spec, or None. Checkpoint regions can: their recompute is recorded under create_graph."""
-    if "gradient_penalty" in spec["loss"]:
-        return ("cannot recompute selected outputs with loss.gradient_penalty: a recomputed output is re-derived as "
-                "plain arrays when its consumer's backward unpacks it, so the second backward (through the recorded "
-                "first one) cannot go through it; use every_k, sqrt or optimal (checkpoint regions, which recompute "
-                "on the tape), or remove loss.gradient_penalty")
-    return None
-
-
 def refuse_unplannable(spec, error=None):
     """Raise PolicyError (a 400 on `checkpoint`) with plan_refusal's sentence when there is one."""
     reason = plan_refusal(spec, error)

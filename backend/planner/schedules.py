@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from backend.planner import ilp, policies
 from backend.planner.base_run import BaseRun
 from backend.planner.execute import grad_mismatch, record_regions
-from backend.planner.plannable import recipe_refusal, refuse_unplannable
+from backend.planner.plannable import refuse_unplannable
 from backend.planner.selective import SelectiveBase
 from backend.planner.selective import predict_live_bytes as predict_selective
 from backend.planner.timeline import predict_live_bytes as predict_regions
@@ -50,8 +50,7 @@ class Planner:
         refuse_unplannable(spec, self.base_document["error"])
         self.base = BaseRun.from_document(self.base_document)
         self.selective_base = SelectiveBase(self.base_document)
-        self.recipe_refusal = recipe_refusal(spec)     # selective recomputation cannot run here: regions only
-        self.program = ilp.Program(self.selective_base, offer_units=self.recipe_refusal is None)
+        self.program = ilp.Program(self.selective_base)
         self.units = self.program.choices
         self._peaks, self._flops = {}, {}          # memo per plan: the Pareto sweep scores plans many times
         self._executed = {}                        # (plan, preserve_rng_state) -> executed peak, grad mismatch
@@ -75,8 +74,6 @@ class Planner:
             return Plan(regions=self._regions(policies.every_k(n, params["k"])))
         if policy == "sqrt":
             return Plan(regions=self._regions(policies.every_k(n, policies.sqrt_k(n))))
-        if policy in ("selective", "manual") and self.recipe_refusal is not None:
-            raise policies.PolicyError([{"path": "checkpoint.policy", "message": f"{policy} {self.recipe_refusal}"}])
         if policy == "selective":
             return Plan(recompute=tuple(policies.selective_entries(self.selective_base, self.units)))
         if policy == "manual":
@@ -92,11 +89,6 @@ class Planner:
         recorded = set(self.base.entry_block)
         kept = (tuple(b for b in region if b in recorded) for region in regions)
         return tuple(region for region in kept if region)
-
-    def heuristics(self, requests):
-        """The heuristic requests (backend/planner/__init__.py's HEURISTICS) this run can execute: without the
-        selective policy where recipes cannot run."""
-        return [r for r in requests if self.recipe_refusal is None or r["policy"] != "selective"]
 
     def heuristic_plans(self):
         n = self.base.n_blocks

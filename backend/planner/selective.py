@@ -9,6 +9,12 @@ With a recompute set, no step moves: the base run's storages keep their births, 
 Live bytes at a step are then the storages with born ≤ step ≤ freed, counted by the trace document's own memory
 core (backend/trace/memory.py): the base run's lifetimes once, as a difference array, and each recompute set as the
 difference points it moves.
+
+A double backward (a gradient penalty: the first backward recorded under create_graph, then backward-2 through it)
+runs every saver's backward twice and releases its recipes only in backward-2. In backward-1 the recomputed values
+are handed to the recorded vjp as Tensors (backend/tape/remat.py): each lives from the saver's step to the vjp's
+last op, or, when a recorded op saved it (or a view of it), until backward-2 reaches that op, in place of the
+original, which the recorded ops no longer pin. In backward-2 the recipes are evaluated once more, as transients.
 """
 from backend.trace.memory import add_changes, lifetime_changes, live_from_deltas, release_point, step_deltas
 from backend.trace.recompute import refusal, saved_by_storage
@@ -22,12 +28,21 @@ class SelectiveBase:
         self.tape = [e for e in document["tape"] if e["phase"] == "forward"]
         self.tensors = {t["id"]: t for t in document["tensors"]}
         self.storages = {s["id"]: s for s in document["storages"]}
-        self.backward_step = {item["entry"]: item["step"] for item in document["sweep"]}
-        self.savers = {}                                   # tensor id -> entries saving it
-        for entry in self.tape:
+        self.sweep_steps = {}                              # entry -> the steps its node ran, one per sweep
+        for item in document["sweep"]:
+            self.sweep_steps.setdefault(item["entry"], []).append(item["step"])
+        self.backward_step = {entry: steps[-1] for entry, steps in self.sweep_steps.items()}   # where it releases
+        self.savers = {}                                   # tensor id -> forward entries saving it (recipe holders)
+        self.pinned_by = {}                                # tensor id -> every entry saving it, recorded vjps' too
+        for entry in document["tape"]:
             for uid in entry["saved"]:
-                self.savers.setdefault(uid, []).append(entry["index"])
+                self.pinned_by.setdefault(uid, []).append(entry["index"])
+                if entry["phase"] == "forward":
+                    self.savers.setdefault(uid, []).append(entry["index"])
         self.n_steps = len(document["steps"])
+        self.double_backward = any(step["phase"] == "backward-2" for step in document["steps"])
+        self.recorded_for = {e["index"]: e.get("recorded_for") for e in document["tape"] if e["phase"] != "forward"}
+        self.vjp_end = _vjp_ends(self, document) if self.double_backward else {}
         self.saved_on_storage = saved_by_storage(document["tensors"])
         self.tensors_on_storage = {}
         for t in document["tensors"]:
@@ -47,8 +62,14 @@ class SelectiveBase:
         return self.output(entry)["nbytes"]
 
     def flops_of(self, entry):
-        """Recompute FLOPs: the op runs once per saver that needs it."""
-        return self.tape[entry]["flops"] * len(self.savers.get(self.tape[entry]["output"], ()))
+        """Recompute FLOPs: the op runs once per saver that needs it, in every sweep that saver's node runs."""
+        savers = self.savers.get(self.tape[entry]["output"], ())
+        return self.tape[entry]["flops"] * sum(len(self.sweep_steps.get(s, ())) for s in savers)
+
+    def backward_1_holders(self, saver, storage_id):
+        """Backward-1's recorded ops of `saver` that saved a tensor on this storage: they keep a recomputed copy."""
+        return [r for uid in self.tensors_on_storage[storage_id] for r in self.pinned_by.get(uid, ())
+                if self.recorded_for.get(r) == saver]
 
 
 def predict_live_bytes(base, recompute):
@@ -88,8 +109,8 @@ def live_changes(base, recompute):
             nbytes = base.storages[storage_id]["nbytes"]
             changes.append((release_point(before, base.n_steps), nbytes))
             changes.append((release_point(end, base.n_steps), -nbytes))
-    for step, nbytes in _transients(base, recompute, produced, sources):
-        changes.extend(lifetime_changes(step, step, nbytes, base.n_steps))      # made and dropped at the step
+    for born, end, nbytes in _transients(base, recompute, produced, sources):
+        changes.extend(lifetime_changes(born, end, nbytes, base.n_steps))
     return changes
 
 
@@ -105,15 +126,31 @@ def _later(a, b):
 
 
 def _tensor_held_release(base, storage_id, st, produced):
-    """Last Python drop, or the last saver pinning a non-recomputed tensor on this storage."""
+    """Last Python drop, or the last saver pinning a non-recomputed tensor on this storage. When a recomputed
+    output lives here, a recorded vjp op's save pins the recomputed copy instead (see the module doc)."""
     end = st["dropped"]
     if end is None:
         return None
+    copied = any(uid in produced for uid in base.tensors_on_storage[storage_id])
     for uid in base.tensors_on_storage[storage_id]:
         if uid not in produced:
-            for saver in base.savers.get(uid, ()):
-                end = max(end, base.backward_step[saver])
+            for saver in base.pinned_by.get(uid, ()):
+                if not (copied and saver in base.recorded_for):
+                    end = max(end, base.backward_step[saver])
     return end
+
+
+def _vjp_ends(base, document):
+    """forward entry -> the last step of its backward-1 vjp: where the gradients it hands on were made (its
+    += of shares comes after), or its own step when its vjp records nothing."""
+    ends = {}
+    for item in document["sweep"]:
+        if document["steps"][item["step"]]["phase"] != "backward" or item["entry"] >= len(base.tape):
+            continue
+        made = [base.storages[base.tensors[c["grad"]]["storage"]]["born"] for c in item["contributions"]
+                if c["grad"] in base.tensors]
+        ends[item["entry"]] = max([item["step"]] + made)
+    return ends
 
 
 def _recipe_lifetimes(base, recompute, produced, sources):
@@ -143,12 +180,19 @@ def _chain(e, sources):
 
 
 def _transients(base, recompute, produced, sources):
-    """(step, bytes) for each recipe evaluated in a saver's backward: once per saver and recipe."""
+    """(born, freed, bytes) for each recipe evaluated in a saver's backward: once per saver, recipe and sweep.
+    Born and freed at that step, but a value backward-1's recorded vjp reads lives on (see the module doc)."""
     by_saver = {}
     for uid, e in produced.items():
         for saver in base.savers.get(uid, ()):
             by_saver.setdefault(saver, set()).update(_chain(e, sources))
     for saver, evaluated in by_saver.items():
-        step = base.backward_step[saver]
-        for e in evaluated:
-            yield step, base.bytes_of(e)
+        for step in base.sweep_steps[saver]:
+            handed = base.double_backward and step != base.backward_step[saver]      # backward-1's, on the tape
+            for e in evaluated:
+                out = base.tape[e]["output"]
+                end = step
+                if handed and saver in base.savers.get(out, ()):
+                    holders = base.backward_1_holders(saver, base.tensors[out]["storage"])
+                    end = max([base.vjp_end[saver]] + [base.backward_step[r] for r in holders])
+                yield step, end, base.bytes_of(e)

@@ -91,16 +91,18 @@ class Node:
             raise RuntimeError(
                 f"double backward through {self.op.name} is not supported: {self.op.not_recordable}. Its gradient "
                 "cannot be differentiated again; call backward without create_graph, or build the model without it.")
-        if self.recipes:
-            raise RuntimeError(
-                f"double backward through {self.name()} is not supported under selective recomputation: its saved "
-                "value is recomputed as plain arrays. Trace without a checkpoint policy to use create_graph.")
         arrays = self.unpack()
         values = {}
         for saved_name, (_array, storage, _version, _origin, uid, producer) in self.saved.items():
             values[saved_name] = _saved_tensor(arrays[saved_name], storage, self, producer, uid)
             if self.tangents and dual.active and saved_name in self.tangents:
                 dual.set_tangent(values[saved_name], self.tangents[saved_name])
+        if self.recipes:        # recomputed (selective recomputation): over the copy, with the original's producer
+            cache = arrays["__recomputed__"]
+            for saved_name, (recipe, _uid) in self.recipes.items():
+                storage, producer = recipe.storage_in(cache), recipe.producer()
+                values[saved_name] = _saved_tensor(arrays[saved_name], storage, self,
+                                                   OWN_OUTPUT if producer is self else producer, storage.uid)
         return values
 
     def saved_as_tensor(self, saved_name):

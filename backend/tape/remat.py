@@ -4,7 +4,11 @@ Inside `recomputing(entries)`, the output of each recorded op whose tape index i
 the op, its attributes, and its inputs (arrays with their storages and versions, or the inputs' own recipes).
 A consumer that would save such an output saves the recipe instead; its backward re-runs the recipe when it
 unpacks, and the recomputed values live only for that vjp. A random op replays from its saved mask.
+Under create_graph the recomputed value is handed to the vjp as a Tensor whose history is the entry that first
+computed it (a saved value's producer, as for any saved tensor), so the second backward goes through it: what the
+recorded vjp saves of it keeps the recomputed copy alive until backward-2 reaches that op.
 """
+import weakref
 from contextlib import contextmanager
 
 from backend.tape import events
@@ -36,7 +40,7 @@ def on_record(node, inputs, output):
         # A random op replays from the mask its own node saved (read when the recipe runs, before that
         # node's backward has released it: consumers come later in forward, so earlier in backward).
         replay = node if node.op.family == "random" else None
-        output.recipe = Recipe(node.op, node.attrs, [_source(t) for t in inputs], replay, index)
+        output.recipe = Recipe(node.op, node.attrs, [_source(t) for t in inputs], replay, index, weakref.ref(node))
 
 
 def _source(tensor):
@@ -46,10 +50,11 @@ def _source(tensor):
 class Recipe:
     """How to get a forward value back: re-run `op` on its sources (arrays or further recipes)."""
 
-    __slots__ = ("op", "attrs", "sources", "replay", "entry")
+    __slots__ = ("op", "attrs", "sources", "replay", "entry", "producer")
 
-    def __init__(self, op, attrs, sources, replay, entry):
+    def __init__(self, op, attrs, sources, replay, entry, producer):
         self.op, self.attrs, self.sources, self.replay, self.entry = op, attrs, sources, replay, entry
+        self.producer = producer    # a weak reference to the entry that computed it (a node may save its own output)
 
     def evaluate(self, cache, check):
         """The recomputed array (each recipe once per unpack, via `cache`); `check` verifies versions."""
@@ -68,3 +73,7 @@ class Recipe:
             events.emit(events.ALLOC_RECOMPUTE, storage=storage, array=out, entry=self.entry)
         cache[key] = (out, storage)          # the storage lives as long as this unpack's values
         return out
+
+    def storage_in(self, cache):
+        """The storage this recipe's evaluation allocated in `cache` (one unpack's)."""
+        return cache[id(self)][1]

@@ -216,11 +216,9 @@ def test_scale_up_link_carries_the_models_shape_to_the_ledger(page, live_server,
 
 
 # Left out: the version-error preset's backward stops at a version error, nothing to checkpoint
-# (tests/e2e/test_layer_knobs.py). A gradient penalty plans checkpoint regions (every_k, sqrt, optimal) but refuses
-# selective recomputation, whose recipes a second backward cannot go through (a 400 naming why).
+# (tests/e2e/test_layer_knobs.py).
 UNTRACED = {"version-error"}
 PLANNABLE = [p for p in preset_specs.PRESETS if p not in UNTRACED]
-RECIPES_REFUSED = {p for p in PLANNABLE if "gradient_penalty" in preset_specs.get(p)["loss"]}
 
 
 def _select_preset(page, live_server, preset_id):
@@ -238,8 +236,6 @@ def test_every_policy_steps_without_errors(page, live_server, errors, preset_id)
     _select_preset(page, live_server, preset_id)
     unfold_all(page)
     for request in POLICIES:
-        if request["policy"] == "selective" and preset_id in RECIPES_REFUSED:
-            continue
         trace = choose(page, request["policy"], k=request.get("k"))
         assert trace["schedule"]["grads_match"] is True, (preset_id, request)
         assert trace["schedule"]["predicted_peak_bytes"] == trace["schedule"]["executed_peak_bytes"], (preset_id, request)

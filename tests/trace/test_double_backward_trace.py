@@ -76,19 +76,19 @@ def test_the_work_cap_refuses_a_penalty_whose_model_alone_fits(monkeypatch):
     assert refused.value.cap == "work"
 
 
-def test_checkpoint_regions_plan_and_selective_recomputation_is_a_400(client):
+def test_checkpoint_regions_and_selective_recomputation_plan(client):
     response = client.post("/api/trace", json={"spec": presets.get(GP), "checkpoint": {"policy": "sqrt"}})
     assert response.status_code == 200, response.get_json()
     schedule = unpack(response.get_json())["schedule"]
     assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"] == 194064
     assert schedule["grads_match"] is True
-    refused = client.post("/api/trace", json={"spec": presets.get(GP), "checkpoint": {"policy": "selective"}})
-    assert refused.status_code == 400
-    (problem,) = refused.get_json()["problems"]
-    assert problem["path"] == "checkpoint.policy" and "loss.gradient_penalty" in problem["message"]
+    manual = client.post("/api/trace", json={"spec": presets.get(GP), "checkpoint": {"policy": "manual", "recompute": [10]}})
+    assert manual.status_code == 200, manual.get_json()
+    schedule = unpack(manual.get_json())["schedule"]
+    assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"] == 177680
+    assert schedule["grads_match"] is True and schedule["recomputed"] == [10]
     levers = client.post("/api/levers", json={"spec": presets.get(GP)})
     assert levers.status_code == 200, levers.get_json()
-    assert not any(lever.get("checkpoint", {}).get("policy") == "selective" for lever in levers.get_json()["levers"])
 
 
 @pytest.fixture(scope="module")

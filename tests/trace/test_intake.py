@@ -9,11 +9,11 @@ from backend.driver import trace_spec
 from backend.models import presets
 from backend.trace.intake import PostedDocumentError, load_posted_document
 
-# Checkpoint plans are refused (400) for seed-tape (no blocks), version-error (its backward stops) and a gradient
-# penalty (the planner does not predict a recorded backward's memory): those post only their plain document.
+# Checkpoint plans are refused (400) for seed-tape (no blocks) and version-error (its backward stops): those post
+# only their plain document.
 UNPLANNABLE = {"seed-tape", "version-error"}
 CASES = [(p["id"], checkpoint) for p in presets.listing() for checkpoint in (None, {"policy": "sqrt"})
-         if not (checkpoint and (p["id"] in UNPLANNABLE or "gradient_penalty" in p["spec"]["loss"]))]
+         if not (checkpoint and p["id"] in UNPLANNABLE)]
 
 
 @pytest.mark.parametrize("preset,checkpoint", CASES)

@@ -16,12 +16,8 @@ STOPS_IN_BACKWARD = {"version-error"}      # nothing to checkpoint: tests/trace/
 
 
 def _plannable(preset):
-    """A gradient penalty refuses checkpoint plans (tests/trace/test_double_backward_trace.py), a backward that
-    stops at a version error has nothing to checkpoint, and the planner refuses accumulate and precision
-    (tests/api/test_training_knobs.py): those run without a policy only."""
-    spec = presets.get(preset)
-    return (preset not in STOPS_IN_BACKWARD and "gradient_penalty" not in spec["loss"]
-            and spec.get("accumulate", 1) == 1 and "precision" not in spec)
+    """A backward that stops at a version error has nothing to checkpoint: it runs without a policy only."""
+    return preset not in STOPS_IN_BACKWARD
 
 
 @pytest.fixture(scope="module", params=[(p, i) for p in presets.PRESETS for i in range(len(POLICIES))
