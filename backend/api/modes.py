@@ -13,11 +13,12 @@ from backend.api.bodies import json_object_body
 from backend.api.errors import ApiError
 from backend.api.trace import engine_limits
 from backend.driver import run_bounded, run_on_engine
-from backend.models import validate_spec
+from backend.models import fields, validate_spec
 from backend.sweeps.chain import matrix_chain
 from backend.sweeps.report import modes_report, sweeps_needed
 from backend.sweeps.slice import modes_slice
 from backend.sweeps.subject import sweep_counts
+from backend.problems import Problems
 from backend.trace.failure import is_version_error
 
 modes_api = Blueprint("modes_api", __name__)
@@ -58,9 +59,9 @@ def chain():
         raise ApiError(400, "The widths are not a chain.", [{"path": "widths", "message":
                        f"must be a list of {MIN_CHAIN_WIDTHS} to {MAX_CHAIN_WIDTHS} widths n0 … n_L, "
                        "such as [4096, 4096, 4096, 1]"}])
-    problems = [{"path": f"widths[{i}]", "message": f"must be an integer from 1 to {MAX_CHAIN_WIDTH:,}"}
-                for i, n in enumerate(widths)
-                if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CHAIN_WIDTH]
+    problems = Problems()
+    for i, n in enumerate(widths):
+        fields.integer(n, f"widths[{i}]", problems, 1, MAX_CHAIN_WIDTH)
     if problems:
         raise ApiError(400, "Some widths are out of range.", problems)
     return jsonify(run_bounded(lambda: matrix_chain(widths), **engine_limits()))
@@ -71,8 +72,8 @@ def _direction(direction, inputs):
     if direction is None:
         return 0
     element = direction.get("element") if isinstance(direction, dict) else None
-    if isinstance(element, bool) or not isinstance(element, int) or not 0 <= element < inputs:
-        raise ApiError(400, "The direction is not an input element.", [{"path": "direction.element", "message":
-                       f"must be an integer from 0 to {inputs - 1:,}: the input element whose direction the JVP "
-                       "sweep follows"}])
+    problems = Problems()
+    fields.integer(element, "direction.element", problems, 0, inputs - 1)     # the element the JVP sweep follows
+    if problems:
+        raise ApiError(400, "The direction is not an input element.", problems)
     return element

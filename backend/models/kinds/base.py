@@ -65,7 +65,7 @@ def check_layer(layer, path, problems, depth=0):
     layer = f.mapping(layer, path, problems)
     name = layer.get("type")
     if not isinstance(name, str) or name not in LAYER_KINDS:
-        problems.add(f"{path}.type", "must be one of " + ", ".join(f'"{k}"' for k in LAYER_KINDS))
+        f.choice(name, f"{path}.type", problems, tuple(LAYER_KINDS))
         return {"type": "relu"}
     kind = LAYER_KINDS[name]
     normalized = {"type": name}
