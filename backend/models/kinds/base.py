@@ -1,6 +1,6 @@
 """The layer-kind registry and its dispatch: check, plan and build one layer (or a list) through its Kind.
 
-Each kind module (dense, pointwise, norms, attention, wrappers) registers its Kinds here; layers.py and
+Each kind module (dense, pointwise, norms, attention, wrappers) registers its Kinds here; spec.py and
 network.py call these functions, and wrappers recurse through them. Kind modules import this one, never the
 reverse, and this one imports no kind module: backend/models/kinds/__init__.py does, to fill LAYER_KINDS.
 """
