@@ -20,8 +20,9 @@ What a TorchDispatchMode sees of torch.distributed (torch 2.13, gloo; found with
   while the step is recorded.
 
 Every storage the step's sharding makes is tagged with its `shard_role` (ROLES); the roles only sharding holds are
-memory kinds too (SHARDING_KINDS: unsharded parameters and gradients, FSDP2's communication buffers), given when the
-step is recorded (sharding_kinds); parameter and gradient shards and DDP's buckets are the rank's param and grad.
+memory kinds too (SHARDING_KINDS, declared in backend/trace/memory_kinds.py: unsharded parameters and gradients,
+FSDP2's communication buffers), given when the step is recorded (sharding_kinds); parameter and gradient shards and
+DDP's buckets are the rank's param and grad.
 """
 import sys
 
@@ -37,6 +38,7 @@ from backend.importers.torch_ops import TAPESCOPE
 from backend.importers.torch_recorder import TorchRecorder
 from backend.importers.torch_storages import storage_address
 from backend.importers.torch_waits import remember_work
+from backend.trace.memory_kinds import SHARDING_KINDS
 
 ROLES = {
     "sharded_param": "the rank's shard of a parameter (DTensor.to_local())",
@@ -47,7 +49,6 @@ ROLES = {
     "bucket": "a DDP bucket: the flat buffer its gradients are copied into and all-reduced in",
 }
 
-SHARDING_KINDS = ("unsharded_param", "unsharded_grad", "comm_buffer")    # roles that are memory kinds too
 
 # c10d ops whose tensors (argument 0) are both what is sent and what is received; every other c10d op writes its
 # argument 0 from its argument 1 (output, input)
