@@ -39,6 +39,7 @@ from backend.importers.torch_recorder import TorchRecorder
 from backend.importers.torch_storages import storage_address
 from backend.importers.torch_waits import remember_work
 from backend.trace.memory_kinds import SHARDING_KINDS
+from backend.trace.records import entry_record
 
 ROLES = {
     "sharded_param": "the rank's shard of a parameter (DTensor.to_local())",
@@ -211,9 +212,8 @@ class RankRecorder(TorchRecorder):
         index = len(self.tape)
         op = OP_WORDS.get(name, name.rstrip("_"))
         unit = _fsdp_unit(self._fsdp_units) if self._fsdp_units else None
-        entry = {"index": index, "op": op, "family": "collective", "backward": "", "inputs": input_ids,
-                 "output": None, "saved": [], "flops": 0, "flops_source": TAPESCOPE, "scope": unit or self.scope,
-                 "why": "", "phase": self.phase, "attrs": {"aten": f"{func.namespace}.{name}"}}
+        entry = entry_record(index, op, "collective", "", input_ids, unit or self.scope, 0, "",
+                             {"aten": f"{func.namespace}.{name}"}, self.phase, flops_source=TAPESCOPE)
         self.tape.append(entry)
         self._new_step(index, op=op, collective="issued")
         step = self.steps[-1]
