@@ -10,8 +10,7 @@ import math
 from flask import abort, request
 
 from backend.api.errors import ApiError
-
-MAX_JSON_DEPTH = 64
+from backend.models.caps import cap
 
 
 def _reject_constant(name: str):
@@ -90,10 +89,10 @@ def json_body():
     try:
         value = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:
-        raise ApiError(400, f"The JSON body is nested too deeply; the limit is {MAX_JSON_DEPTH} levels.")
+        raise ApiError(400, f"The JSON body is nested too deeply; the limit is {cap('json_depth')} levels.")
     except ValueError as error:  # includes JSONDecodeError and UnicodeDecodeError
         raise ApiError(400, f"The body is not valid JSON: {error}.")
-    problem = body_problem(value, MAX_JSON_DEPTH)
+    problem = body_problem(value, cap("json_depth"))
     if problem is not None:
         path, sentence = problem
         raise ApiError(400, sentence, [{"path": path, "message": sentence}])

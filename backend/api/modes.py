@@ -1,6 +1,6 @@
 """Forward vs reverse API: POST /api/modes (a spec's Jacobians built by JVP and by VJP sweeps, executed and metered;
 one JVP sweep stepped) and POST /api/matrix-chain (the matrix-chain lesson at chosen widths, analytic and executed,
-at most 64 wide, so it needs no work price).
+executed scaled down to the chain_executed_width cap, so it needs no work price).
 
 /api/modes runs under a trace's guards (backend/driver): it is priced as one trace per sweep it will run (a sweep
 is never dearer than a recorded training step); a model whose n + m sweeps are over the budget runs on the largest
@@ -13,17 +13,18 @@ from backend.api.bodies import json_object_body
 from backend.api.errors import ApiError
 from backend.api.trace import engine_limits
 from backend.driver import run_bounded, run_on_engine
-from backend.models import validate_spec
+from backend.models import fields, validate_spec
+from backend.models.caps import cap
 from backend.sweeps.chain import matrix_chain
 from backend.sweeps.report import modes_report, sweeps_needed
 from backend.sweeps.slice import modes_slice
 from backend.sweeps.subject import sweep_counts
+from backend.problems import Problems
 from backend.trace.failure import is_version_error
 
 modes_api = Blueprint("modes_api", __name__)
 
-MIN_CHAIN_WIDTHS, MAX_CHAIN_WIDTHS = 3, 6      # n0 … n3 by default: a chain of two to five Jacobians
-MAX_CHAIN_WIDTH = 65_536                       # keeps every count below 2^53, exact as a JSON number in a browser
+MIN_CHAIN_WIDTHS = 3         # n0 … n3 by default: a chain of two to cap("chain_widths") - 1 Jacobians
 
 
 @modes_api.post("/api/modes")
@@ -53,14 +54,14 @@ def chain():
     """{analytic, executed} for {"widths": [n0, n1, n2, n3]}."""
     body = json_object_body('{"widths": [4096, 4096, 4096, 1]}')
     widths = body.get("widths")
-    shape_ok = isinstance(widths, list) and MIN_CHAIN_WIDTHS <= len(widths) <= MAX_CHAIN_WIDTHS
+    shape_ok = isinstance(widths, list) and MIN_CHAIN_WIDTHS <= len(widths) <= cap("chain_widths")
     if not shape_ok:
         raise ApiError(400, "The widths are not a chain.", [{"path": "widths", "message":
-                       f"must be a list of {MIN_CHAIN_WIDTHS} to {MAX_CHAIN_WIDTHS} widths n0 … n_L, "
+                       f"must be a list of {MIN_CHAIN_WIDTHS} to {cap('chain_widths')} widths n0 … n_L, "
                        "such as [4096, 4096, 4096, 1]"}])
-    problems = [{"path": f"widths[{i}]", "message": f"must be an integer from 1 to {MAX_CHAIN_WIDTH:,}"}
-                for i, n in enumerate(widths)
-                if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CHAIN_WIDTH]
+    problems = Problems()
+    for i, n in enumerate(widths):
+        fields.integer(n, f"widths[{i}]", problems, 1, cap("chain_width"))
     if problems:
         raise ApiError(400, "Some widths are out of range.", problems)
     return jsonify(run_bounded(lambda: matrix_chain(widths), **engine_limits()))
@@ -71,8 +72,8 @@ def _direction(direction, inputs):
     if direction is None:
         return 0
     element = direction.get("element") if isinstance(direction, dict) else None
-    if isinstance(element, bool) or not isinstance(element, int) or not 0 <= element < inputs:
-        raise ApiError(400, "The direction is not an input element.", [{"path": "direction.element", "message":
-                       f"must be an integer from 0 to {inputs - 1:,}: the input element whose direction the JVP "
-                       "sweep follows"}])
+    problems = Problems()
+    fields.integer(element, "direction.element", problems, 0, inputs - 1)     # the element the JVP sweep follows
+    if problems:
+        raise ApiError(400, "The direction is not an input element.", problems)
     return element

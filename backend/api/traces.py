@@ -9,8 +9,8 @@ from flask import Blueprint, current_app, request
 
 from backend.api.bodies import json_body
 from backend.api.errors import ApiError
-from backend.api.payloads import TITLE_MAX_CHARS
 from backend.api.snapshots import store_snapshot
+from backend.models.caps import cap
 from backend.trace import deadline
 from backend.trace.document_versions import upgrade
 from backend.trace.intake import (PostedDocumentError, PostedDocumentTooLarge, is_many_ranks, load_posted_document,
@@ -52,5 +52,5 @@ def _title(document):
     if not isinstance(name, str):
         return None
     version = source.get("torch_version")
-    title = (f"{name} (torch {version})" if version else name)[:TITLE_MAX_CHARS].strip()
+    title = (f"{name} (torch {version})" if version else name)[:cap("title_length")].strip()
     return title if title.isprintable() and title.isascii() and title else None

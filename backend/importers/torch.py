@@ -31,9 +31,8 @@ from backend.importers.mistakes import ImportMistake
 from backend.importers.torch_checkpoint import schedule_label
 from backend.importers.torch_fake import fake_world_problem, faking
 from backend.importers.torch_step import document_text, load_build, record_step, step_of, write_run
+from backend.models.caps import cap
 from backend.trace.cuda_allocator import attach_reserved
-
-MAX_WARMUP = 100
 
 
 def main(argv=None):
@@ -69,8 +68,8 @@ def main(argv=None):
     refused = fake_flags_problem(args)
     if refused:
         raise SystemExit(refused)
-    if not 0 <= args.warmup <= MAX_WARMUP:
-        raise SystemExit(f"--warmup {args.warmup}: give a whole number of steps from 0 to {MAX_WARMUP} "
+    if not 0 <= args.warmup <= cap("warmup_steps"):
+        raise SystemExit(f"--warmup {args.warmup}: give a whole number of steps from 0 to {cap('warmup_steps')} "
                          "(each is a full training step of your model)")
     if args.blocks and not args.checkpoint:     # refused before the user's file runs, not after a recording
         raise SystemExit("--blocks names the modules a checkpoint what-if wraps: give --checkpoint too, "

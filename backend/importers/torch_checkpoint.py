@@ -18,6 +18,7 @@ from torch.utils.checkpoint import CheckpointError, CheckpointPolicy, checkpoint
 from backend.importers.mistakes import ImportMistake
 from backend.importers.torch_step import record_step, step_of
 from backend.importers.torch_blocks import block_runs, blocks_for
+from backend.models.caps import cap
 from backend.planner.execute import grad_mismatch
 from backend.planner.policies import every_k
 from backend.planner.torch_timeline import TorchBase, predict_live_bytes, recompute_flops
@@ -26,8 +27,6 @@ from backend.trace.memory import peak
 aten = torch.ops.aten
 MUST_SAVE_OPS = (aten.mm, aten.bmm, aten.addmm, aten.baddbmm, aten.matmul, aten.linear)
 MUST_SAVE_NAMES = tuple(op.__name__ for op in MUST_SAVE_OPS)      # as the tape names ops ("addmm")
-MAX_EVERY_K = 1024
-MAX_POLICIES = 8            # each is a full training step of the user's model
 
 
 class CheckpointRequestError(ImportMistake):
@@ -61,8 +60,8 @@ def parse_policies(text):
     """`--checkpoint every_k=1,selective`: one request per comma-separated policy, in order, each once."""
     requests = [parse_policy(part) for part in (text or "").split(",")]
     unique = list({(r["policy"], r["params"].get("k")): r for r in requests}.values())
-    if len(unique) > MAX_POLICIES:
-        raise CheckpointRequestError(f"--checkpoint names {len(unique)} policies; at most {MAX_POLICIES} "
+    if len(unique) > cap("checkpoint_policies"):
+        raise CheckpointRequestError(f"--checkpoint names {len(unique)} policies; at most {cap('checkpoint_policies')} "
                                      "(each is a full training step of your model)")
     return unique
 
@@ -73,10 +72,10 @@ def parse_policy(text):
     if text == "selective":
         return {"policy": "selective", "params": {}}
     name, _, value = text.partition("=")
-    if name == "every_k" and value.isdigit() and 1 <= int(value) <= MAX_EVERY_K:
+    if name == "every_k" and value.isdigit() and 1 <= int(value) <= cap("every_k"):
         return {"policy": "every_k", "params": {"k": int(value)}}
     raise CheckpointRequestError(f"--checkpoint {text!r}: give every_k=N (N a whole number from 1 to "
-                                 f"{MAX_EVERY_K}) or selective, e.g. --checkpoint every_k=1")
+                                 f"{cap('every_k')}) or selective, e.g. --checkpoint every_k=1")
 
 
 def regions_of(request, n_blocks, runs=None):

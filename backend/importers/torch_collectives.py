@@ -20,8 +20,9 @@ What a TorchDispatchMode sees of torch.distributed (torch 2.13, gloo; found with
   while the step is recorded.
 
 Every storage the step's sharding makes is tagged with its `shard_role` (ROLES); the roles only sharding holds are
-memory kinds too (SHARDING_KINDS: unsharded parameters and gradients, FSDP2's communication buffers), given when the
-step is recorded (sharding_kinds); parameter and gradient shards and DDP's buckets are the rank's param and grad.
+memory kinds too (SHARDING_KINDS, declared in backend/trace/memory_kinds.py: unsharded parameters and gradients,
+FSDP2's communication buffers), given when the step is recorded (sharding_kinds); parameter and gradient shards and
+DDP's buckets are the rank's param and grad.
 """
 import sys
 
@@ -37,6 +38,8 @@ from backend.importers.torch_ops import TAPESCOPE
 from backend.importers.torch_recorder import TorchRecorder
 from backend.importers.torch_storages import storage_address
 from backend.importers.torch_waits import remember_work
+from backend.trace.memory_kinds import SHARDING_KINDS
+from backend.trace.records import entry_record
 
 ROLES = {
     "sharded_param": "the rank's shard of a parameter (DTensor.to_local())",
@@ -47,7 +50,6 @@ ROLES = {
     "bucket": "a DDP bucket: the flat buffer its gradients are copied into and all-reduced in",
 }
 
-SHARDING_KINDS = ("unsharded_param", "unsharded_grad", "comm_buffer")    # roles that are memory kinds too
 
 # c10d ops whose tensors (argument 0) are both what is sent and what is received; every other c10d op writes its
 # argument 0 from its argument 1 (output, input)
@@ -210,9 +212,8 @@ class RankRecorder(TorchRecorder):
         index = len(self.tape)
         op = OP_WORDS.get(name, name.rstrip("_"))
         unit = _fsdp_unit(self._fsdp_units) if self._fsdp_units else None
-        entry = {"index": index, "op": op, "family": "collective", "backward": "", "inputs": input_ids,
-                 "output": None, "saved": [], "flops": 0, "flops_source": TAPESCOPE, "scope": unit or self.scope,
-                 "why": "", "phase": self.phase, "attrs": {"aten": f"{func.namespace}.{name}"}}
+        entry = entry_record(index, op, "collective", "", input_ids, unit or self.scope, 0, "",
+                             {"aten": f"{func.namespace}.{name}"}, self.phase, flops_source=TAPESCOPE)
         self.tape.append(entry)
         self._new_step(index, op=op, collective="issued")
         step = self.steps[-1]

@@ -30,11 +30,11 @@ from backend.importers.torch_collectives import RankRecorder, local
 from backend.importers.torch_waits import watching_distributed
 from backend.importers.torch_storages import storage_address
 from backend.importers.torch_step import document_of, load_build, record, step_of, warm_up
+from backend.models.caps import cap
 from backend.trace.document_versions import pack
 from backend.trace.memory import alive_at
 from backend.trace.peak import explain_peak
 
-MAX_NPROC = 16
 TIMEOUT = timedelta(minutes=5)      # a rank that died must not keep the others waiting for gloo's 30 minutes
 
 
@@ -247,8 +247,8 @@ def main(args):
         if rank != 0:
             return 0
     else:
-        if not 1 <= args.nproc <= MAX_NPROC:
-            raise SystemExit(f"--nproc {args.nproc}: give a number of local ranks from 1 to {MAX_NPROC}")
+        if not 1 <= args.nproc <= cap("ranks"):
+            raise SystemExit(f"--nproc {args.nproc}: give a number of local ranks from 1 to {cap('ranks')}")
         if not Path(args.model_file).is_file():
             raise SystemExit(f"{args.model_file}: no such file")
         documents = run_ranks(record_file, args.nproc, args.model_file, args.values, args.warmup)

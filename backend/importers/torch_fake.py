@@ -15,7 +15,8 @@ import contextlib
 import torch.distributed as dist
 from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 
-MAX_FAKE_WORLD = 4096
+from backend.models.caps import cap
+
 _step_mode = []         # the FakeTensorMode a faking() block runs the step under, while it does
 
 
@@ -158,7 +159,7 @@ class _UnrebuiltReducer:
 
 def fake_world_problem(world_size):
     """The sentence for a --world-size outside what is accepted, else None."""
-    if not 1 <= world_size <= MAX_FAKE_WORLD:
-        return f"--world-size {world_size}: give a number of fake ranks from 1 to {MAX_FAKE_WORLD}"
+    if not 1 <= world_size <= cap("fake_world"):
+        return f"--world-size {world_size}: give a number of fake ranks from 1 to {cap('fake_world')}"
     return None
 

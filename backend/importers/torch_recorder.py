@@ -16,12 +16,12 @@ from torch.utils._pytree import MappingKey, SequenceKey, tree_flatten, tree_flat
 from backend.importers.torch_dispatch import OpRecording
 from backend.importers.torch_optimizer_state import state_tensors
 from backend.importers.torch_regions import CheckpointRegions
-from backend.importers.torch_saves import Packed, SavedTensors
+from backend.importers.torch_saves import SavedTensors
 from backend.importers.torch_storages import TensorRecords
 from backend.importers.torch_sweep import SweepOrder
-from backend.trace.records import SMALL_TENSOR_ELEMENTS, block_record, step_record
+from backend.trace.records import block_record, step_record
 
-__all__ = ["TorchRecorder", "Packed", "SMALL_TENSOR_ELEMENTS", "LOSS_SCOPE"]
+__all__ = ["TorchRecorder", "LOSS_SCOPE"]
 
 LOSS_SCOPE = "loss"         # the scope of the ops loss_fn runs
 

@@ -3,14 +3,16 @@
 Every field has a default (GPT-2 small: 12 layers, hidden 768, 12 heads, MLP 4×, vocab 50,257, tied embeddings,
 learned positions, context 1,024; at batch 8, fp32, naive attention, dropout on, Adam; on one GPU) and every size
 has a cap, so
-a query can never ask for an unbounded amount of arithmetic or a number a browser cannot hold. Values are parsed
-with int()/float() on strings that first match a strict pattern: nothing a user sends is evaluated.
+a query can never ask for an unbounded amount of arithmetic or a number a browser cannot hold. The fields are
+backend.models.fields' Fields, checked and worded as a spec's are; a query's strings are read with int()/float()
+only after matching a strict pattern: nothing a user sends is evaluated.
 """
 import math
 import re
 from dataclasses import asdict, dataclass
 
 from backend.models.caps import cap
+from backend.models.fields import Field
 from backend.problems import Problems, unknown_field
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
@@ -122,97 +124,79 @@ PRESET_COMMON = {"mlp_ratio": 4, "vocab": 50257, "tied_embeddings": True, "seq":
                  "norm": "layernorm", "bias": True, "rotary": False, "dropout": True}
 
 
-@dataclass(frozen=True)
-class Field:
-    kind: str                 # "int" | "float" | "bool" | "choice"
-    low: float = None
-    high: float = None
-    choices: tuple = ()
-    help: str = ""
+def _field(name, type, help, **bounds):
+    """A ledger field (backend.models.fields.Field), its default LedgerConfig's."""
+    return Field(name, type, help, default=getattr(LedgerConfig, name), **bounds)
 
 
-FIELDS = {
-    "layers": Field("int", 1, 512, help="transformer blocks"),
-    "hidden": Field("int", 1, 65536, help="model width h"),
-    "heads": Field("int", 1, 1024, help="attention heads a; hidden must be a multiple of it"),
-    "mlp_ratio": Field("float", 0.25, 16, help="MLP width as a multiple of hidden"),
-    "vocab": Field("int", 1, 1_048_576, help="vocabulary size"),
-    "batch": Field("int", 1, 65536, help="micro-batch b (sequences)"),
-    "seq": Field("int", 1, 1_048_576, help="sequence length s"),
-    "dtype": Field("choice", choices=tuple(DTYPE_BYTES), help="activation and weight dtype"),
-    "attention": Field("choice", choices=("naive", "flash"), help="naive keeps the seq×seq matrices"),
-    "dropout": Field("bool", help="dropout after attention probabilities, projection and MLP"),
-    "tied_embeddings": Field("bool", help="the output head reuses the token embedding"),
-    "position_embeddings": Field("bool", help="learned position embeddings (seq × hidden parameters)"),
-    "optimizer": Field("choice", choices=("sgd", "adam", "adam8bit"), help="optimizer state kept per parameter"),
-    "mixed_precision": Field("bool", help="16-bit compute with an fp32 master copy of the weights"),
-    "device_gib": Field("float", 0.001, 1_048_576, help="device memory in GiB for the max-batch search"),
-    "mlp": Field("choice", choices=("gelu", "swiglu"),
-                 help="gelu: fc1, GELU, fc2 (GPT); swiglu: down(SiLU(gate(x)) · up(x)) (Llama)"),
-    "norm": Field("choice", choices=("layernorm", "rmsnorm"), help="LayerNorm (weight, bias) or RMSNorm (weight)"),
-    "kv_heads": Field("int", 0, 1024, help="key/value heads (grouped-query attention); 0: as many as heads"),
-    "bias": Field("bool", help="the linear layers have biases (GPT-2 yes, Llama no)"),
-    "rotary": Field("bool", help="rotary positions (Llama): no parameters, one cos and one sin table saved"),
-    "embedding_dropout": Field("bool", help="dropout after the embeddings (nanoGPT's drop)"),
-    "masks": Field("choice", choices=("bool", "dtype"),
-                   help="a dropout mask's dtype: bool (CUDA's fused dropout) or the activations' (torch on CPU)"),
-    "dp": Field("int", 1, 65536, help="data-parallel ranks"),
-    "zero": Field("int", 0, 3, help="ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also parameters"),
-    "tp": Field("int", 1, 1024, help="tensor-parallel ranks (Megatron's column and row split)"),
-    "sp": Field("bool", help="sequence parallel: the residual stream's saves split over the tensor-parallel ranks"),
-    "loss_parallel": Field("bool", help="the loss over vocabulary-split logits (Megatron's, torch's loss_parallel); "
-                                        "no: the logits gathered whole on every tensor-parallel rank first"),
-    "pp": Field("int", 1, 1024, help="pipeline stages (1F1B)"),
-    "micro_batches": Field("int", 1, 65536, help="micro-batches per step through the pipeline"),
-    "vpp": Field("int", 1, 64, help="virtual stages per GPU (the interleaved 1F1B schedule)"),
-    "recompute": Field("choice", choices=("none", "full"),
-                       help="full: keep only each block's input and recompute the block in backward"),
-    "gpus": Field("int", 1, 65536, help="GPUs in the cluster the fits table searches"),
-}
+FIELDS = {field.name: field for field in (
+    _field("layers", "integer", low=1, cap="ledger_layers", help="transformer blocks"),
+    _field("hidden", "integer", low=1, cap="ledger_hidden", help="model width h"),
+    _field("heads", "integer", low=1, cap="ledger_heads", help="attention heads a; hidden must be a multiple of it"),
+    _field("mlp_ratio", "number", low=0.25, cap="ledger_mlp_ratio", help="MLP width as a multiple of hidden"),
+    _field("vocab", "integer", low=1, cap="ledger_vocab", help="vocabulary size"),
+    _field("batch", "integer", low=1, cap="ledger_batch", help="micro-batch b (sequences)"),
+    _field("seq", "integer", low=1, cap="ledger_seq", help="sequence length s"),
+    _field("dtype", "choice", options=tuple(DTYPE_BYTES), help="activation and weight dtype"),
+    _field("attention", "choice", options=("naive", "flash"), help="naive keeps the seq×seq matrices"),
+    _field("dropout", "boolean", help="dropout after attention probabilities, projection and MLP"),
+    _field("tied_embeddings", "boolean", help="the output head reuses the token embedding"),
+    _field("position_embeddings", "boolean", help="learned position embeddings (seq × hidden parameters)"),
+    _field("optimizer", "choice", options=("sgd", "adam", "adam8bit"), help="optimizer state kept per parameter"),
+    _field("mixed_precision", "boolean", help="16-bit compute with an fp32 master copy of the weights"),
+    _field("device_gib", "number", low=0.001, cap="ledger_device_gib",
+           help="device memory in GiB for the max-batch search"),
+    _field("mlp", "choice", options=("gelu", "swiglu"),
+           help="gelu: fc1, GELU, fc2 (GPT); swiglu: down(SiLU(gate(x)) · up(x)) (Llama)"),
+    _field("norm", "choice", options=("layernorm", "rmsnorm"), help="LayerNorm (weight, bias) or RMSNorm (weight)"),
+    _field("kv_heads", "integer", low=0, cap="ledger_heads",
+           help="key/value heads (grouped-query attention); 0: as many as heads"),
+    _field("bias", "boolean", help="the linear layers have biases (GPT-2 yes, Llama no)"),
+    _field("rotary", "boolean", help="rotary positions (Llama): no parameters, one cos and one sin table saved"),
+    _field("embedding_dropout", "boolean", help="dropout after the embeddings (nanoGPT's drop)"),
+    _field("masks", "choice", options=("bool", "dtype"),
+           help="a dropout mask's dtype: bool (CUDA's fused dropout) or the activations' (torch on CPU)"),
+    _field("dp", "integer", low=1, cap="ledger_gpus", help="data-parallel ranks"),
+    _field("zero", "integer", low=0, high=3,
+           help="ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also parameters"),
+    _field("tp", "integer", low=1, cap="ledger_model_parallel",
+           help="tensor-parallel ranks (Megatron's column and row split)"),
+    _field("sp", "boolean",
+           help="sequence parallel: the residual stream's saves split over the tensor-parallel ranks"),
+    _field("loss_parallel", "boolean",
+           help="the loss over vocabulary-split logits (Megatron's, torch's loss_parallel); no: the logits "
+                "gathered whole on every tensor-parallel rank first"),
+    _field("pp", "integer", low=1, cap="ledger_model_parallel", help="pipeline stages (1F1B)"),
+    _field("micro_batches", "integer", low=1, cap="ledger_batch", help="micro-batches per step through the pipeline"),
+    _field("vpp", "integer", low=1, cap="ledger_virtual_stages",
+           help="virtual stages per GPU (the interleaved 1F1B schedule)"),
+    _field("recompute", "choice", options=("none", "full"),
+           help="full: keep only each block's input and recompute the block in backward"),
+    _field("gpus", "integer", low=1, cap="ledger_gpus", help="GPUs in the cluster the fits table searches"),
+)}
 
-_INT = re.compile(r"^\s*\d{1,12}\s*$", re.ASCII)
-_FLOAT = re.compile(r"^\s*\d{1,12}(\.\d{1,12})?\s*$|^\s*\.\d{1,12}\s*$", re.ASCII)
+# A query's strings, read by strict patterns (never evaluated): "-1" is read to be said out of range, "1e3" is not
+# a number here.
+_INT = re.compile(r"^\s*-?\d{1,12}\s*$", re.ASCII)
+_FLOAT = re.compile(r"^\s*-?(\d{1,12}(\.\d{1,12})?|\.\d{1,12})\s*$", re.ASCII)
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
-def _parse_value(field, raw):
-    """One field's value from a string or a JSON value; raises ValueError with a user-facing sentence."""
-    if field.kind == "bool":
-        if isinstance(raw, bool):
-            return raw
-        if isinstance(raw, str) and raw.strip().lower() in _TRUE | _FALSE:
-            return raw.strip().lower() in _TRUE
-        raise ValueError("must be true or false")
-    if field.kind == "choice":
-        if isinstance(raw, str) and raw.strip().lower() in field.choices:
-            return raw.strip().lower()
-        raise ValueError(f"must be one of {', '.join(field.choices)}")
-    if isinstance(raw, bool):
-        raise ValueError(f"must be a number, not {str(raw).lower()}")
-    if field.kind == "int":
-        if isinstance(raw, int):
-            value = raw
-        elif isinstance(raw, float) and raw.is_integer():
-            value = int(raw)
-        elif isinstance(raw, str) and _INT.match(raw):
-            value = int(raw)
-        else:
-            raise ValueError("must be a whole number, like 12")
-    else:
-        if isinstance(raw, (int, float)) and math.isfinite(raw):
-            value = float(raw)
-        elif isinstance(raw, str) and _FLOAT.match(raw):
-            value = float(raw)
-        else:
-            raise ValueError("must be a plain decimal number, like 4 or 2.5")
-    if not field.low <= value <= field.high:
-        raise ValueError(f"must be between {_plain(field.low)} and {_plain(field.high)}; got {_plain(value)}")
-    return value
-
-
-def _plain(number):
-    return f"{number:,}" if isinstance(number, int) or float(number).is_integer() else f"{number:g}"
+def _from_query(field, raw):
+    """The JSON value a query string spells for `field` ("24" → 24, "off" → False, "BF16" → "bf16"); anything
+    else is passed on as sent, for the field's check (backend.models.fields) to say what is wrong with it."""
+    if not isinstance(raw, str):
+        whole = field.type == "integer" and isinstance(raw, float) and raw.is_integer()
+        return int(raw) if whole else raw
+    word = raw.strip().lower()
+    if field.type == "integer" and _INT.match(raw):
+        return int(raw)
+    if field.type == "number" and _FLOAT.match(raw):
+        return float(raw)
+    if field.type == "boolean" and word in _TRUE | _FALSE:
+        return word in _TRUE
+    return word if field.type == "choice" else raw
 
 
 def parse_config(values):
@@ -229,10 +213,9 @@ def parse_config(values):
         if field is None:
             unknown_field(problems, name, FIELDS)
             continue
-        try:
-            parsed[name] = _parse_value(field, raw)
-        except ValueError as error:
-            problems.add(name, str(error))
+        before = problems.count
+        parsed[name] = field.check(_from_query(field, raw), name, problems)
+        if problems.count > before:
             bad.add(name)
     config = LedgerConfig(**parsed)
     for involved, path, check in COMBINATIONS:

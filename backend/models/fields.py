@@ -1,77 +1,138 @@
-"""Field checks for specs: each records a {path, message} problem instead of raising, so all are reported."""
+"""Field checks, and the one sentence for each kind of problem a sent value can have, wherever it is sent.
+
+A spec (/api/trace), a snapshot or session body (/api/snapshots, /api/session) and a ledger query
+(/api/ledger) are all checked here. Each check records a {path, message} problem instead of raising, so all are reported, and says
+it in one of these sentences: `is missing: give …`, `must be …, not …` (the wrong type), `must be …; got …` (out of
+range, or not one of the choices), `is not a field here; …` (an unknown key, backend.problems.unknown_field).
+"""
+import math
+
 from backend.problems import join, unknown_field
 
-
-def integer(obj, key, path, problems, low, high, default=None):
-    value = obj.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        problems.add(join(path, key), f"must be an integer from {low} to {high:,}" if low != 1
-                     else f"must be a positive integer ≤ {high:,}")
-        return default if isinstance(default, int) else low
-    return value
+SHOWN_CHARACTERS = 24       # a sent string quoted back in a problem is cut here
 
 
-def number(obj, key, path, problems, low, high, default=None, high_open=False, hint=None):
-    value = obj.get(key, default)
-    if not _in_range(value, low, high, high_open):
-        bound = f"below {high}" if high_open else f"at most {high}"
-        problems.add(join(path, key), f"must be a number from {low}, {bound}" + (f" ({hint})" if hint else ""))
-        return default if default is not None else low
-    return float(value)
+def report(problems, path, expected, value, of_type=True, got=None):
+    """Record the one sentence for `value` at `path` failing to be `expected` (said as "a whole number from 1 to
+    4,096"): missing when it is absent or null, the wrong type when not `of_type`, else out of range (`got`, when
+    given, says what was sent instead of the value itself: "300 characters")."""
+    if value is None:
+        problems.add(path, f"is missing: give {expected}")
+    elif not of_type:
+        problems.add(path, f"must be {expected}, not {shown(value)}")
+    else:
+        problems.add(path, f"must be {expected}; got {got or shown(value)}")
 
 
-def number_pair(obj, key, path, problems, low, high, default, high_open=False, hint=None):
-    """A [a, b] pair of numbers in one range (Adam's betas): a problem at `key` for the shape, at `key[i]` per
+def shown(value):
+    """A sent value as a problem names it: short, never a huge string echoed back."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        cut = value if len(value) <= SHOWN_CHARACTERS else value[:SHOWN_CHARACTERS] + "…"
+        return f'"{cut}"'
+    if isinstance(value, (int, float)):
+        return plain(value)
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value):,}"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def plain(value):
+    """A number as a problem writes it: 4,096, 0.25, 1e-06; nan and inf as they are."""
+    if isinstance(value, int) or (math.isfinite(value) and float(value).is_integer()):
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
+def is_integer(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value):
+    """A finite int or float (JSON has no nan or inf; Python's parser lets them in)."""
+    return (is_integer(value) or isinstance(value, float)) and math.isfinite(value)
+
+
+def whole_number(low, high):
+    return f"a whole number from {plain(low)} to {plain(high)}"
+
+
+def a_number(low, high, high_open=False, hint=None):
+    return f"a number from {_bounds(low, high, high_open)}" + (f" ({hint})" if hint else "")
+
+
+def _bounds(low, high, high_open):
+    return f"{plain(low)}, below {plain(high)}" if high_open else f"{plain(low)} to {plain(high)}"
+
+
+def text_of(max_length, min_length=0, what="text"):
+    if min_length:
+        return f"{what} of {plain(min_length)} to {plain(max_length)} characters"
+    return f"{what} of at most {plain(max_length)} characters"
+
+
+def integer(value, path, problems, low, high, fallback=None):
+    if is_integer(value) and low <= value <= high:
+        return value
+    report(problems, path, whole_number(low, high), value, of_type=is_integer(value))
+    return fallback if isinstance(fallback, int) else low
+
+
+def number(value, path, problems, low, high, fallback=None, high_open=False, hint=None):
+    if _in_range(value, low, high, high_open):
+        return float(value)
+    report(problems, path, a_number(low, high, high_open, hint), value, of_type=is_number(value))
+    return fallback if fallback is not None else low
+
+
+def number_pair(value, path, problems, low, high, fallback, high_open=False, hint=None):
+    """A [a, b] pair of numbers in one range (Adam's betas): a problem at `path` for the shape, at `path[i]` per
     number out of range."""
-    value = obj.get(key, default)
-    bound = f"below {high}" if high_open else f"at most {high}"
-    example = f", such as {list(default)}"
     if not isinstance(value, (list, tuple)) or len(value) != 2:
-        problems.add(join(path, key), f"must be a pair of two numbers from {low}, {bound}{example}")
-        return list(default)
-    pair = []
-    for i, item in enumerate(value):
-        if _in_range(item, low, high, high_open):
-            pair.append(float(item))
-        else:
-            problems.add(f"{join(path, key)}[{i}]", f"must be a number from {low}, {bound}" + (f" ({hint})" if hint else ""))
-            pair.append(float(default[i]))
-    return pair
+        expected = f"a pair of two numbers from {_bounds(low, high, high_open)}, such as {list(fallback)}"
+        report(problems, path, expected, value, of_type=isinstance(value, (list, tuple)))
+        return list(fallback)
+    return [number(item, f"{path}[{i}]", problems, low, high, float(fallback[i]), high_open, hint)
+            for i, item in enumerate(value)]
 
 
 def _in_range(value, low, high, high_open):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    if not is_number(value):
         return False
     return low <= value < high if high_open else low <= value <= high
 
 
-def boolean(obj, key, path, problems, default):
-    value = obj.get(key, default)
-    if not isinstance(value, bool):
-        problems.add(join(path, key), "must be true or false")
-        return default
-    return value
+def boolean(value, path, problems, fallback):
+    if isinstance(value, bool):
+        return value
+    report(problems, path, "true or false", value, of_type=False)
+    return fallback
 
 
-def choice(obj, key, path, problems, options, default=None):
-    value = obj.get(key, default)
-    if value not in options:
-        problems.add(join(path, key), "must be one of " + ", ".join(f'"{o}"' for o in options))
-        return default if default is not None else options[0]
-    return value
+def choice(value, path, problems, options, fallback=None):
+    if isinstance(value, str) and value in options:
+        return value
+    report(problems, path, "one of " + ", ".join(f'"{o}"' for o in options), value)
+    return fallback if fallback is not None else options[0]
 
 
-def text(obj, key, path, problems, max_length, default=""):
-    value = obj.get(key, default)
-    if not isinstance(value, str) or len(value) > max_length:
-        problems.add(join(path, key), f"must be text of at most {max_length} characters")
-        return default
-    return value
+def text(value, path, problems, max_length, fallback="", min_length=0, what="text"):
+    """A string of min_length to max_length characters; `what` names it in the problem ("a node id")."""
+    if isinstance(value, str) and min_length <= len(value) <= max_length:
+        return value
+    report(problems, path, text_of(max_length, min_length, what), value, of_type=isinstance(value, str),
+           got=f"{len(value):,} characters" if isinstance(value, str) else None)
+    return fallback
 
 
 def mapping(value, path, problems):
     if not isinstance(value, dict):
-        problems.add(path, "must be an object")
+        report(problems, path, "an object", value, of_type=False)
         return {}
     return value
 
@@ -79,7 +140,7 @@ def mapping(value, path, problems):
 def unknown_keys(obj, allowed, path, problems):
     for key in obj:
         if key not in allowed:
-            unknown_field(problems, join(path, key), allowed)
+            unknown_field(problems, join(path, str(key)), allowed)
 
 
 class Field:
@@ -87,7 +148,8 @@ class Field:
 
     `read` checks and normalizes it (through the checks above); `describe` is its entry in GET /api/schema. A
     range's top may name a cap in backend/models/caps.py (`cap="batch"`): it is looked up on every use.
-    `step` makes the editor draw a slider. `optional` fields are left out of the normalized spec when absent (or null) instead of taking the default.
+    `step` makes the editor draw a slider. `optional` fields are left out of the normalized spec when absent (or
+    null) instead of taking the default.
     """
 
     TYPES = ("integer", "number", "pair", "boolean", "choice", "text")
@@ -110,19 +172,24 @@ class Field:
         return not self.optional or obj.get(self.name) is not None
 
     def read(self, obj, path, problems):
-        key = self.name
+        """This field of `obj` checked and normalized (its default when absent; a problem at path.name when bad)."""
+        return self.check(obj.get(self.name, None if self.required else self.default), join(path, self.name),
+                          problems)
+
+    def check(self, value, path, problems):
+        """`value` checked as this field at `path`: the value normalized, or a fallback and a problem."""
+        fallback = None if self.required else self.default
         if self.type == "integer":
-            return integer(obj, key, path, problems, self.low, self.high, None if self.required else self.default)
+            return integer(value, path, problems, self.low, self.high, fallback)
         if self.type == "number":
-            return number(obj, key, path, problems, self.low, self.high, None if self.required else self.default,
-                          self.high_open, self.hint)
+            return number(value, path, problems, self.low, self.high, fallback, self.high_open, self.hint)
         if self.type == "pair":
-            return number_pair(obj, key, path, problems, self.low, self.high, self.default, self.high_open, self.hint)
+            return number_pair(value, path, problems, self.low, self.high, self.default, self.high_open, self.hint)
         if self.type == "boolean":
-            return boolean(obj, key, path, problems, self.default)
+            return boolean(value, path, problems, self.default)
         if self.type == "choice":
-            return choice(obj, key, path, problems, self.options, self.default)
-        return text(obj, key, path, problems, self.high, self.default)
+            return choice(value, path, problems, self.options, self.default)
+        return text(value, path, problems, self.high, self.default)
 
     def describe(self):
         entry = {"name": self.name, "type": self.type, "help": self.help, "default": _plain(self.default)}
@@ -196,7 +263,8 @@ class Variants:
     def read(self, value, problems):
         path = self.name
         value = mapping(value, path, problems)
-        option = choice(value, self.key, path, problems, tuple(self.options), default=self.default)
+        option = choice(value.get(self.key, self.default), join(path, self.key), problems, tuple(self.options),
+                        self.default)
         declared = self.fields_of(option)
         named = {self.key, *(field.name for field in declared), *(group.name for group in self.groups)}
         allowed = named | set(self.ignored)

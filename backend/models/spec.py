@@ -7,8 +7,8 @@ import numpy as np
 from backend.models import fields as f
 from backend.models.caps import cap
 from backend.models.errors import CapError, SpecError
-from backend.models.kinds import LAYER_KINDS
-from backend.models.layers import Tally, check_layer_list, plan_layers
+from backend.models.kinds import LAYER_KINDS, check_layers, plan_layers
+from backend.models.tally import Tally
 from backend.models.training import ACCUMULATE, check_training, read_precision
 from backend.problems import Problems
 from backend.tape import OPS
@@ -98,7 +98,7 @@ def validate_spec(spec):
     f.read_fields(TOP_LEVEL_FIELDS, spec, "", problems, normalized)
     normalized.update({
         "input": INPUT.read(spec.get("input"), problems),
-        "layers": check_layer_list(spec.get("layers"), "layers", problems, depth=0),
+        "layers": check_layers(spec.get("layers"), "layers", problems, depth=0),
         "loss": _read_loss(spec.get("loss", {"type": "sum"}), problems),
         "optimizer": _check_optimizer(spec.get("optimizer", {"type": "none"}), problems),
     })

@@ -31,8 +31,8 @@ class LossScaleField(f.Field):
             return value
         if isinstance(value, numbers.Real) and not isinstance(value, bool) and 1 <= value <= cap("loss_scale"):
             return float(value)
-        problems.add(join(path, self.name), f'must be "dynamic", "none" or a number from 1 to {cap("loss_scale"):,.0f} '
-                                            "(a power of two such as 1024 unscales exactly)")
+        f.report(problems, join(path, self.name), f'"dynamic", "none" or {f.a_number(1, cap("loss_scale"))} '
+                 "(a power of two such as 1024 unscales exactly)", value, of_type=f.is_number(value))
         return self.default
 
     def describe(self):

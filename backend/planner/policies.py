@@ -2,6 +2,7 @@
 (selective, manual), and the validation of a checkpoint request."""
 import math
 
+from backend.models import fields
 from backend.models.caps import cap
 from backend.models.errors import SpecError
 from backend.problems import Problems
@@ -129,24 +130,24 @@ def validate(checkpoint, n_blocks, tensor_ids):
     if checkpoint is None:
         checkpoint = {"policy": "none"}
     if not isinstance(checkpoint, dict):
-        raise PolicyError([{"path": "checkpoint", "message": 'must be an object like {"policy": "sqrt"}'}])
+        problems = Problems()
+        fields.report(problems, "checkpoint", 'an object like {"policy": "sqrt"}', checkpoint, of_type=False)
+        raise PolicyError(problems)
     policy = checkpoint.get("policy", "none")
     problems = Problems()
-    if policy not in POLICIES:
-        problems.add("checkpoint.policy", "must be one of " + ", ".join(POLICIES))
-    preserve = checkpoint.get("preserve_rng_state", True)
-    if not isinstance(preserve, bool):
-        problems.add("checkpoint.preserve_rng_state", "must be true or false")
+    fields.choice(policy, "checkpoint.policy", problems, POLICIES)
+    preserve = fields.boolean(checkpoint.get("preserve_rng_state", True), "checkpoint.preserve_rng_state", problems,
+                              True)
     params = {}
     if policy == "every_k":
         k = checkpoint.get("k")
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n_blocks:
-            problems.add("checkpoint.k", f"must be a positive integer ≤ L ({n_blocks})")
+        fields.integer(k, "checkpoint.k", problems, 1, n_blocks)          # L, the blocks checkpointed
         params["k"] = k
     if policy == "optimal":
         budget = checkpoint.get("budget_bytes")
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
-            problems.add("checkpoint.budget_bytes", "must be a positive integer (bytes)")
+        if not fields.is_integer(budget) or budget <= 0:
+            fields.report(problems, "checkpoint.budget_bytes", "a positive whole number of bytes", budget,
+                          of_type=fields.is_integer(budget))
         params["budget_bytes"] = budget
     if policy == "manual":
         ids = checkpoint.get("recompute")

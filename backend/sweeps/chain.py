@@ -2,20 +2,21 @@
 output (reverse mode).
 
 The analytic counts are backend/tape/chain_cost.py's, at the widths asked for. The executed chain scales every
-width down (the largest to at most EXECUTED_MAX_WIDTH, none below 1), draws the Jacobians A_k with a seeded
+width down (the largest to at most the cap chain_executed_width, none below 1), draws the Jacobians A_k with a seeded
 generator and multiplies them in each grouping with the engine's matmul, metered: the measured multiply-adds are
 the registry's matmul FLOPs halved (a multiply-add is two FLOPs), and both groupings give the same J.
 """
 import numpy as np
 
+from backend.models.caps import cap
 from backend.sweeps.meter import metering
 from backend.tape import chain_cost, parameter
 
-EXECUTED_MAX_WIDTH = 64
 
-
-def scaled_widths(widths, largest=EXECUTED_MAX_WIDTH):
-    """Each width divided by the same factor so the largest is at most `largest` (rounded, at least 1)."""
+def scaled_widths(widths, largest=None):
+    """Each width divided by the same factor so the largest is at most `largest` (the chain_executed_width cap when
+    not given; rounded, at least 1)."""
+    largest = largest or cap("chain_executed_width")
     factor = max(1.0, max(widths) / largest)
     return [max(1, round(n / factor)) for n in widths]
 

@@ -18,6 +18,7 @@ The vocabulary (Field, record, table, Named, the type helpers) is backend/trace/
 `column` says how version 2 writes it when its record is a table (CODED, SCOPED, STATISTICS, NESTED; plain
 otherwise) and `derived` when version 2 leaves it out because a reader derives it (each only when every row agrees).
 """
+from backend.models.caps import cap
 from backend.trace.declaration_types import (ANY, BOOL, CODED, COUNT, INT, INTS, NESTED, NUM, SCOPED, STATISTICS,
                                              STR, Derived, Field, Named, Table, Version, array, const, enum,
                                              integer, mapping, nullable, number, one_of, optional, record, string,
@@ -465,10 +466,9 @@ STATISTICS_AND_VALUES = tuple(field.name for field in VALUE.type.fields)        
 
 
 # ------------------------------ a run of many ranks ------------------------------
-MAX_RANKS = 16          # what the importer records (backend/importers/torch_distributed.MAX_NPROC)
 RUN = record(
     Field("world_size", integer(minimum=1), "how many ranks ran the step: the length of ranks"),
-    Field("ranks", array(DOCUMENT, minItems=1, maxItems=MAX_RANKS), (
+    Field("ranks", array(DOCUMENT, minItems=1, maxItems=cap("ranks")), (
         "every rank's trace document, rank 0 first: each a full document (schema_version 2, as the command line "
         "writes it) with its own rank, world_size and mesh")),
     additionalProperties=False,

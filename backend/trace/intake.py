@@ -16,9 +16,10 @@ from pathlib import Path
 
 import jsonschema
 
+from backend.models.caps import cap
 from backend.problems import Problems
 from backend.trace.deadline import check as check_deadline
-from backend.trace.declaration import MAX_RANKS, RUN
+from backend.trace.declaration import RUN
 from backend.trace.document import _saved_bytes
 from backend.trace.memory import live_bytes_by_kind
 from backend.trace.memory_kinds import MEMORY_KIND_NAMES
@@ -407,8 +408,8 @@ def load_posted_ranks(obj):
         problems.add(unknown[0][:200], "is not a field of a multi-rank run; it holds world_size and ranks")
     if not isinstance(ranks, list) or not ranks:
         problems.add("ranks", "must be a list of every rank's trace document, rank 0 first")
-    elif len(ranks) > MAX_RANKS:
-        raise PostedDocumentTooLarge("ranks", len(ranks), MAX_RANKS)
+    elif len(ranks) > cap("ranks"):
+        raise PostedDocumentTooLarge("ranks", len(ranks), cap("ranks"))
     if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
         problems.add("world_size", f"is {json.dumps(world_size)[:40]}; it must be the number of ranks (an integer ≥ 1)")
     elif isinstance(ranks, list) and ranks and len(ranks) != world_size:

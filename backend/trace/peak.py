@@ -4,7 +4,7 @@ Every storage gets a scope (the layer path that owns it: an activation's op scop
 or an optimizer buffer's parameter), so the page can group any step the same way from the storages' intervals.
 """
 from backend.trace.memory import holders_at
-from backend.trace.memory_kinds import MEMORY_KIND_WORDS
+from backend.trace.memory_kinds import MEMORY_KIND_WORDS, SHARDING_KINDS, SINGULAR_KINDS
 
 OPTIMIZER_STATE = {"adam": "Adam's m and v", "adamw": "AdamW's m and v", "sgd": "SGD's momentum buffers",
                    "adam8bit": "8-bit Adam's one-byte m and v with their block absmaxes"}
@@ -109,9 +109,6 @@ def _verdict_by_kind(peak, document):
             f"{format_bytes(total)}) {_weigh(share, dominant)}; {tail} ({format_bytes(activations)} of activations).")
 
 
-SHARDING_KINDS = ("unsharded_param", "unsharded_grad", "comm_buffer")     # a rank's (backend/importers/torch_collectives.py)
-
-
 def _sharding(peak, document):
     """A rank's peak in its sharding's words: which of the memory only sharding holds is there, on top of what."""
     if "rank" not in document:
@@ -136,9 +133,6 @@ def _units(peak, kind):
             totals[group["scope"]] = totals.get(group["scope"], 0) + group["bytes"]
     names = sorted(totals, key=lambda name: -totals[name])
     return (": " + ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")) if names else ""
-
-
-SINGULAR_KINDS = ("input", "optimizer", "workspace")      # their words are one thing: "optimizer state dominates"
 
 
 def _weigh(share, kind="activation"):

@@ -63,7 +63,8 @@ def test_more_ranks_than_the_importer_records_is_a_413_before_any_is_checked(cli
     assert response.get_json()["cap"] == "ranks"
 
 
-def test_the_declared_rank_cap_is_what_the_importer_records():
-    from backend.trace.declaration import MAX_RANKS
-    torch_distributed = pytest.importorskip("backend.importers.torch_distributed", reason="torch is an optional extra")
-    assert MAX_RANKS == torch_distributed.MAX_NPROC
+def test_the_declared_rank_cap_is_the_ranks_cap():
+    from backend.models.caps import cap
+    from backend.trace.declaration import RUN
+    (ranks,) = [field for field in RUN.fields if field.name == "ranks"]
+    assert ranks.type["maxItems"] == cap("ranks")

@@ -78,4 +78,4 @@ def test_the_gradient_penalty_is_a_declared_loss_group_with_its_cap(client, monk
             "loss": {"type": "mse", "gradient_penalty": {"weight": 60}}}
     problems = client.post("/api/trace", json={"spec": spec}).get_json()["problems"]
     assert problems == [{"path": "loss.gradient_penalty.weight",
-                         "message": "must be a number from 0, at most 50.0 (WGAN-GP uses 10)"}]
+                         "message": "must be a number from 0 to 50 (WGAN-GP uses 10); got 60"}]

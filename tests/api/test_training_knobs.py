@@ -42,13 +42,13 @@ def test_schema_declares_the_knobs_validation_reads(client, monkeypatch):
 
 @pytest.mark.parametrize("extra,path,words", [
     ({"accumulate": 3}, "accumulate", "must divide batch (64) into equal micro-batches: try 1, 2, 4, 8, 16"),
-    ({"accumulate": 0}, "accumulate", "positive integer"),
-    ({"accumulate": 17}, "accumulate", "≤ 16"),
+    ({"accumulate": 0}, "accumulate", "must be a whole number from 1 to 16; got 0"),
+    ({"accumulate": 17}, "accumulate", "from 1 to 16; got 17"),
     ({"precision": {"compute": "float8"}}, "precision.compute", 'must be one of "float16", "bfloat16"'),
     ({"precision": {"compute": "float16", "loss_scale": "auto"}}, "precision.loss_scale",
      'must be "dynamic", "none" or a number from 1 to 16,777,216'),
     ({"precision": {"compute": "float16", "loss_scale": 0.5}}, "precision.loss_scale", "a number from 1"),
-    ({"precision": {"compute": "float16", "growth_interval": 0}}, "precision.growth_interval", "integer"),
+    ({"precision": {"compute": "float16", "growth_interval": 0}}, "precision.growth_interval", "whole number"),
     ({"precision": {"compute": "float16", "scale": 2}}, "precision.scale", "is not a field here"),
     ({"precision": {"compute": "float16"}, "dtype": "float64"}, "precision", 'needs dtype "float32"'),
 ])

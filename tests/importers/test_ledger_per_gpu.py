@@ -28,10 +28,10 @@ from backend.importers.torch_fake import faking  # noqa: E402
 from backend.importers.torch_step import load_build, record_step, step_of  # noqa: E402
 from backend.ledger import parse_config  # noqa: E402
 from backend.ledger.parallel import per_gpu  # noqa: E402
+from backend.trace.memory_kinds import SHARDING_KINDS  # noqa: E402
 from tests.ledger.test_per_gpu import BATCH, EXAMPLES, TORCH_GPT, rows_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARDING_KINDS = ("unsharded_param", "unsharded_grad", "comm_buffer")
 CASES = [(1, 0)] + [(dp, zero) for dp in (2, 8) for zero in range(4)]
 
 

@@ -28,7 +28,7 @@ def test_all_problems_are_reported_at_once_with_paths():
                          "layers": [{"type": "linear", "out": 0}, {"type": "dropout", "p": 1.5},
                                     {"type": "repeat", "times": 2, "layers": [{"type": "linear", "out": -3}]}],
                          "loss": {"type": "mse", "target": "cubes"}, "extra": 1})
-    assert found["layers[0].out"] == "must be a positive integer ≤ 4,096"
+    assert found["layers[0].out"] == "must be a whole number from 1 to 4,096; got 0"
     assert {"batch", "dtype", "layers[1].p", "layers[2].layers[0].out", "loss.target", "extra"} <= set(found)
 
 
@@ -112,8 +112,8 @@ def test_optimizer_built_from_the_spec_carries_its_hyperparameters():
 
 @pytest.mark.parametrize("config,expected", [
     ({"type": "sgd", "momentum": 1.0}, {"optimizer.momentum": "must be a number from 0, below 1 (0.9 is usual; 0 turns momentum off)"}),
-    ({"type": "sgd", "momentum": -0.1, "lr": 11}, {"optimizer.momentum": "below 1", "optimizer.lr": "at most 10 (such as 0.001"}),
-    ({"type": "sgd", "weight_decay": "lots"}, {"optimizer.weight_decay": "must be a number from 0, at most 1 (0 turns it off"}),
+    ({"type": "sgd", "momentum": -0.1, "lr": 11}, {"optimizer.momentum": "below 1", "optimizer.lr": "from 0 to 10 (such as 0.001"}),
+    ({"type": "sgd", "weight_decay": "lots"}, {"optimizer.weight_decay": "must be a number from 0 to 1 (0 turns it off"}),
     ({"type": "sgd", "nesterov": True}, {"optimizer.nesterov": "needs momentum: set optimizer.momentum above 0"}),
     ({"type": "sgd", "nesterov": "yes"}, {"optimizer.nesterov": "must be true or false"}),
     ({"type": "adamw", "betas": 0.9}, {"optimizer.betas": "must be a pair of two numbers from 0, below 1, such as [0.9, 0.999]"}),

@@ -37,3 +37,10 @@ def test_a_document_counts_every_kind_at_every_step_in_words_of_its_own():
     assert all(set(step["by_kind"]) == set(MEMORY_KIND_NAMES) for step in document["steps"])
     assert set(document["summary"]["peak"]["by_kind"]) <= set(MEMORY_KIND_NAMES)
     assert all(MEMORY_KIND_WORDS[kind] for kind in MEMORY_KIND_NAMES)
+
+
+def test_the_sharding_kinds_are_roles_a_ranks_storages_take():
+    from backend.trace.memory_kinds import SHARDING_KINDS
+    collectives = pytest.importorskip("backend.importers.torch_collectives", reason="torch is an optional extra")
+    assert SHARDING_KINDS == ("unsharded_param", "unsharded_grad", "comm_buffer")
+    assert set(SHARDING_KINDS) <= set(collectives.ROLES)

@@ -1,6 +1,6 @@
 """One registry entry per layer kind: its fields (type, range, default, help), shape plan and build.
 
-Importing this package registers every kind; backend/models/layers.py and network.py dispatch through it and
+Importing this package registers every kind; backend/models/spec.py and network.py dispatch through it and
 GET /api/schema serves `schema()`. To add a kind, write its plan and build in the module of its family and
 `register(Kind(name, help, plan, build, fields=(Field(...), ...), params=...))`.
 """

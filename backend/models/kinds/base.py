@@ -1,6 +1,6 @@
 """The layer-kind registry and its dispatch: check, plan and build one layer (or a list) through its Kind.
 
-Each kind module (dense, pointwise, norms, attention, wrappers) registers its Kinds here; layers.py and
+Each kind module (dense, pointwise, norms, attention, wrappers) registers its Kinds here; spec.py and
 network.py call these functions, and wrappers recurse through them. Kind modules import this one, never the
 reverse, and this one imports no kind module: backend/models/kinds/__init__.py does, to fill LAYER_KINDS.
 """
@@ -65,7 +65,7 @@ def check_layer(layer, path, problems, depth=0):
     layer = f.mapping(layer, path, problems)
     name = layer.get("type")
     if not isinstance(name, str) or name not in LAYER_KINDS:
-        problems.add(f"{path}.type", "must be one of " + ", ".join(f'"{k}"' for k in LAYER_KINDS))
+        f.choice(name, f"{path}.type", problems, tuple(LAYER_KINDS))
         return {"type": "relu"}
     kind = LAYER_KINDS[name]
     normalized = {"type": name}

@@ -26,7 +26,7 @@ import { clone, same } from "../model/spec.js";
 import { NO_CHECKPOINT, normalizeRequest, requestFor, wireRequest } from "../model/schedule.js";
 import { readTrace } from "./trace-document.js";
 
-export const HISTORY_LIMIT = 50;
+export const HISTORY_LIMIT = 50;                 // the server's history_entries cap (tests/models/test_caps.py)
 const TRACE_DELAY_MS = 150;       // typing pauses and slider throttling
 const KEY_BURST_PAUSE_MS = 700;   // a pause this long ends a burst of arrow presses (key repeat is ~30 ms apart)
 

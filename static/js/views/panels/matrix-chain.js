@@ -5,11 +5,14 @@
 // Its request is the panel's own, the one view that calls api.js itself: the widths are typed here, are no part of the
 // workspace (never saved, undone or shared) and its answer is only this panel's, so the store has nothing to hold.
 import { fetchMatrixChain } from "../../state/api.js";
+import * as workspace from "../../state/workspace.js";
 import { el } from "../../lib/dom.js";
 import { formatCount as count } from "../../lib/format.js";
 
 const DEFAULT_WIDTHS = [4096, 4096, 4096, 1];
-const MAX_WIDTH = 65536;             // the server's cap (backend/api/modes.py)
+// The server's cap (backend/models/caps.py), from GET /api/schema, which the page loads at start; until then the
+// server alone judges a width.
+const maxWidth = () => workspace.state.schema?.caps.chain_width ?? Infinity;
 const DELAY_MS = 250;
 
 export function createMatrixChain(section) {
@@ -21,20 +24,20 @@ export function createMatrixChain(section) {
   let controller = null;
 
   inputs.forEach((input, i) => {
-    input.max = String(MAX_WIDTH);
     input.value = String(DEFAULT_WIDTHS[i]);
     input.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(run, DELAY_MS); });
   });
 
   function widths() {
+    inputs.forEach((input) => { if (Number.isFinite(maxWidth())) input.max = String(maxWidth()); });
     const values = inputs.map((input) => Number(input.value));
-    const bad = values.findIndex((n) => !Number.isInteger(n) || n < 1 || n > MAX_WIDTH);
+    const bad = values.findIndex((n) => !Number.isInteger(n) || n < 1 || n > maxWidth());
     return bad === -1 ? { values } : { bad };
   }
 
   async function run() {
     const { values, bad } = widths();
-    if (bad !== undefined) { status.textContent = `n${bad} must be a whole number from 1 to ${count(MAX_WIDTH)}.`; return; }
+    if (bad !== undefined) { status.textContent = `n${bad} must be a whole number from 1 to ${count(maxWidth())}.`; return; }
     controller?.abort();
     const mine = (controller = new AbortController());
     section.dataset.state = "running";

@@ -1,12 +1,8 @@
-"""Layer lists in a spec: checked and shape-planned through the kind registry (backend/models/kinds/).
+"""What a spec would cost, counted from shapes alone: the Tally each kind's plan (backend/models/kinds/) adds to.
 
-`check_layer_list` validates and normalizes; `plan_layers` infers each output shape and tallies tape entries
-and bytes without allocating anything (the caps are enforced on this tally). Builds are in network.py.
+The size caps are enforced on it (backend/models/spec.py) and the work cap prices it (backend/driver/work.py);
+nothing is allocated to count it.
 """
-from backend.models.kinds import check_layers as check_layer_list
-from backend.models.kinds import plan_layers
-
-__all__ = ["Tally", "check_layer_list", "plan_layers"]
 
 # A gradient penalty's cost on the size tally (Tally.add_recorded_backward), measured, see there.
 RECORDED_ENTRY_FACTOR = 4.5     # tape entries with a recorded backward and its penalty, per forward entry
