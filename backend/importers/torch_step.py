@@ -26,7 +26,7 @@ from backend.planner.blocks import BlockIndex
 from backend.planner.torch_timeline import RECOMPUTE_ON_FIRST_UNPACK
 from backend.trace.document import build_document
 from backend.trace.document_versions import pack
-from backend.trace.memory import lifetimes_of, live_bytes
+from backend.trace.memory import covers, lifetimes_of, live_bytes
 from backend.trace.records import storage_record
 
 
@@ -169,7 +169,7 @@ def add_workspace(recorder, events):
         excess = int(measured[step] - ours[step])
         if excess <= 0:
             continue
-        alive = [a for a in unowned if a[2] <= step and (a[3] is None or step <= a[3])]
+        alive = [a for a in unowned if covers(a[2], a[3], step)]
         address = max(alive, key=lambda a: a[1])[0] if alive else 0
         storage = storage_record(len(recorder.storages), f"0x{address:x}", excess, "workspace", step, setup=False)
         storage["freed"] = step

@@ -18,6 +18,8 @@ import bisect
 
 import numpy as np
 
+from backend.trace.memory import lifetimes_of, live_bytes, release_point
+
 K_MIN_BLOCK_SIZE = 512                 # kMinBlockSize: "all sizes are rounded to at least 512 bytes"
 K_SMALL_SIZE = 1 << 20                 # kSmallSize: "largest 'small' allocation is 1 MiB"
 K_SMALL_BUFFER = 2 << 20               # kSmallBuffer: "'small' allocations are packed in 2 MiB blocks"
@@ -356,20 +358,17 @@ def replay(storages, n_steps, expandable_segments=False, capacity_bytes=None):
         if s["nbytes"] <= 0:
             continue
         born.setdefault(s["born"], []).append(s)
-        if s["freed"] is not None and s["freed"] + 1 < n_steps:
-            released.setdefault(s["freed"] + 1, []).append(s)
+        if release_point(s["freed"], n_steps) < n_steps:
+            released.setdefault(release_point(s["freed"], n_steps), []).append(s)
     allocator = CachingAllocator(expandable_segments, capacity_bytes)
-    series = {name: np.zeros(n_steps, dtype=np.int64)
-              for name in ("requested", "allocated", "reserved", "inactive", "largest_free")}
-    blocks, requested = {}, 0
+    series = {"requested": live_bytes(lifetimes_of(storages), n_steps),
+              **{name: np.zeros(n_steps, dtype=np.int64) for name in ("allocated", "reserved", "inactive", "largest_free")}}
+    blocks = {}
     for step in range(n_steps):
         for s in released.get(step, ()):
             allocator.free(blocks.pop(s["id"]))
-            requested -= s["nbytes"]
         for s in born.get(step, ()):
             blocks[s["id"]] = allocator.malloc(s["nbytes"])
-            requested += s["nbytes"]
-        series["requested"][step] = requested
         series["allocated"][step] = allocator.allocated_bytes
         series["reserved"][step] = allocator.reserved_bytes
         series["inactive"][step] = allocator.reserved_bytes - allocator.allocated_bytes

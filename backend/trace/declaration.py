@@ -20,7 +20,7 @@ otherwise) and `derived` when version 2 leaves it out because a reader derives i
 """
 from backend.models.caps import cap
 from backend.trace.declaration_types import (ANY, BOOL, CODED, COUNT, INT, INTS, NESTED, NUM, SCOPED, STATISTICS,
-                                             STR, Derived, Field, Named, Table, Version, array, const, enum,
+                                             STR, Derived, Field, Named, Table, Version, array, const, enum, flag,
                                              integer, mapping, nullable, number, one_of, optional, record, string,
                                              table)
 from backend.trace.memory_kinds import MEMORY_KIND_NAMES, MEMORY_KINDS
@@ -67,9 +67,9 @@ STORAGES = table(
     optional("dropped", MAYBE_STEP, (
         "the step during which the last Tensor over it went (the program dropped it); freed is when the storage "
         "itself went, later when autograd still held it for backward; null when a Tensor outlived the step")),
-    optional("setup", ANY, "true when it was allocated before the first step (the model's setup: inputs, parameters)"),
-    optional("extra", ANY, "true on an array an op's forward computed for its backward (a mask, a statistic): "
-                           "held by the tape only, never by a Tensor"),
+    flag("setup", "true when it was allocated before the first step (the model's setup: inputs, parameters)"),
+    flag("extra", "true on an array an op's forward computed for its backward (a mask, a statistic): held by the "
+                  "tape only, never by a Tensor"),
 )
 
 TENSORS = table(
@@ -103,7 +103,7 @@ TENSORS = table(
              "wrote it"),
     optional("dropped", ANY, "our engine's runs: the step during which the program dropped this Tensor (absent: it "
                              "outlived the run)"),
-    optional("buffer", ANY, "imported runs: true on a module's registered buffer (kind param)"),
+    flag("buffer", "imported runs: true on a module's registered buffer (kind param)"),
 )
 
 TAPE = table(
@@ -152,9 +152,9 @@ STEPS = table(
         "an unrecorded forward step (entry null) that is autocast's cast of an input needing no gradient (the input "
         "x, a frozen parameter): the dtype it casts to. Absent on every other step")),
     optional("op", ANY, "an unrecorded step's op (a checkpoint's forward, autocast's cast)", column=CODED),
-    optional("recorded", ANY, "false on an unrecorded step"),
-    optional("continues", ANY, "imported runs: true on a step that goes on with its node's work (after an op it "
-                               "dispatched, or after a checkpoint's recompute)"),
+    flag("recorded", "false on an unrecorded step"),
+    flag("continues", "imported runs: true on a step that goes on with its node's work (after an op it dispatched, "
+                      "or after a checkpoint's recompute)"),
 )
 
 SWEEP = table(

@@ -89,6 +89,11 @@ def optional(name, type, description=None, **more):
     return Field(name, type, description, required=False, **more)
 
 
+def flag(name, description):
+    """An optional yes/no mark on a record (a JSON boolean): the description says which value marks what."""
+    return optional(name, BOOL, description)
+
+
 ANY = {}
 STR = {"type": "string"}
 INT = {"type": "integer"}

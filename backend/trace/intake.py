@@ -346,6 +346,7 @@ def _short(value):
 
 # ----- the timeline: live bytes, by kind, the peak and the saved bytes, as the intervals imply -------
 def _check_timeline(document, problems):
+    """A kind declared after a document was written (declaration.BY_KIND_ALWAYS) is absent from its by_kind: 0."""
     storages, steps, summary = document["storages"], document["steps"], document["summary"]
     live, by_kind = live_bytes_by_kind(storages, len(steps))
     for i, step in enumerate(steps):
@@ -353,8 +354,8 @@ def _check_timeline(document, problems):
             problems.add(f"steps[{i}].live_bytes", f"is {step['live_bytes']:,}; the storages alive at step {i} "
                                                    f"hold {int(live[i]):,} bytes.")
         for kind in MEMORY_KIND_NAMES:
-            if step["by_kind"].get(kind) != by_kind[kind][i]:
-                problems.add(f"steps[{i}].by_kind.{kind}", f"is {step['by_kind'].get(kind)}; the {kind} storages "
+            if step["by_kind"].get(kind, 0) != by_kind[kind][i]:
+                problems.add(f"steps[{i}].by_kind.{kind}", f"is {step['by_kind'].get(kind, 0)}; the {kind} storages "
                                                            f"alive at step {i} hold {int(by_kind[kind][i]):,} bytes.")
     peak_bytes = int(live.max())
     if summary["peak_bytes"] != peak_bytes:
@@ -363,8 +364,9 @@ def _check_timeline(document, problems):
     if live[peak_step] != peak_bytes:
         problems.add("summary.peak_step", f"holds {int(live[peak_step]):,} bytes, not the peak's {peak_bytes:,}.")
     for kind in MEMORY_KIND_NAMES:
-        if summary["by_kind_at_peak"][kind] != by_kind[kind][peak_step]:
-            problems.add(f"summary.by_kind_at_peak.{kind}", f"is {summary['by_kind_at_peak'][kind]:,}; at the peak "
+        at_peak = summary["by_kind_at_peak"].get(kind, 0)
+        if at_peak != by_kind[kind][peak_step]:
+            problems.add(f"summary.by_kind_at_peak.{kind}", f"is {at_peak:,}; at the peak "
                                                             f"step the {kind} storages hold {int(by_kind[kind][peak_step]):,}.")
     tensors = {t["id"]: t for t in document["tensors"]}
     saved = _saved_bytes(document["tape"], tensors, storages, document["steps"], document["sweep"])

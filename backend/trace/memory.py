@@ -27,7 +27,7 @@ def step_deltas(lifetimes, n_steps):
     born, ends, nbytes = [], [], []
     for start, freed, size in lifetimes:
         born.append(start)
-        ends.append(n_steps if freed is None else freed + 1)
+        ends.append(release_point(freed, n_steps))
         nbytes.append(size)
     delta = np.zeros(n_steps + 1, dtype=np.int64)
     if nbytes:
@@ -74,7 +74,7 @@ def live_bytes_by_kind(storages, n_steps, kinds=MEMORY_KIND_NAMES):
     for s in storages:
         rows.append(row_of[s["kind"]])
         born.append(s["born"])
-        ends.append(n_steps if s["freed"] is None else s["freed"] + 1)
+        ends.append(release_point(s["freed"], n_steps))
         nbytes.append(s["nbytes"])
     delta = np.zeros((len(kinds), n_steps + 1), dtype=np.int64)
     if nbytes:
@@ -92,9 +92,14 @@ def peak(live):
     return int(live[step]), step
 
 
+def covers(born, freed, step):
+    """Whether the lifetime (born, freed) covers `step`: born ≤ step ≤ freed, freed None to the end of the run."""
+    return born <= step and (freed is None or step <= freed)
+
+
 def is_alive(storage, step):
-    """Whether a storage record's lifetime covers `step` (born ≤ step ≤ freed)."""
-    return storage["born"] <= step and (storage["freed"] is None or step <= storage["freed"])
+    """Whether a storage record's lifetime covers `step`."""
+    return covers(storage["born"], storage["freed"], step)
 
 
 def alive_at(step, storages):

@@ -70,4 +70,5 @@ def test_the_explorer_page_preloads_the_closure_of_its_entries(client):
 def test_the_ledger_page_preloads_its_own_modules(client):
     page = client.get("/ledger").get_data(as_text=True)
     preloaded = re.findall(r'<link rel="modulepreload" href="/static/js/([\w./-]+\.js)">', page)
-    assert preloaded == ["pages/ledger.js", "lib/dom.js", "lib/format.js"]
+    assert preloaded == ["pages/ledger.js", "lib/dom.js", "lib/format.js", "state/api.js",    # api.js: every request
+                         "state/trace-document.js", "state/trace-columns.js"]

@@ -3,6 +3,7 @@
 
 import { el } from "../lib/dom.js";
 import { formatBytes as formatBytesIn } from "../lib/format.js";
+import { fetchLedger } from "../state/api.js";
 
 const Plotly = window.Plotly;
 
@@ -83,16 +84,15 @@ async function update() {
   const params = queryFromForm();
   const query = params.toString();
   history.replaceState(null, "", query ? `/ledger?${query}` : "/ledger");
-  let response;
+  let body;
   try {
-    response = await fetch(`/api/ledger?${query}`, { headers: { Accept: "application/json" } });
-  } catch (error) {
-    showProblems({ error: `The server could not be reached (${error.message}).` });
+    body = await fetchLedger(query);
+  } catch (error) {   // a refusal carries the server's problems; no status: the server was not reached
+    showProblems(error.status ? { error: error.message, ...error.body }
+      : { error: `The server could not be reached (${error.message}).` });
     results.classList.add("stale");
     return;
   }
-  const body = await response.json();
-  if (!response.ok) { showProblems(body); results.classList.add("stale"); return; }
   showProblems(null);
   render(body);
   results.classList.remove("stale");

@@ -1,5 +1,6 @@
-// api.js — every HTTP call the explorer makes: presets, traces, the session and snapshots. Trace documents are
-// decoded here, where they arrive (trace-document.js), so the page holds one shape whatever version was sent.
+// api.js — every HTTP call a page makes: presets, traces, the session, snapshots and the ledger's figures. Trace
+// documents are decoded here, where they arrive (trace-document.js), so the page holds one shape whatever version was
+// sent.
 
 import { readTrace } from "./trace-document.js";
 
@@ -65,6 +66,8 @@ export const fetchModes = (spec, element, signal) => onEngine(() =>
 /** POST /api/matrix-chain: both groupings' multiply-adds at these widths, and the chain executed at ≤ 64 wide. */
 export const fetchMatrixChain = (widths, signal) => onEngine(() =>
   request("/api/matrix-chain", { method: "POST", body: JSON.stringify({ widths }), signal }));
+export const fetchLedger = (query) => request(`/api/ledger?${query}`);
+
 export const fetchSession = () => request("/api/session");
 /** PUT /api/session: the whole workspace with the `version` it started from (409 with `current` when stale). */
 export const saveSession = (document, { keepalive = false } = {}) =>

@@ -5,6 +5,7 @@ import { el, facts } from "../../lib/dom.js";
 import { formatBytes, formatNumber, formatShape } from "../../lib/format.js";
 import { asRows, decodeHalfs } from "../../lib/half.js";
 import { loadPlotly } from "../../lib/plotly-loader.js";
+import { isAlive } from "../../model/live-bytes.js";
 import { recomputeChoice } from "../../model/recompute-pick.js";
 import { blocksText } from "../../model/trace-index.js";
 import { underflowBlock } from "./underflow.js";
@@ -30,8 +31,7 @@ function producerOf(tensor, index) {
 }
 
 function tensorState(tensor, index, step) {
-  if (tensor.born > step) return "not yet allocated";
-  if (tensor.freed !== null && step > tensor.freed) return `freed at step ${tensor.freed}`;
+  if (!isAlive(tensor, step)) return tensor.born > step ? "not yet allocated" : `freed at step ${tensor.freed}`;
   if (index.held(tensor, step)) return "alive, held by the tape for backward";
   const released = index.releasedAt.get(tensor.id);
   if (released !== undefined && step >= released) return `alive, released by backward at step ${released}`;
