@@ -37,17 +37,27 @@ class MLP(nn.Module):
         self.dropout = nn.Dropout(0.1)
 
     def forward(self, x):
-        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+        x = self.c_fc(x)
+        x = self.gelu(x)
+        x = self.c_proj(x)
+        x = self.dropout(x)
+        return x
 
 
 class Block(nn.Module):
+    """nanoGPT's block, as nanoGPT writes it."""
+
     def __init__(self):
         super().__init__()
-        self.ln_1, self.attn, self.ln_2, self.mlp = nn.LayerNorm(WIDTH), CausalSelfAttention(), nn.LayerNorm(WIDTH), MLP()
+        self.ln_1 = nn.LayerNorm(WIDTH)
+        self.attn = CausalSelfAttention()
+        self.ln_2 = nn.LayerNorm(WIDTH)
+        self.mlp = MLP()
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
+        x = x + self.mlp(self.ln_2(x))
+        return x
 
 
 class GPT(nn.Module):
