@@ -16,6 +16,7 @@ import numpy as np
 from backend.models import presets, validate_spec
 from backend.planner import ilp
 from backend.planner.chain import min_peak_segments
+from backend.planner.base_run import BaseRun
 from backend.planner.selective import SelectiveBase
 from backend.driver import trace_spec
 from backend.trace.memory import lifetimes_of, live_bytes
@@ -32,7 +33,7 @@ def main():
         spec = presets.get("transformer-tiny")
         spec["optimizer"] = {"type": optimizer, "lr": 0.01}
         document, _ = record(validate_spec(spec))
-        base = SelectiveBase(document)
+        base = SelectiveBase(BaseRun.from_document(document))
         start = time.perf_counter()
         program = ilp.Program(base)            # units and their exact deltas: built once per base run
         built_ms = (time.perf_counter() - start) * 1e3

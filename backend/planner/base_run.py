@@ -40,6 +40,12 @@ class BaseRun:
     sums_2: list = None         # backward-2's += at a node: (step, entry running, target tensor, part storages, total storage)
     tensor_producer: dict = None    # tensor id -> the entry that produced it
     storage_born_entry: dict = None     # storage id -> the entry at its birth step (None: no entry)
+    # The records themselves, for selective recomputation's predictor (backend/planner/selective.py), which reads
+    # tensors and entries where the region predictors read storages and blocks.
+    tensors: dict = None        # tensor id -> its record
+    tape: list = None           # every tape entry record (the forward's first, then a recorded backward's)
+    sweep: list = None          # the sweep's items, in order
+    sweep_steps: dict = None    # entry -> the base steps its node ran, one per sweep (two in a double backward)
 
     @classmethod
     def from_document(cls, document):
@@ -66,6 +72,9 @@ class BaseRun:
         for entry in document["tape"]:
             for uid in entry["saved"]:
                 sweep_savers.setdefault(storage_of[uid], set()).add(entry["index"])
+        sweep_steps = {}
+        for item in document.get("sweep", ()):
+            sweep_steps.setdefault(item["entry"], []).append(item["step"])
         savers = {}
         for entry in forward:
             for uid in entry["saved"]:
@@ -103,6 +112,7 @@ class BaseRun:
                     for a in item.get("accumulations", ()) if a["into"] == "buffer"],
             tensor_producer={uid: t["produced_by"] for uid, t in tensors.items()},
             storage_born_entry={st["id"]: steps[st["born"]][1] for st in document["storages"]},
+            tensors=tensors, tape=document["tape"], sweep=document.get("sweep", []), sweep_steps=sweep_steps,
         )
 
     def op_of(self, entry):

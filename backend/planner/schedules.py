@@ -49,7 +49,7 @@ class Planner:
         deadline.check()
         refuse_unplannable(spec, self.base_document["error"])
         self.base = BaseRun.from_document(self.base_document)
-        self.selective_base = SelectiveBase(self.base_document)
+        self.selective_base = SelectiveBase(self.base)
         self.program = ilp.Program(self.selective_base)
         self.units = self.program.choices
         self._peaks, self._flops = {}, {}          # memo per plan: the Pareto sweep scores plans many times

@@ -21,31 +21,29 @@ from backend.trace.recompute import refusal, saved_by_storage
 
 
 class SelectiveBase:
-    """What the prediction reads from the base (un-checkpointed) document."""
+    """What the prediction reads from the base (un-checkpointed) run: the base-run index (backend/planner/base_run.py)
+    seen by tensor and entry, and the base run's releases by the rules above."""
 
-    def __init__(self, document):
-        self.document = document
-        self.tape = [e for e in document["tape"] if e["phase"] == "forward"]
-        self.tensors = {t["id"]: t for t in document["tensors"]}
-        self.storages = {s["id"]: s for s in document["storages"]}
-        self.sweep_steps = {}                              # entry -> the steps its node ran, one per sweep
-        for item in document["sweep"]:
-            self.sweep_steps.setdefault(item["entry"], []).append(item["step"])
+    def __init__(self, run):
+        self.tape = run.tape[:len(run.entry_op)]           # the forward entries, numbered 0, 1, ... in order
+        self.tensors = run.tensors
+        self.storages = {s["id"]: s for s in run.storages}
+        self.sweep_steps = run.sweep_steps                 # entry -> the steps its node ran, one per sweep
         self.backward_step = {entry: steps[-1] for entry, steps in self.sweep_steps.items()}   # where it releases
         self.savers = {}                                   # tensor id -> forward entries saving it (recipe holders)
         self.pinned_by = {}                                # tensor id -> every entry saving it, recorded vjps' too
-        for entry in document["tape"]:
+        for entry in run.tape:
             for uid in entry["saved"]:
                 self.pinned_by.setdefault(uid, []).append(entry["index"])
                 if entry["phase"] == "forward":
                     self.savers.setdefault(uid, []).append(entry["index"])
-        self.n_steps = len(document["steps"])
-        self.double_backward = any(step["phase"] == "backward-2" for step in document["steps"])
-        self.recorded_for = {e["index"]: e.get("recorded_for") for e in document["tape"] if e["phase"] != "forward"}
-        self.vjp_end = _vjp_ends(self, document) if self.double_backward else {}
-        self.saved_on_storage = saved_by_storage(document["tensors"])
+        self.n_steps = len(run.steps)
+        self.double_backward = run.double_backward
+        self.recorded_for = run.recorded_for
+        self.vjp_end = _vjp_ends(self, run) if self.double_backward else {}
+        self.saved_on_storage = saved_by_storage(self.tensors.values())
         self.tensors_on_storage = {}
-        for t in document["tensors"]:
+        for t in self.tensors.values():
             self.tensors_on_storage.setdefault(t["storage"], []).append(t["id"])
         self.freed = {storage_id: _base_release(self, storage_id, st) for storage_id, st in self.storages.items()}
         self.base_delta = step_deltas(((st["born"], self.freed[storage_id], st["nbytes"])
@@ -140,12 +138,12 @@ def _tensor_held_release(base, storage_id, st, produced):
     return end
 
 
-def _vjp_ends(base, document):
+def _vjp_ends(base, run):
     """forward entry -> the last step of its backward-1 vjp: where the gradients it hands on were made (its
     += of shares comes after), or its own step when its vjp records nothing."""
     ends = {}
-    for item in document["sweep"]:
-        if document["steps"][item["step"]]["phase"] != "backward" or item["entry"] >= len(base.tape):
+    for item in run.sweep:
+        if run.steps[item["step"]][0] != "backward" or item["entry"] >= len(base.tape):
             continue
         made = [base.storages[base.tensors[c["grad"]]["storage"]]["born"] for c in item["contributions"]
                 if c["grad"] in base.tensors]
