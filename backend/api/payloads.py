@@ -133,10 +133,10 @@ def _history(value, problems: Problems) -> dict:
         fields.report(problems, "history", 'an object {"undo": [...], "redo": [...]}', value, of_type=False)
         return {}
     fields.unknown_keys(value, ("undo", "redo"), "history", problems)
-    stacks = {}
+    stacks, most = {}, cap("history_entries")
     for name in ("undo", "redo"):
         entries = value.get(name, [])
-        if not isinstance(entries, list) or len(entries) > (most := cap("history_entries")):
+        if not isinstance(entries, list) or len(entries) > most:
             fields.report(problems, f"history.{name}", f"a list of at most {most} objects", entries,
                           of_type=isinstance(entries, list))
             continue
