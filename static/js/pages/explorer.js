@@ -14,6 +14,7 @@ import { createLifetimeChart } from "../views/charts/lifetimes.js";
 import { createMatrixChain } from "../views/panels/matrix-chain.js";
 import { createMemoryChart } from "../views/charts/memory.js";
 import { createModesView } from "../views/panels/modes-view.js";
+import { showAllocator } from "../views/panels/allocator.js";
 import { residentText } from "../model/resident.js";
 import { createParetoPanel } from "../views/charts/pareto.js";
 import { createPeakExplainer } from "../views/panels/peak-explainer.js";
@@ -187,6 +188,7 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   schedules.show(trace, ws.spec);
   showBytes(byTestId("peak-bytes"), trace.summary.peak_bytes);
   byTestId("peak-bytes").dataset.step = String(trace.summary.peak_step);
+  showAllocator(byTestId("reserved-readout"), byTestId("allocator-summary"), trace);
   showComparison(trace, previous, label);
   const selected = ws.selected;
   if (selected && !graph.hasNode(selected) && !view.index.tensor(Number(selected.slice(1)))) workspace.select(null);

@@ -1,10 +1,12 @@
 // memory.js — the Plotly memory timeline: live bytes stacked by kind, the peak marked, a step cursor, a ghost of the run it
 // is compared with (the previous run, or the pinned baseline).
 // Bytes on the y axis are binary (KiB, MiB) like the header; forward, backward-2 and recompute steps are shaded; a
-// double backward adds a dotted line of the bytes its first backward saved for the second.
+// double backward adds a dotted line of the bytes its first backward saved for the second; a run imported with
+// --allocator, a line of the bytes PyTorch's CUDA caching allocator reserves over them, its peak named.
 import { byteAxis } from "./byte-axis.js";
 import { createChartCursor } from "./cursor.js";
 import { formatBytes } from "../../lib/format.js";
+import { allocatorFigures, RESERVED_NAME, reservedSeries } from "../../model/allocator.js";
 import { KIND_COLORS, MEMORY_KINDS } from "../../lib/palette.js";
 import { loadPlotly } from "../../lib/plotly-loader.js";
 
@@ -30,6 +32,24 @@ export function createMemoryChart(element, { onPick }) {
       y: doc.steps.map((s) => s.recorded_backward_bytes ?? 0), line: { color: "#7c3aed", width: 2, dash: "dot" },
       hovertemplate: "the first backward's intermediates, saved for the second: %{y:,} B<extra></extra>",
     }];
+  }
+
+  /** --allocator: what the caching allocator holds from the GPU at each step, a line over the live bytes. */
+  function reservedLine(doc) {
+    const reserved = reservedSeries(doc);
+    if (!reserved || !allocatorFigures(doc)) return [];
+    return [{
+      type: "scatter", mode: "lines", name: RESERVED_NAME, x: doc.steps.map((s) => s.index), y: reserved,
+      line: { color: "#000", width: 2, dash: "dashdot" },    // not comm_buffer's solid black, nor a ghost's dash
+      hovertemplate: "reserved by the CUDA caching allocator: %{y:,} B<extra></extra>",
+    }];
+  }
+
+  function reservedPeakLabel(doc) {
+    const figures = allocatorFigures(doc);
+    return [{ x: figures.reservedPeakStep, y: figures.reservedPeakBytes, name: "reserved-peak",
+      text: `reserved peak ${formatBytes(figures.reservedPeakBytes)}`, showarrow: true, arrowhead: 2,
+      ax: figures.reservedPeakStep > doc.steps.length / 2 ? -64 : 64, ay: -16, font: { size: 11 }, bgcolor: "#fff" }];
   }
 
   function ghostSeries(previous, name) {
@@ -88,18 +108,20 @@ export function createMemoryChart(element, { onPick }) {
   async function load(doc, previous, ghostName = "previous run") {
     trace = doc;
     const { peak_bytes: peak, peak_step: peakStep } = doc.summary;
-    const data = kindSeries(doc).concat(savedForSecondSeries(doc));
+    const reserved = reservedLine(doc);
+    const data = kindSeries(doc).concat(savedForSecondSeries(doc), reserved);
+    const reservedPeak = reserved.length ? doc.summary.reserved_peak_bytes : 0;
     if (previous) data.push(ghostSeries(previous, ghostName));
     const layout = {
       margin: { l: 56, r: 8, t: 22, b: 34 }, height: element.clientHeight || 220,
       showlegend: true, legend: { x: 1.01, y: 1, font: { size: 11 }, traceorder: "reversed" },
       hovermode: "x unified",
       xaxis: { title: { text: "step", standoff: 4 }, range: [-0.5, doc.steps.length - 0.5], zeroline: false },
-      yaxis: byteAxis(Math.max(peak, previous?.summary.peak_bytes ?? 0),
-        { title: { text: "live bytes" } }),
+      yaxis: byteAxis(Math.max(peak, reservedPeak, previous?.summary.peak_bytes ?? 0),
+        { title: { text: reservedPeak ? "bytes" : "live bytes" } }),
       shapes: phaseBands(doc),
-      annotations: [{ x: peakStep, y: peak, text: `peak ${formatBytes(peak)}`, showarrow: true, arrowhead: 2,
-        ax: -56, ay: -14, font: { size: 11 }, bgcolor: "#fff" }, ...microBatchLabels(doc)],
+      annotations: [{ x: peakStep, y: peak, text: `${reservedPeak ? "live peak" : "peak"} ${formatBytes(peak)}`, showarrow: true,
+        arrowhead: 2, ax: -56, ay: -14, font: { size: 11 }, bgcolor: "#fff" }, ...(reserved.length ? reservedPeakLabel(doc) : []), ...microBatchLabels(doc)],
     };
     const Plotly = await loadPlotly();
     if (trace !== doc) return;                     // a newer run arrived while Plotly loaded
