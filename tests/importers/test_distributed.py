@@ -1,10 +1,10 @@
 """Every rank of a distributed step, recorded on 2 ranks over loopback (gloo, CPU): DDP, FSDP2 (resharding after
 forward and not) and tensor parallel. One launch records all four on both ranks, with each rank's independent counts
 beside them; the command line's --nproc 2 is a second. Per rank: saved bytes are the most saved_tensors_hooks' packs
-held at once, parameter bytes are the rank's local shards, the peak is torch.profiler's (never below it), the
-gradients are a single process's, ZeRO-1's optimizer state is the rank's own partition, DDP's buckets are DDP's own
-and each bucket's all-reduce sits between its last gradient and the next bucket's, and FSDP2's peak is lower when it
-reshards."""
+held at once, parameter bytes are the rank's local shards, the peak is torch.profiler's (gloo's all-gather staging
+left out), the gradients are a single process's, ZeRO-1's optimizer state is the rank's own partition, DDP's buckets
+are DDP's own and each bucket's all-reduce sits between its last gradient and the next bucket's, and FSDP2's peak is
+lower when it reshards."""
 import json
 import re
 
@@ -29,7 +29,7 @@ from tests.importers.packed import held_at_once  # noqa: E402
 
 WORLD = 2
 WARMUP = 2          # DDP rebuilds its buckets at the second step's forward: the third is the steady state
-PROFILED_STEPS = 3  # torch.profiler's peak: the least of 3 plain steps (gloo's threads allocate when they run)
+PROFILED_STEPS = 3  # torch.profiler's peak: the least of 3 plain steps (one in 3 was seen up to 4,096 B over)
 
 
 def plain_name(name):
@@ -62,12 +62,13 @@ def buckets_by_hook(wrap):
     warm_up(model, batch, loss_fn, optimizer, WARMUP)
     seen.clear()
     existing = existing_bytes(model, batch, optimizer)
-    packed, events = profiled(lambda: held_at_once(lambda: run_step(model, batch, loss_fn, optimizer)))
+    packed, events = profiled(lambda: held_at_once(lambda: run_step(model, batch, loss_fn, optimizer)),
+                              collective_staging=False)
     buckets, peaks = list(seen), [plain_peak(events, existing)]
     # the same step again, for the least (Adam's state is there already; DDP's buckets rebuilt in the warm-up)
     for _ in range(PROFILED_STEPS - 1):
         optimizer.zero_grad(set_to_none=True)
-        _, events = profiled(lambda: run_step(model, batch, loss_fn, optimizer))
+        _, events = profiled(lambda: run_step(model, batch, loss_fn, optimizer), collective_staging=False)
         peaks.append(plain_peak(events, existing))
     return buckets, packed, min(peaks)
 
@@ -154,22 +155,31 @@ def test_parameter_bytes_are_the_ranks_local_shards(ranks, wrap):
             assert {t["name"]: t["shape"] for t in params} == results[wrap]["shards"]
 
 
+SHARDED_STEP_MOVES = 0.017     # FSDP2: the recorded step's own peak, up to 1.7% higher in some runs (see below)
+GATHERED_SLICES = 4096         # tensor + sequence parallel: one gathered activation, 8 x 4 x 32 float32
+
+
 @pytest.mark.parametrize("wrap", distributed_model.WRAPS)
 def test_the_peak_is_torch_profilers_on_that_rank(ranks, wrap):
     """The CPU allocator's peak over a plain step (profile_memory=True) plus what existed before it, per rank.
 
-    Counted from the events the profiler reports on the step's own threads (torch_profile._running): gloo's worker
-    threads are not followed, and the allocator's process-wide total moved with them (CI once saw a DDP step's
-    peak 131,072 B low that way). What is left moves with the timing of FSDP2's collectives (measured here, one
-    step at a time: FSDP2 resharding after forward 0 to 8% over ours, keeping its blocks 0 to 2.5%, DDP and tensor
-    parallel 0 to 12 B; the least of 3 steps is compared), and under FSDP2 ours moves too, by up to 1.7% from run
-    to run (a buffer the collective's thread lets go of is freed a step earlier or later), so the profiler may be
-    up to 3% below it."""
+    Left out of the profiler's events (torch_profile.allocation_events, collective_staging=False): gloo's all-gather
+    staging its output in a flat tensor of the output's size, inside the c10d op on the step's thread and again on
+    its worker thread. The dispatch mode sees only the c10d op and no tensor of the step owns the copy (NCCL gathers
+    into the output itself); with it, FSDP2 resharding after forward peaked 6,400 B (1.5%) over ours on each rank:
+    blocks.1's 33,664 B gather, prefetched in blocks.2's backward, staged on top of what was held then.
+
+    Measured, the least of 3 plain steps: DDP and ZeRO-1 12 B over ours (scalars a kernel makes inside another op,
+    div's 0-dim `to`, which no op of the step is), FSDP2 both ways and tensor parallel 0 B, tensor + sequence
+    parallel 0 B and once 4,096 B (a gathered activation a gloo thread let go of late, in all 3 steps). Under FSDP2
+    the recorded step's peak itself moves: in some runs it lands on a reduce-scatter, with the all-gather buffer a
+    gloo thread still holds, 6,528 B (1.6%) to 7,944 B (1.7%) above the plain steps' (its other runs: equal)."""
     for results in ranks:
         ours, measured = results[wrap]["document"]["summary"]["peak_bytes"], results[wrap]["profiled_peak"]
-        assert 0.97 * ours <= measured <= 1.25 * ours, (ours, measured)
-        if wrap in distributed_model.REPLICATED:    # DDP's all-reduces run in place, in its buckets
-            assert measured - ours <= 0.01 * ours
+        if wrap.startswith("fsdp"):
+            assert -SHARDED_STEP_MOVES * ours <= measured - ours <= 12, (ours, measured)
+        else:
+            assert 0 <= measured - ours <= (GATHERED_SLICES if wrap == "tp_sp" else 12), (ours, measured)
 
 
 @pytest.mark.parametrize("wrap", distributed_model.WRAPS)
