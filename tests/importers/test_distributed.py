@@ -19,11 +19,13 @@ pytestmark = pytest.mark.xdist_group("torch-import")
 from backend.importers.torch import main  # noqa: E402
 from backend.importers.torch_collectives import local  # noqa: E402
 from backend.importers.torch_ddp import bucket_bytes  # noqa: E402
-from backend.importers.torch_distributed import local_parameter_bytes, record_rank, run_ranks  # noqa: E402
+from backend.importers.torch_distributed import (  # noqa: E402
+    local_parameter_bytes, record_rank, reshard_would_free, run_ranks)
 from backend.importers.torch_optimizer_state import state_tensors  # noqa: E402
 from backend.importers.torch_profile import plain_peak, profiled  # noqa: E402
 from backend.importers.torch_step import run_step, warm_up  # noqa: E402
 from backend.trace.document_versions import unpack  # noqa: E402
+from backend.trace.peak import format_bytes  # noqa: E402
 from tests.importers import distributed_model  # noqa: E402
 from tests.importers.packed import held_at_once  # noqa: E402
 
@@ -85,6 +87,12 @@ def existing_bytes(model, batch, optimizer):
     return sum(unique.values()) + bucket_bytes(model)
 
 
+def unit_bytes(model):
+    """What one block's parameters take unsharded: each parameter whole (a DTensor's full shape)."""
+    block = getattr(model, "module", model).blocks[0]       # DDP's module is the model
+    return sum(p.numel() * p.element_size() for p in block.parameters())
+
+
 def own_state_bytes(optimizer):
     """The bytes of the optimizer state this rank keeps: ZeroRedundancyOptimizer's in its local optimizer."""
     holder = getattr(optimizer, "optim", optimizer)
@@ -101,7 +109,8 @@ def on_each_rank():
         results[wrap] = {"document": document, "grads": full_grads(model), "packed": packed,
                          "profiled_peak": profiled_peak, "state_bytes": own_state_bytes(optimizer),
                          "param_bytes": local_parameter_bytes(model), "hook_buckets": hook_buckets,
-                         "shards": {plain_name(n): list(local(p).shape) for n, p in model.named_parameters()}}
+                         "shards": {plain_name(n): list(local(p).shape) for n, p in model.named_parameters()},
+                         "unit_bytes": unit_bytes(model)}
     return results
 
 
@@ -270,14 +279,43 @@ def test_clip_grad_norm_all_reduces_the_sharded_gradients_norm_issued_then_waite
 
 
 def test_fsdp2_peaks_lower_when_it_reshards_after_forward_by_the_unsharded_parameters(ranks):
+    """Kept (reshard_after_forward=False), a step holds the all-gathered parameters of the units whose forward is
+    done and whose backward has not begun (torch_distributed.reshard_would_free): at the last block's gather in
+    forward, blocks.0-2's, 100,992 B. The resharding run steps through the same forward, entry for entry, and holds
+    exactly that much less at that step: resharding frees those parameters and nothing else differs there. So
+    peak(True) >= peak(False) - what resharding frees at the kept peak, and it is below peak(False); the peaks
+    differ by less than that (56,696 B on each rank with the kept peak at that gather), as the resharding run
+    peaks in backward, where it gathers each unit again. The kept run's sentence says what resharding would free."""
     for results in ranks:
-        resharded, kept = (results[wrap]["document"]["summary"] for wrap in ("fsdp", "fsdp_keep"))
-        assert resharded["peak_bytes"] < kept["peak_bytes"]
-        unsharded = (resharded["by_shard_role_at_peak"].get("unsharded_param", 0),
-                     kept["by_shard_role_at_peak"].get("unsharded_param", 0))
+        resharded, kept = (results[wrap]["document"] for wrap in ("fsdp", "fsdp_keep"))
+        gather = max(e["index"] for e in kept["tape"] if e["family"] == "collective" and e["op"] == "all_gather"
+                     and e["phase"] == "forward")
+        at = next(s["index"] for s in kept["steps"] if s.get("entry") == gather)
+
+        def forward_steps(document):
+            return [(step["phase"], document["tape"][step["entry"]]["op"], document["tape"][step["entry"]]["scope"])
+                    for step in document["steps"][:at + 1]]
+
+        assert forward_steps(resharded) == forward_steps(kept)
+        freed, units = reshard_would_free(kept, at)
+        assert units == [f"blocks.{i}" for i in range(distributed_model.BLOCKS - 1)]
+        assert freed == (distributed_model.BLOCKS - 1) * results["fsdp"]["unit_bytes"]
+        assert resharded["steps"][at]["live_bytes"] == kept["steps"][at]["live_bytes"] - freed
+        assert reshard_would_free(resharded)[0] == 0
+
+        freed, units = reshard_would_free(kept)         # at the kept run's own peak
+        peaks = resharded["summary"]["peak_bytes"], kept["summary"]["peak_bytes"]
+        assert freed > 0 and peaks[1] - freed <= peaks[0] < peaks[1]
+        unsharded = (resharded["summary"]["by_shard_role_at_peak"].get("unsharded_param", 0),
+                     kept["summary"]["by_shard_role_at_peak"].get("unsharded_param", 0))
         assert unsharded[0] < unsharded[1]
-        assert "all-gathered (unsharded) parameters" in kept["peak_sharding"]
-        assert kept["peak_sharding"].startswith(f"rank {results['fsdp_keep']['document']['rank']} peaks in ")
+        sentence = kept["summary"]["peak_sharding"]
+        assert "all-gathered (unsharded) parameters" in sentence
+        assert sentence.startswith(f"rank {kept['rank']} peaks in ")
+        names = units[0] if len(units) == 1 else ", ".join(units[:-1]) + f" and {units[-1]}"
+        assert sentence.endswith(f"resharding after forward (reshard_after_forward=True) would free "
+                                 f"{format_bytes(freed)} of them here, {names}'s (forward done, backward not begun)")
+        assert "resharding after forward" not in resharded["summary"]["peak_sharding"]
 
 
 def test_memory_only_sharding_holds_has_its_own_kind_and_the_peak_names_it(ranks):
