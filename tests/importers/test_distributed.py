@@ -1,10 +1,10 @@
 """Every rank of a distributed step, recorded on 2 ranks over loopback (gloo, CPU): DDP, FSDP2 (resharding after
 forward and not) and tensor parallel. One launch records all four on both ranks, with each rank's independent counts
-beside them; the command line's --nproc 2 is a second. Per rank: saved bytes are the most saved_tensors_hooks' packs
-held at once, parameter bytes are the rank's local shards, the peak is torch.profiler's (gloo's all-gather staging
-left out), the gradients are a single process's, ZeRO-1's optimizer state is the rank's own partition, DDP's buckets
-are DDP's own and each bucket's all-reduce sits between its last gradient and the next bucket's, and FSDP2's peak is
-lower when it reshards."""
+beside them; the command line's --nproc 2 is a second, torchrun a third. Per rank: saved bytes are the most
+saved_tensors_hooks' packs held at once, parameter bytes are the rank's local shards, the peak is torch.profiler's
+(gloo's all-gather staging left out), the gradients are a single process's, ZeRO-1's optimizer state is the rank's
+own partition, DDP's buckets are DDP's own and each bucket's all-reduce sits between its last gradient and the next
+bucket's, and FSDP2's peak is lower when it reshards."""
 import json
 import re
 
@@ -356,6 +356,42 @@ def test_the_command_line_writes_one_run_json_of_every_rank(tmp_path, monkeypatc
         assert (document["rank"], document["world_size"], document["mesh"]["shape"]) == (rank, WORLD, [WORLD])
         assert any(entry["family"] == "collective" for entry in document["tape"])
     assert "rank 1/2" in capsys.readouterr().err
+
+
+def test_torchrun_records_every_rank_into_one_run_json(tmp_path):
+    """torchrun --nproc-per-node 2 -m backend.importers.torch on the DDP example: the importer joins the group
+    torchrun's environment describes (under_torchrun) and rank 0 writes one run.json, which docs/trace-run.schema.json
+    admits, each rank's document through its $ref to docs/trace.schema.json, as test_pipeline's run is checked."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import jsonschema
+    from referencing import Registry, Resource
+
+    from backend.importers.torch_distributed import free_port
+    root = Path(__file__).parents[2]
+    out = tmp_path / "run.json"
+    torchrun = Path(sys.executable).with_name("torchrun")
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "OMP_NUM_THREADS": "1"}
+    launched = subprocess.run([str(torchrun), "--nproc-per-node", str(WORLD), "--master-addr", "127.0.0.1",
+                               "--master-port", str(free_port()), "-m", "backend.importers.torch",
+                               str(root / "examples" / "torch" / "gpt_ddp.py"), "--warmup", "1", "--out", str(out)],
+                              cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert launched.returncode == 0, launched.stderr[-2000:]
+    run = json.loads(out.read_text())
+    assert run["world_size"] == WORLD and len(run["ranks"]) == WORLD
+    docs = root / "docs"
+    schemas = {name: json.loads((docs / name).read_text()) for name in ("trace-run.schema.json", "trace.schema.json")}
+    registry = Registry().with_resources((schema["$id"], Resource.from_contents(schema)) for schema in schemas.values())
+    jsonschema.Draft202012Validator(schemas["trace-run.schema.json"], registry=registry).validate(run)
+    for rank, packed in enumerate(run["ranks"]):
+        assert packed["schema_version"] == 2
+        document = unpack(packed)
+        assert (document["rank"], document["world_size"], document["mesh"]) == (rank, WORLD, None)
+        assert document["ddp_buckets"] and any(entry["family"] == "collective" for entry in document["tape"])
+    assert "rank 1/2" in launched.stderr
 
 
 def test_tensor_parallel_all_reduces_each_rowwise_output_in_forward_and_each_colwise_input_grad_in_backward(ranks):
