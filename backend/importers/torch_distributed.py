@@ -33,7 +33,7 @@ from backend.importers.torch_step import document_of, load_build, record, step_o
 from backend.models.caps import cap
 from backend.trace.document_versions import pack
 from backend.trace.memory import alive_at
-from backend.trace.peak import explain_peak
+from backend.trace.peak import explain_peak, format_bytes
 
 TIMEOUT = timedelta(minutes=5)      # a rank that died must not keep the others waiting for gloo's 30 minutes
 
@@ -79,8 +79,39 @@ def peak_sharding(document):
         flight = in_flight(document["steps"], step["index"])
         where = (f"micro-batch {step['micro_batch']}'s {where}, with micro-batch{'es' if len(flight) > 1 else ''} "
                  f"{_and(flight)} in flight (forward run, backward not finished)")
-    return (f"rank {document['rank']} peaks in {where}: " + (f"{parts} of {_mib(summary['peak_bytes'])}" if parts else
-            f"{_mib(summary['peak_bytes'])}, none of it sharding's"))
+    sentence = (f"rank {document['rank']} peaks in {where}: " + (f"{parts} of {_mib(summary['peak_bytes'])}" if parts
+                else f"{_mib(summary['peak_bytes'])}, none of it sharding's"))
+    freed, units = reshard_would_free(document)
+    if freed:
+        sentence += (f"; resharding after forward (reshard_after_forward=True) would free {format_bytes(freed)} of "
+                     f"them here, {_and(units)}'s (forward done, backward not begun)")
+    return sentence
+
+
+def reshard_would_free(document, at=None):
+    """(bytes, units) of the all-gathered parameters alive at step `at` (the peak's) that resharding after forward
+    frees there:
+    those of each FSDP2 unit whose forward ended before the peak step and whose backward has not begun. Kept
+    (reshard_after_forward=False), they wait for backward; resharded, they are gathered again when it begins. A run
+    that reshards holds none such."""
+    at = document["summary"]["peak_step"] if at is None else at
+    steps, tape = document["steps"], document["tape"]
+    scopes = [(step["phase"], tape[step["entry"]]["scope"]) if step.get("entry") is not None else (step["phase"], "")
+              for step in steps]
+
+    def within(scope, unit):
+        return unit == "model" or scope == unit or scope.startswith(unit + ".")
+
+    freed = {}
+    for storage in alive_at(at, document["storages"]):
+        unit = storage.get("scope")
+        if storage.get("shard_role") != "unsharded_param" or unit is None:
+            continue
+        forward = [i for i, (phase, scope) in enumerate(scopes) if phase == "forward" and within(scope, unit)]
+        backward = [i for i, (phase, scope) in enumerate(scopes) if phase == "backward" and within(scope, unit)]
+        if forward and forward[-1] < at and not (backward and backward[0] <= at):
+            freed[unit] = freed.get(unit, 0) + storage["nbytes"]
+    return sum(freed.values()), sorted(freed)
 
 
 def in_flight(steps, at):

@@ -23,8 +23,18 @@ from backend.importers.torch_storages import storage_address
 LOOKAHEAD = 4       # storages whose allocation the profiler never reports (from_blob, another allocator) are skipped
 
 
-def allocation_events(prof):
-    """[(time_ns, address, bytes (negative: a free), total_allocated)] of the CPU allocator, in time order."""
+# gloo's all-gather: the c10d op's kernel on the issuing thread, its work on gloo's own
+ALL_GATHER_KERNELS = ("c10d::_allgather_base_", "c10d::allgather_", "gloo:all_gather")
+
+
+def allocation_events(prof, collective_staging=True):
+    """[(time_ns, address, bytes (negative: a free), total_allocated)] of the CPU allocator, in time order.
+
+    Without `collective_staging`, what gloo's all-gather allocates for itself is left out, with its free: it stages
+    its output in a flat tensor of the output's size, allocated and freed inside the c10d op's kernel on the
+    issuing thread and again in its work on a gloo thread. No tensor of the step owns it and the dispatch mode sees
+    only the c10d op, so no storage of a document is it (NCCL gathers into the output itself). What other
+    collectives copy where the mode sees it (gloo's reduce-scatter's split input) is a storage, and stays."""
     found, stack = [], list(prof.profiler.kineto_results.experimental_event_tree())
     while stack:
         event = stack.pop()
@@ -32,13 +42,33 @@ def allocation_events(prof):
         if event.tag == _EventType.Allocation:
             fields = event.extra_fields
             if str(fields.device) == "cpu":
-                found.append((event.start_time_ns, fields.ptr, fields.alloc_size, fields.total_allocated))
+                found.append((event.start_time_ns, fields.ptr, fields.alloc_size, fields.total_allocated,
+                              not collective_staging and fields.alloc_size > 0 and _in_all_gather(event)))
     found.sort()
-    return found
+    staged, kept = set(), []
+    for *fields, in_collective in found:
+        address, nbytes = fields[1], fields[2]
+        if in_collective:
+            staged.add(address)
+        elif nbytes < 0 and address in staged:
+            staged.discard(address)
+        else:
+            kept.append(tuple(fields))
+    return kept
 
 
-def profiled(fn):
-    """(fn(), allocation events while it ran).
+def _in_all_gather(event):
+    parent = event.parent
+    while parent is not None:
+        if parent.name.startswith(ALL_GATHER_KERNELS):
+            return True
+        parent = parent.parent
+    return False
+
+
+def profiled(fn, collective_staging=True):
+    """(fn(), allocation events while it ran; without `collective_staging`, not gloo's all-gather's staging copies:
+    see allocation_events).
 
     The profiler sees every allocation in the process, so garbage left by earlier work is collected first and the
     collector is paused inside the window: a cycle of old tensors freed mid-step would otherwise land among the
@@ -53,7 +83,7 @@ def profiled(fn):
     finally:
         if was_enabled:
             gc.enable()
-    return result, allocation_events(prof)
+    return result, allocation_events(prof, collective_staging)
 
 
 def existing_bytes(model, batch_tensors, optimizer=None):

@@ -7,7 +7,6 @@ one process."""
 import contextlib
 import importlib.util
 import itertools
-import weakref
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from torch import nn  # noqa: E402
 from backend.importers.torch_distributed import in_flight, record_rank, run_ranks  # noqa: E402
 from backend.importers.torch_profile import existing_bytes, plain_peak, profiled  # noqa: E402
 from backend.importers.torch_step import run_step, step_of, unpack_build, warm_up  # noqa: E402
-from backend.importers.torch_storages import storage_address  # noqa: E402
+from tests.importers.packed import held_at_once  # noqa: E402
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "torch" / "gpt_pipeline.py"
 WORLD, WARMUP, PROFILED_STEPS = 2, 1, 3
@@ -35,30 +34,6 @@ def example():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def held_at_once(step):
-    """The most bytes of unique storages saved_tensors_hooks' packs held at one time while `step()` ran: each pack
-    holds its tensor's storage until autograd lets go of the packed object (after the node that saved it ran)."""
-    held, most, alive = {}, [0], {}
-
-    def release(key):
-        held[key] -= 1
-        if not held[key]:
-            del held[key], alive[key]
-
-    class Pack:
-        def __init__(self, tensor):
-            self.tensor = tensor
-            key = storage_address(tensor.untyped_storage())
-            held[key] = held.get(key, 0) + 1
-            alive[key] = tensor.untyped_storage().nbytes()
-            most[0] = max(most[0], sum(alive.values()))
-            weakref.finalize(self, release, key)
-
-    with torch.autograd.graph.saved_tensors_hooks(Pack, lambda pack: pack.tensor):
-        step()
-    return most[0]
 
 
 @contextlib.contextmanager
@@ -101,7 +76,7 @@ def on_each_rank():
     model, batch, schedule, optimizer = step_of(build)       # the same step, plain, under torch's own instruments
     warm_up(model, batch, schedule, optimizer, WARMUP)
     with chunks_called(schedule._stage) as order:
-        held = held_at_once(lambda: run_step(model, batch, schedule, optimizer))
+        held, _ = held_at_once(lambda: run_step(model, batch, schedule, optimizer))
     existing = existing_bytes(model, batch, optimizer) + receive_buffer_bytes(schedule._stage)
     peaks = []
     for _ in range(PROFILED_STEPS):
