@@ -2,7 +2,7 @@
 
     python -m backend.importers.torch MODEL_FILE [--out run.json] [--share URL] [--checkpoint POLICY] [--values]
                                                  [--warmup N] [--nproc N] [--allocator cuda|cuda-expandable]
-                                                 [--fake [--world-size W]]
+                                                 [--fake [--world-size W [--rank R]]]
 
 MODEL_FILE is your own Python file. It defines `build()`, which returns either a tuple
 (model, batch[, loss_fn[, optimizer]]) or a dict with those keys ("model", "batch", optional "loss_fn",
@@ -17,7 +17,8 @@ MODEL_FILE is your own Python file. It defines `build()`, which returns either a
 With --fake, build() and the step run under torch's FakeTensorMode (backend/importers/torch_fake.py): shapes, dtypes,
 bytes and lifetimes at the model's real size, no values and no memory, so a model too big for this machine records
 in seconds; --world-size W puts it on torch's fake process group of W ranks (build() wraps it as for real ranks:
-fully_shard, parallelize_module), the document being rank 0's.
+fully_shard, parallelize_module, a pipeline's stage), the document being rank 0's, or --rank R's (ranks that
+differ, as a pipeline's stages, are recorded one command each).
 
 `build()` may be called more than once (each checkpoint what-if runs a fresh step), so seed it. The file runs
 only here, on your machine, in this process; the app never imports torch and never runs Python it was sent.
@@ -63,7 +64,10 @@ def main(argv=None):
                              "no memory (a model bigger than this machine)")
     parser.add_argument("--world-size", type=int, default=1, metavar="W",
                         help="with --fake: torch's fake process group of W ranks, build() run after it is up; the "
-                             "document is rank 0's")
+                             "document is one rank's (--rank)")
+    parser.add_argument("--rank", type=int, default=None, metavar="R",
+                        help="with --fake --world-size W: record rank R of the fake world (default 0); where ranks "
+                             "differ (a pipeline's stages), record each with its own command")
     args = parser.parse_args(argv)
     refused = fake_flags_problem(args)
     if refused:
@@ -125,20 +129,22 @@ def recorded(args):
 def fake_flags_problem(args):
     """The sentence for a flag --fake does not combine with (or --world-size without --fake), else None."""
     if not args.fake:
+        if args.rank is not None:
+            return "--rank picks the rank of a fake world to record: give --fake --world-size W too"
         return ("--world-size is the fake process group's size: give --fake too (real ranks: --nproc N)"
                 if args.world_size != 1 else None)
     for flag, given in (("--nproc", args.nproc), ("--checkpoint", args.checkpoint), ("--values", args.values)):
         if given:
             why = "a fake step has no values" if flag == "--values" else "it records one fake process"
             return f"--fake does not combine with {flag}: {why}"
-    return fake_world_problem(args.world_size)
+    return fake_world_problem(args.world_size, args.rank or 0)
 
 
 def fake_recorded(args):
     """--fake: build() and the step under FakeTensorMode, on a fake process group of --world-size ranks when
-    that is more than 1 (then the document is rank 0's, with its collectives, as a real rank's)."""
+    that is more than 1 (then the document is --rank's, 0 by default, with its collectives, as a real rank's)."""
     build = load_build(args.model_file)
-    with faking(args.world_size):
+    with faking(args.world_size, rank=args.rank or 0):
         step = step_of(build)
         if args.world_size > 1:
             document = torch_distributed.record_rank(*step, warmup=args.warmup)

@@ -7,14 +7,17 @@ storage itself while it lives (torch_storages.storage_address), a resize changes
 address (torch_waits), and no statistics are read (torch_storages.is_fake). What torch needs: a DeviceMesh is made
 outside fake mode (its rank map is read with tolist()), so every DeviceMesh, the user's or fully_shard's own default
 mesh, is made with fake mode lifted while the block is on; DDP runs with two
-changes a fake group needs (_ddp_on_fake_ranks). The fake process group is one rank's view: every collective
-returns at once with its output's shape, so the document is rank 0's (`--world-size` ranks alike: one document).
+changes a fake group needs (_ddp_on_fake_ranks); a pipeline schedule's stages decide their metadata mode alone
+(_pipeline_votes_alone). The fake process group is one rank's view: every collective and every send or receive
+returns at once with its output's shape (a receive leaves its buffer as it was), so the document is one rank's,
+rank 0's unless another is asked for (`--rank R`: a pipeline's stages differ, one command each).
 """
 import contextlib
 
 import torch.distributed as dist
 from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 
+from backend.importers.mistakes import StepError
 from backend.models.caps import cap
 
 _step_mode = []         # the FakeTensorMode a faking() block runs the step under, while it does
@@ -27,16 +30,17 @@ def step_fake_mode():
 
 
 @contextlib.contextmanager
-def faking(world_size=1):
+def faking(world_size=1, rank=0):
     """Within: new tensors are fake; with world_size > 1, the process group is torch's fake one of that size, this
-    process its rank 0. The group is destroyed when the block ends."""
+    process its `rank` (the fake group takes any: FakeProcessGroup._create_internal(group_rank, group_size)). The
+    group is destroyed when the block ends."""
     grouped = world_size > 1
     if grouped:
         from torch.testing._internal.distributed.fake_pg import FakeStore
-        dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
+        dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
     _forget_sharding_decisions()
     try:
-        with _meshes_made_for_real(), _ddp_on_fake_ranks(), FakeTensorMode() as mode:
+        with _meshes_made_for_real(), _ddp_on_fake_ranks(), _pipeline_votes_alone(), FakeTensorMode() as mode:
             _step_mode.append(mode)
             try:
                 yield
@@ -157,9 +161,52 @@ class _UnrebuiltReducer:
         return False
 
 
-def fake_world_problem(world_size):
-    """The sentence for a --world-size outside what is accepted, else None."""
+@contextlib.contextmanager
+def _pipeline_votes_alone():
+    """A pipeline schedule's first step starts with a vote (torch/distributed/pipelining/schedules.py,
+    _PipelineSchedule._warmup_p2p, ~line 341): each PipelineStage votes STATIC when its constructor was given
+    input_args and output_args (_utils.InferenceMode.needs_dynamic), the product travels stage to stage by
+    dist.send/dist.recv of a one-element tensor (stage.py, PipelineStage._warmup_forward_vote and
+    _warmup_backward_result, ~lines 1750-1819), and every stage reads the result with `result.item()`
+    (schedules.py ~line 372). On a fake group the receive leaves the tensor as it was, and a fake tensor has no
+    item() (fake_impls.local_scalar_dense raises DataDependentOutputException). DYNAMIC would be no better: it
+    infers a stage's shapes from its neighbour's by recv_object_list (stage.py, PipelineStage._recv_meta), which a
+    fake group cannot answer. So under fake mode each PipelineStage takes its own vote as the result, and a stage
+    that would need its neighbour's shapes is a sentence. Other stage types (pipeline()'s, build_stage) keep
+    torch's warm-up (empty sends and receives)."""
+    try:
+        from torch.distributed.pipelining._utils import InferenceMode
+        from torch.distributed.pipelining.schedules import _PipelineSchedule
+        from torch.distributed.pipelining.stage import PipelineStage
+    except ImportError:                 # a torch without pipelining, or one before the vote: nothing to change
+        yield
+        return
+    original = _PipelineSchedule._warmup_p2p
+
+    def _warmup_p2p(self, stages, has_backward, p2p_done):
+        if not all(isinstance(stage, PipelineStage) for stage in stages):
+            return original(self, stages, has_backward, p2p_done)
+        for stage in stages:
+            if InferenceMode.needs_dynamic(stage._user_meta, has_backward):
+                raise StepError(
+                    f"under --fake, PipelineStage {stage.stage_index} needs its shapes given: pass input_args and "
+                    "output_args (a micro-batch's example tensors; an activation that is sent on requires grad), "
+                    "since torch otherwise infers them from the neighbouring stage by recv_object_list, which a "
+                    "fake process group cannot answer (examples/torch/gpt_pipeline.py shows how)")
+            stage._inference_mode = InferenceMode.STATIC
+
+    _PipelineSchedule._warmup_p2p = _warmup_p2p
+    try:
+        yield
+    finally:
+        _PipelineSchedule._warmup_p2p = original
+
+
+def fake_world_problem(world_size, rank=0):
+    """The sentence for a --world-size or --rank outside what is accepted, else None."""
     if not 1 <= world_size <= cap("fake_world"):
         return f"--world-size {world_size}: give a number of fake ranks from 1 to {cap('fake_world')}"
+    if not 0 <= rank < world_size:
+        return f"--rank {rank}: give the rank to record, from 0 to {world_size - 1} (--world-size {world_size})"
     return None
 

@@ -6,6 +6,13 @@ and holds one. Activations cross between the stages as send/recv on the tape.
 
     .venv/bin/python -m backend.importers.torch examples/torch/gpt_pipeline.py --nproc 2 --warmup 1 --out run.json
 
+Without the hardware, each stage on torch's fake process group (one command per stage, --rank 0 and --rank 1):
+
+    .venv/bin/python -m backend.importers.torch examples/torch/gpt_pipeline.py --fake --world-size 2 --rank 1 --warmup 1
+
+There the stages are given their shapes (example_tensors): torch otherwise infers them at the first step by sending
+them from stage to stage (recv_object_list), which a fake group cannot answer. A real run leaves it to torch.
+
 The head is not tied to the embedding here: the two live on different stages (Megatron keeps a copy of the
 embedding on the last stage and all-reduces their gradients; this example keeps them apart).
 A pipeline's build() returns the schedule where a loss_fn goes: its loss_fn is the schedule's."""
@@ -77,11 +84,23 @@ def stage_module(model, stage, stages):
     return kind(model, mine)
 
 
+def example_tensors(stage, stages):
+    """What a stage takes and gives for one micro-batch (2 sequences of 64 tokens), as PipelineStage's input_args
+    and output_args: token ids into the first stage, activations of width 256 between stages (requiring grad: their
+    gradients go back), logits out of the last."""
+    rows = gpt.BATCH // MICRO_BATCHES
+    activation = torch.empty(rows, gpt.SEQ, gpt.WIDTH, requires_grad=True)
+    inputs = torch.zeros(rows, gpt.SEQ, dtype=torch.long) if stage == 0 else activation
+    outputs = torch.empty(rows, gpt.SEQ, gpt.VOCAB, requires_grad=True) if stage == stages - 1 else activation
+    return {"input_args": inputs, "output_args": outputs}
+
+
 def build():
     model, (inputs, target), loss_fn, _ = gpt.build()
     stage, stages = dist.get_rank(), dist.get_world_size()
     module = stage_module(model, stage, stages)
-    schedule = Schedule1F1B(PipelineStage(module, stage, stages, torch.device("cpu")), n_microbatches=MICRO_BATCHES,
-                            loss_fn=loss_fn)
+    shapes = example_tensors(stage, stages) if dist.get_backend() == "fake" else {}
+    schedule = Schedule1F1B(PipelineStage(module, stage, stages, torch.device("cpu"), **shapes),
+                            n_microbatches=MICRO_BATCHES, loss_fn=loss_fn)
     optimizer = torch.optim.AdamW(module.parameters(), lr=3e-4)
     return {"model": module, "batch": (inputs, target), "schedule": schedule, "optimizer": optimizer}

@@ -3,7 +3,8 @@ two stages under torch's Schedule1F1B with 4 micro-batches. Per rank, against wh
 the micro-batches' forwards and backwards is the schedule's own (`pipeline_order`), the saved bytes are the most that
 saved_tensors_hooks' packs held at once (stage 0 holds two micro-batches in flight, stage 1 one), the activations and
 gradients sent and received are the stage's, the peak is torch.profiler's, and the gradients are the whole model's in
-one process."""
+one process. Each stage recorded again on torch's fake process group (`--fake --world-size 2 --rank R`) holds what the
+real rank held, and the ledger's pp=2 rows are checked against both."""
 import contextlib
 import importlib.util
 import itertools
@@ -171,8 +172,14 @@ def test_gradients_equal_the_whole_model_in_one_process(ranks):
 
 
 def test_the_ledgers_pipeline_stages_are_the_recorded_ranks(ranks):
+    """The ledger's per-GPU rows at pp=2 against each rank recorded on gloo (ledger_rows_against)."""
+    for rank, results in enumerate(ranks):
+        ledger_rows_against(results["document"], rank)
+
+
+def ledger_rows_against(document, rank):
     """The ledger's per-GPU rows at pp=2, 4 micro-batches of 2 sequences, untied head (backend/ledger/parallel.py:
-    stage s holds min(pp − s, m) micro-batches in flight) against each recorded rank, within 1%. What torch's
+    stage s holds min(pp − s, m) micro-batches in flight) against one recorded rank, within 1%. What torch's
     pipelining holds beyond the ledger's Megatron-style count is named and added: a receive buffer for every
     micro-batch each way, kept from the schedule's first step on (the ledger: the in-flight micro-batches' received
     inputs among the activations, one boundary tensor each way among the communication buffers; a stage's gradient
@@ -182,28 +189,63 @@ def test_the_ledgers_pipeline_stages_are_the_recorded_ranks(ranks):
     from backend.ledger.parallel import gpu_rows, peak_bytes, stages
     from tests.ledger.test_per_gpu import TORCH_GPT
     config = parse_config(dict(TORCH_GPT, batch=2, pp=2, micro_batches=4, tied_embeddings=False))
-    for rank, results in enumerate(ranks):
-        document = results["document"]
-        summary, stage = document["summary"], stages(config)[rank]
-        rows = {name: row["bytes"] for name, row in gpu_rows(config, stage).items()}
-        receive = {kind: sum(s["nbytes"] for s in document["storages"] if s["setup"] and s["kind"] == kind
-                             and s.get("shard_role") == "comm_buffer") for kind in ("activation", "grad")}
-        assert receive == ({"activation": 0, "grad": 4 * ACTIVATION_BYTES} if rank == 0 else
-                           {"activation": 4 * ACTIVATION_BYTES, "grad": 0})
-        in_flight = int(stage.in_flight)
-        received_beyond = receive["activation"] - in_flight * ACTIVATION_BYTES if receive["activation"] else 0
-        outputs_kept = in_flight * ACTIVATION_BYTES if rank < WORLD - 1 else 0
-        first_backward = next(s["index"] for s in document["steps"] if s["phase"] == "backward")
-        held = document["steps"][first_backward - 1]["by_kind"]         # what the stage holds before it
-        assert rows["parameters"] == summary["by_kind_at_end"]["param"]
-        assert rows["gradients"] + receive["grad"] == pytest.approx(summary["resident"]["grads_bytes"], rel=0.01)
-        assert rows["optimizer_state"] == pytest.approx(summary["resident"]["optimizer_state_bytes"], rel=0.01)
-        assert rows["activations"] + outputs_kept + received_beyond == pytest.approx(
-            held["activation"] + held["input"], rel=0.01)
-        # the peak: the ledger's, its send and receive boundary tensors replaced by torch's buffers and kept outputs
-        beyond = receive["grad"] + received_beyond + outputs_kept - rows["communication_buffers"]
-        ledger_peak = peak_bytes(config, stage, gpu_rows(config, stage))
-        assert ledger_peak + beyond == pytest.approx(summary["peak_bytes"], rel=0.06)
+    summary, stage = document["summary"], stages(config)[rank]
+    rows = {name: row["bytes"] for name, row in gpu_rows(config, stage).items()}
+    receive = {kind: sum(s["nbytes"] for s in document["storages"] if s["setup"] and s["kind"] == kind
+                         and s.get("shard_role") == "comm_buffer") for kind in ("activation", "grad")}
+    assert receive == ({"activation": 0, "grad": 4 * ACTIVATION_BYTES} if rank == 0 else
+                       {"activation": 4 * ACTIVATION_BYTES, "grad": 0})
+    in_flight = int(stage.in_flight)
+    received_beyond = receive["activation"] - in_flight * ACTIVATION_BYTES if receive["activation"] else 0
+    outputs_kept = in_flight * ACTIVATION_BYTES if rank < WORLD - 1 else 0
+    first_backward = next(s["index"] for s in document["steps"] if s["phase"] == "backward")
+    held = document["steps"][first_backward - 1]["by_kind"]         # what the stage holds before it
+    assert rows["parameters"] == summary["by_kind_at_end"]["param"]
+    assert rows["gradients"] + receive["grad"] == pytest.approx(summary["resident"]["grads_bytes"], rel=0.01)
+    assert rows["optimizer_state"] == pytest.approx(summary["resident"]["optimizer_state_bytes"], rel=0.01)
+    assert rows["activations"] + outputs_kept + received_beyond == pytest.approx(
+        held["activation"] + held["input"], rel=0.01)
+    # the peak: the ledger's, its send and receive boundary tensors replaced by torch's buffers and kept outputs
+    beyond = receive["grad"] + received_beyond + outputs_kept - rows["communication_buffers"]
+    ledger_peak = peak_bytes(config, stage, gpu_rows(config, stage))
+    assert ledger_peak + beyond == pytest.approx(summary["peak_bytes"], rel=0.06)
+
+
+@pytest.fixture(scope="module")
+def fake_ranks(ranks):
+    """Each stage recorded on torch's fake process group of 2 (`--fake --world-size 2 --rank R`), in this process,
+    after the real ranks were forked from it (`ranks` first: nothing fake is inherited by a real rank)."""
+    from backend.importers.torch_fake import faking
+    build = example().build
+    documents = []
+    for rank in range(WORLD):
+        with faking(WORLD, rank=rank):
+            documents.append(record_rank(*step_of(build), warmup=WARMUP))
+    return documents
+
+
+def test_each_stage_recorded_fake_holds_what_the_real_rank_held_and_the_ledger_counts(ranks, fake_ranks):
+    """--fake --world-size 2 --rank R on gpt_pipeline.py against the gloo rank R recorded above: the same saved bytes,
+    parameters, gradients, optimizer state and peak, byte for byte, but for one thing gloo holds that a fake group
+    does not: on rank 0 the real peak is one activation (micro-batch 1's stage output, 131,072 B) higher. Gloo's
+    send Work keeps the tensor it sends (ProcessGroupGloo.hpp, SendWork::tensor_), and Schedule1F1B keeps the
+    warm-up's `send_work` (micro-batch 1's send) until it reassigns it after its 1B1F loop
+    (torch/distributed/pipelining/schedules.py ~lines 1062 and 1147), so the output outlives its backward until
+    micro-batch 3's; a fake Work holds nothing, and the fake stage frees it at micro-batch 1's backward. Then the
+    ledger's rows against the fake stage as against the real one (ledger_rows_against, the same named extras)."""
+    for rank, (real, fake) in enumerate(zip([results["document"] for results in ranks], fake_ranks)):
+        assert fake["rank"] == rank and fake["source"]["pipeline"] == real["source"]["pipeline"]
+        assert runs(fake) == runs(real)
+        figures = {}
+        for name, document in (("real", real), ("fake", fake)):
+            summary = document["summary"]
+            figures[name] = {"saved": summary["saved_bytes"], "parameters": summary["by_kind_at_end"]["param"],
+                             "gradients": summary["resident"]["grads_bytes"],
+                             "optimizer_state": summary["resident"]["optimizer_state_bytes"],
+                             "peak": summary["peak_bytes"]}
+        held_by_gloos_send = ACTIVATION_BYTES if rank == 0 else 0
+        assert figures["real"] == dict(figures["fake"], peak=figures["fake"]["peak"] + held_by_gloos_send), rank
+        ledger_rows_against(fake, rank)
 
 
 def test_a_schedule_of_several_stages_per_rank_and_a_batch_without_a_target_are_one_sentence_each():
@@ -217,6 +259,17 @@ def test_a_schedule_of_several_stages_per_rank_and_a_batch_without_a_target_are_
         run_schedule(interleaved, (torch.zeros(2), torch.zeros(2)))
     with pytest.raises(StepError, match=r"batch must be \(inputs, target\)"):
         run_schedule(object.__new__(ScheduleGPipe), torch.zeros(2))
+
+
+def test_a_fake_stage_without_its_shapes_is_one_sentence():
+    """Under --fake a PipelineStage must be given input_args and output_args (torch_fake._pipeline_votes_alone)."""
+    from backend.importers.mistakes import StepError
+    from backend.importers.torch_fake import faking
+    module = example()
+    module.example_tensors = lambda stage, stages: {}       # the stage left to infer its shapes, as a real run does
+    with faking(WORLD, rank=1), pytest.raises(StepError, match="under --fake, PipelineStage 1 needs its shapes "
+                                                                "given: pass input_args and output_args"):
+        run_step(*step_of(module.build))
 
 
 def test_the_run_is_what_docs_trace_run_schema_declares(ranks):

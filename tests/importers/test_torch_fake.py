@@ -124,6 +124,8 @@ def test_the_peak_on_fake_ranks_is_fsdp_mem_trackers(tmp_path, monkeypatch):
     (["--fake", "--values"], "--fake does not combine with --values"),
     (["--fake", "--nproc", "2"], "--fake does not combine with --nproc"),
     (["--fake", "--world-size", "0"], "--world-size 0: give a number of fake ranks from 1 to 4096"),
+    (["--rank", "1"], "--rank picks the rank of a fake world to record: give --fake --world-size W too"),
+    (["--fake", "--world-size", "2", "--rank", "2"], "--rank 2: give the rank to record, from 0 to 1"),
 ])
 def test_flags_a_fake_step_cannot_take_are_one_sentence_before_the_file_runs(tmp_path, flags, said):
     model_file = tmp_path / "never_run.py"
