@@ -6,7 +6,11 @@ peak (the checkpointed step, recorded) against our planner's prediction from the
 (DDP, ZeRO-1, FSDP2 both ways), the recorded step (the recorder's hooks, collectives and the document) ÷ the plain
 distributed step.
 
-    .venv/bin/python bench/torch_import.py [--threads N] [--repeats N] [--cpu] [--no-ranks]   (torch==2.13.0 in .venv)
+    .venv/bin/python bench/torch_import.py [--threads N] [--repeats N] [--cpu] [--no-ranks] [--overhead-only]
+
+The overhead table covers examples/torch/'s models and the models the importer's tests build (TEST_MODELS, their
+builders imported from tests/importers/, not copied): an LSTM, a conv net, a custom autograd.Function, a model that
+checkpoints itself, a Sequential of residual blocks, T5 tiny (random config; left out without transformers).
 
 Plain and recorded steps are measured alike: one untimed warm-up each, then per repeat a fresh build() (not
 timed) for each, the two interleaved so a busy machine slows both; the medians are printed. `hooked ms` is
@@ -38,6 +42,15 @@ from backend.trace.document_versions import pack  # noqa: E402
 from backend.trace.intake import load_posted_document  # noqa: E402
 
 EXAMPLES = ["mlp", "residual", "gpt", "transformer_tiny"]
+# name -> (module under tests/importers, its builder, keyword arguments): the importer tests' own models
+TEST_MODELS = {
+    "lstm": ("test_torch_workspace", "lstm_step", {}),
+    "conv": ("test_torch_flops", "conv_step", {}),
+    "custom_function": ("test_torch_node_kinds", "swish_step", {}),
+    "self_checkpointing": ("test_torch_self_checkpointing", "step", {"checkpointed": True}),
+    "sequential_blocks": ("test_torch_blocks", "residual_stack", {}),
+    "t5_tiny": ("test_torch_t5", "tiny_t5", {}),
+}
 WHAT_IF_EXAMPLES = ["gpt", "transformer_tiny"]
 WHAT_IF_POLICIES = "every_k=1,every_k=2,selective"
 RANK_EXAMPLES = ["gpt_ddp", "gpt_zero1", "gpt_fsdp", "gpt_fsdp_keep", "gpt_pipeline"]
@@ -154,12 +167,31 @@ def goal(plain, bare, hooked, built):
     return f"{'missed ' + '+'.join(missed) if missed else 'met'} (floor {bare / plain:.1f}×){outside}"
 
 
+def test_model_builds():
+    """(name, build) for each of TEST_MODELS whose module imports here (T5 needs transformers)."""
+    import importlib
+    builds = []
+    for name, (module, builder, kwargs) in TEST_MODELS.items():
+        try:
+            found = getattr(importlib.import_module(f"tests.importers.{module}"), builder)
+            if name == "t5_tiny":
+                found()                         # importorskip: raises when transformers is absent
+        except BaseException as missing:        # pytest's Skipped is a BaseException
+            if isinstance(missing, (KeyboardInterrupt, SystemExit)):
+                raise
+            print(f"{name}: left out ({missing})")
+            continue
+        builds.append((name, lambda found=found, kwargs=kwargs: found(**kwargs)))
+    return builds
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     parser.add_argument("--repeats", type=int, default=9, help="timed repeats per figure (default 9)")
     parser.add_argument("--cpu", action="store_true", help="the process's CPU clock instead of the wall clock")
     parser.add_argument("--no-ranks", action="store_true", help="leave out the distributed examples' table")
+    parser.add_argument("--overhead-only", action="store_true", help="only the overhead table (no what-ifs, no ranks)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.cpu else time.perf_counter
@@ -167,8 +199,8 @@ def main(argv=None):
           f"{'CPU' if args.cpu else 'wall'} clock")
     print(f"{'example':18} {'plain ms':>9} {'bare mode':>10} {'hooked ms':>10} {'overhead':>9} {'build ms':>9} "
           f"{'build/plain':>11} {'goal':>26} {'ops':>6} {'run.json KiB':>13} {'check ms':>9} {'check/parse':>12}")
-    for example in EXAMPLES:
-        build = load_build(ROOT / "examples" / "torch" / f"{example}.py")
+    models = [(example, load_build(ROOT / "examples" / "torch" / f"{example}.py")) for example in EXAMPLES]
+    for example, build in models + test_model_builds():
         plain, bare, hooked, built, document = step_times(build, args.repeats, clock)
         text = json.dumps(pack(document), separators=(",", ":"))       # what the command line writes and posts
         parse, check = check_times(text, args.repeats, clock)
@@ -180,6 +212,8 @@ def main(argv=None):
           f"with the floor beside it (* = a plain step under {GOAL_MIN_PLAIN_MS:g} ms, outside the goal); bare mode = a pass-through "
           "dispatch mode and saved-tensor hooks ÷ plain, the floor no dispatch-mode recorder goes below; build = the "
           "document from the recorder; check = parse + schema + consistency of the run.json, as POST /api/traces")
+    if args.overhead_only:
+        return
     what_if_table()
     if not args.no_ranks and dist.is_available() and dist.is_gloo_available():
         rank_table(args.repeats)

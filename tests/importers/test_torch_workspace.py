@@ -59,16 +59,37 @@ def test_a_step_under_the_callers_own_profiler_is_recorded_without_a_second_one(
     assert not [s for s in document["storages"] if s["kind"] == "workspace"]
 
 
+def trainer_llama():
+    """The Trainer test's tiny Llama with gradient_checkpointing_enable(), one step of a dict batch under AdamW."""
+    from tests.importers.test_torch_trainer import tiny_llama
+    model = tiny_llama()
+    model.gradient_checkpointing_enable()
+    ids = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(0))
+    return model, {"input_ids": ids, "labels": ids}, None, torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+
 def other_models():
+    from tests.importers.test_torch_flops import conv_step
     from tests.importers.test_torch_names import tagger_step
+    from tests.importers.test_torch_node_kinds import swish_step
+    from tests.importers.test_torch_self_checkpointing import step as checkpointing_step
     from tests.importers.test_torch_t5 import resnet_like, tiny_t5
-    return {"resnet_like": lambda: unpack_build(resnet_like()), "tagger": tagger_step, "t5": tiny_t5}
+    return {"resnet_like": lambda: unpack_build(resnet_like()), "tagger": tagger_step, "t5": tiny_t5,
+            "custom_function": lambda: unpack_build(swish_step()), "conv": lambda: unpack_build(conv_step()),
+            "self_checkpointing": lambda: unpack_build(checkpointing_step(checkpointed=True)),
+            "trainer_llama": trainer_llama}
 
 
-@pytest.mark.parametrize("name", ["resnet_like", "tagger", "t5"])
+@pytest.mark.filterwarnings("ignore:`gradient_checkpointing_enable` is deprecated:FutureWarning")
+@pytest.mark.parametrize("name", ["resnet_like", "tagger", "t5", "custom_function", "conv", "self_checkpointing",
+                                  "trainer_llama"])
 def test_the_peak_is_the_profilers_on_the_other_importer_test_models(name):
+    if name == "trainer_llama":
+        pytest.importorskip("transformers", reason="transformers is an optional extra (pip install -r requirements-torch.txt)")
+        pytest.importorskip("accelerate", reason="Trainer needs accelerate (pip install -r requirements-torch.txt)")
     build = other_models()[name]
     document = record_step(*build())
-    # within 0.1%, or 16 B on the tagger's 6 KiB: its recorded run's allocator holds two 4-byte scalars more than
-    # the plain step's at the peak (6,084 vs 6,076 B; not explained yet)
+    # within 0.1%, or 16 B on the small models: the recorded run's allocator holds two 4-byte scalars more than the
+    # plain step's at the peak on the tagger (6,084 vs 6,076 B), the custom Function (2,880 vs 2,872 B, in its
+    # hand-written backward's scalar arithmetic) and the tiny Llama (+8 B of 124 KB); not explained yet
     assert document["summary"]["peak_bytes"] == pytest.approx(profiler_peak(build()), rel=0.001, abs=16)

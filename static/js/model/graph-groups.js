@@ -6,6 +6,8 @@
 // reduce-scatter) to the scopes every op reading it shares, so FSDP2's buffers fold into their block. A flat scope
 // (a repeat of many identical layers) is bucketed: past BUCKET_MAX sibling groups, runs of them are gathered into
 // range groups ("layers[0][0–5]"), level over level, so no group ever opens onto more than BUCKET_MAX boxes in a row.
+// An imported run that checkpoints itself: the module a checkpoint region is (every forward op of the group in that
+// region) is labelled "⟲ checkpointed" and carries the region, so its box and frame are drawn as a checkpoint.
 import { formatBytes } from "../lib/format.js";
 
 /** "layers[1].attn" -> ["layers[1]", "layers[1].attn"]; "layers[0][3][1]" -> ["layers[0]", "layers[0][3]", "layers[0][3][1]"]. */
@@ -112,8 +114,23 @@ export function buildGroups(nodes, index, spec) {
       title: `${id}${type ? ` (${type})` : ""}: ${list.length} nodes, saves ${formatBytes(savedBytes)} for backward`,
     });
   }
+  markCheckpointed(groups, index);
   bucketSiblings(groups, nodes);
   return groups;
+}
+
+/** The group that is an imported checkpoint region's module gets `checkpoint` (the region), its label and title say so. */
+function markCheckpointed(groups, index) {
+  for (const region of index.checkpointed ?? []) {
+    const group = region.path ? groups.get(region.path) : null;
+    const forward = group?.entries.filter((entry) => index.trace.tape[entry]?.phase === "forward") ?? [];
+    if (!forward.length || forward.some((entry) => index.regionOf.get(entry) !== region)) continue;
+    const steps = region.recomputeSteps;
+    group.checkpoint = region;
+    group.label = `${group.label} · ⟲ checkpointed`;
+    group.title = `${group.title}; checkpointed (torch.utils.checkpoint): forward keeps only its input, backward re-runs it`
+      + (steps.length ? ` at steps ${steps[0]}–${steps.at(-1)}` : "");
+  }
 }
 
 /** "layers[0][3][0]" under "layers[0]" -> 3: the iteration (or layer) index a child group's id adds to its parent's. */

@@ -1,7 +1,7 @@
 // graph-model.js — the graph's node and edge models from a trace: each op and leaf with its label, glyph, size and
 // search text; the saved tensor each node shows a badge for; the dotted links that hang a recomputed region off its
 // checkpoint; the layout weights; a node's title. graph.js draws them.
-import { blocksText } from "./trace-index.js";
+import { blocksText, recomputedForText, regionText } from "./trace-index.js";
 
 const NODE_HEIGHT = 26;
 const LEAF_HEIGHT = 20;
@@ -58,7 +58,7 @@ export function badgeTensors(trace, index) {
 /** Layout weights: in a checkpointed run the forward chain (edges into forward entries) outweighs the recomputed
  * regions and the dotted links, so it stays straight; any other run keeps dagre's uniform weights. */
 export function edgeWeight(index, target, link) {
-  if (!index.regions.size || link) return 1;
+  if (!(index.regions.size || index.checkpointed.length) || link) return 1;
   return target[0] === "e" && index.trace.tape[Number(target.slice(1))]?.phase === "forward" ? 8 : 2;
 }
 
@@ -87,8 +87,12 @@ export function nodeTitle(n, index) {
     return `entry ${n.entry} · ${n.op} (${n.family}): its output is not kept for backward but re-derived there (selective recomputation)${scope}`;
   }
   if (n.recompute) {
-    const owner = index.recomputedFor.get(n.entry);
-    return `entry ${n.entry} · ${n.op} (${n.family}), recomputed${owner !== undefined ? ` in checkpoint entry ${owner}'s backward` : ""}${scope}`;
+    const owner = recomputedForText(index, n.entry);
+    return `entry ${n.entry} · ${n.op} (${n.family}), recomputed${owner ? ` for ${owner}` : ""}${scope}`;
+  }
+  const region = index.regionOf.get(n.entry);
+  if (region) {
+    return `entry ${n.entry} · ${n.op} (${n.family}) inside ${regionText(region)}: keeps nothing for backward, re-run there${scope}`;
   }
   if (n.op === "checkpoint") {
     const region = index.regions.get(n.entry);

@@ -1,6 +1,6 @@
 // graph-progress.js — where a folded group stands in the run at a step: "recording" while the forward runs inside it,
-// then "recorded"; in the backward "pending" until the sweep reaches it, "running" while it is inside, "done" once
-// every entry's vjp has run; and the bytes of its saved tensors still held. Drawn as a line under the group's box.
+// then "recorded"; in the backward "pending" until the sweep reaches it, "running" while it is inside ("recomputing"
+// while a checkpoint re-runs its forward), "done" once every entry's vjp has run; and the bytes of its saved tensors still held. Drawn as a line under the group's box.
 import { formatBytes } from "../lib/format.js";
 
 /** Each drawn group node's entries and saved tensors, looked up once per layout. */
@@ -30,12 +30,13 @@ function progressAt(group, stepIndex, index) {
   if (!recorded) return { state: "future", heldBytes };
   if (step.phase === "forward") return { state: inside ? "recording" : "recorded", heldBytes };
   const swept = group.swept.filter((e) => index.sweptAt.get(e) <= stepIndex).length;
+  if (inside && step.phase === "recompute") return { state: "recomputing", heldBytes };
   if (inside && step.phase !== "optimizer") return { state: "running", heldBytes };
   if (swept === group.swept.length || step.phase === "optimizer") return { state: "done", heldBytes };
   return { state: swept ? "running" : "pending", heldBytes };
 }
 
-const WORDS = { recording: "▶ recording", recorded: "recorded", pending: "pending", running: "▶ running", done: "✓ done" };
+const WORDS = { recording: "▶ recording", recorded: "recorded", pending: "pending", running: "▶ running", recomputing: "↻ recomputing", done: "✓ done" };
 
 /** nodes: the drawn node models (folded groups among them). show(stepIndex, nodeElements) writes each group's
  * data-state, data-held-bytes and its state line, touching only what changed. */

@@ -11,8 +11,8 @@ const LINE_HEIGHT = 14;         // names whose baselines are closer than this sh
 const GAP = 8;
 const VIEW_INSET = 16;          // a frame whose top is out of view is named this far under the view's top
 
-/** A group's name: in full (its layer type) when it ends a breadcrumb, else its scope alone. */
-const nameOf = (group, short) => (short && !group.range ? group.id : group.label);
+/** A group's name: in full (its layer type) when it ends a breadcrumb, else its scope alone (and a checkpoint's mark). */
+const nameOf = (group, short) => (short && !group.range ? `${group.id}${group.checkpoint ? " ⟲ checkpointed" : ""}` : group.label);
 
 /** What a group's name adds to its nearest scope's: "layers[0][11]" inside "layers[0]" (or inside a range of
  * layers[0]'s iterations) -> "[11]". */

@@ -208,7 +208,8 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
         return g;
       })
       .attr("data-group-id", (g) => g.id)
-      .attr("data-depth", (g) => g.depth);
+      .attr("data-depth", (g) => g.depth)
+      .attr("class", (g) => (g.checkpoint ? "group-frame checkpointed" : "group-frame"));
     frames.select("rect.frame").each(function place(g) {
       const b = boxes[g.id];
       d3.select(this).attr("x", b.x - b.width / 2).attr("y", b.y - b.height / 2).attr("width", b.width).attr("height", b.height);
@@ -301,7 +302,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
     const selectedRep = selected ? state.rep.get(selected) : null;
     nodes.forEach((n, i) => {
       if (n.isGroup) {
-        let cls = "node group-node";
+        let cls = n.group.checkpoint ? "node group-node checkpointed" : "node group-node";
         if (!n.group.entries.some(recorded)) cls += " future";
         else if (afterBackward) cls += " freed";
         if (cursorRep === n.id && step.phase !== "optimizer") cls += ` current ${step.phase}`;

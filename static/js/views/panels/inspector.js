@@ -7,7 +7,7 @@ import { asRows, decodeHalfs } from "../../lib/half.js";
 import { loadPlotly } from "../../lib/plotly-loader.js";
 import { isAlive } from "../../model/live-bytes.js";
 import { recomputeChoice } from "../../model/recompute-pick.js";
-import { blocksText } from "../../model/trace-index.js";
+import { blocksText, recomputedForText, regionText } from "../../model/trace-index.js";
 import { underflowBlock } from "./underflow.js";
 import { collectiveBlock, isCollective } from "./collective.js";
 
@@ -75,10 +75,14 @@ function recomputeFacts(tensor, index) {
 /** Extra rows for checkpoint and recompute entries. */
 function entryPhase(entry, index) {
   if (entry.phase === "recompute") {
-    const owner = index.recomputedFor.get(entry.index);
+    const owner = recomputedForText(index, entry.index);
     const at = index.recordedAt.get(entry.index);
-    const owner_ = owner !== undefined ? ` in checkpoint entry ${owner}'s backward` : " in backward";
-    return [["phase", `recompute: re-run${owner_}${at !== undefined ? ` at step ${at}` : ""}`]];
+    return [["phase", `recompute: re-run in backward${owner ? ` for ${owner}` : ""}${at !== undefined ? ` at step ${at}` : ""}`]];
+  }
+  const inRegion = index.regionOf.get(entry.index);
+  if (inRegion) {
+    const steps = inRegion.recomputeSteps;
+    return [["checkpoint", `inside ${regionText(inRegion)}: keeps nothing for backward${steps.length ? `; re-run at steps ${steps[0]}–${steps.at(-1)}` : ""}`]];
   }
   if (entry.op !== "checkpoint") return [];
   const region = index.regions.get(entry.index);

@@ -4,7 +4,7 @@
 // says what it moves and what it overlaps (collective.js).
 import { el, facts } from "../../lib/dom.js";
 import { formatBytes, formatShape } from "../../lib/format.js";
-import { blocksText } from "../../model/trace-index.js";
+import { blocksText, recomputedForText, regionText } from "../../model/trace-index.js";
 import { collectiveBlock, isCollective } from "./collective.js";
 
 const name = (index, id) => index.nameOf(id);
@@ -60,9 +60,9 @@ function forwardSummary(index, step) {
       el("p", { class: "hint", text: "Backward will re-run this region with the tape on to get the rest back." }));
   }
   if (step.phase === "recompute") {
-    const owner = index.recomputedFor.get(entry.index);
+    const owner = recomputedForText(index, entry.index);
     return el("div", { class: "checkpoint-note" },
-      el("p", {}, `↻ Recomputing ${entry.op} (entry ${entry.index})${owner !== undefined ? ` for checkpoint entry ${owner}` : ""}: the region's forward runs again, recorded this time, `,
+      el("p", {}, `↻ Recomputing ${entry.op} (entry ${entry.index})${owner ? ` for ${owner}` : ""}: the region's forward runs again, recorded this time, `,
         ...(entry.saved.length ? [`and ${entry.op} saves `, tensorChips(index, entry.saved), " again."] : [`and ${entry.op} saves nothing.`])),
       el("p", { class: "why", text: entry.why }),
       el("p", { class: "hint", text: "The backward steps right after this read what it saved, then free it." }));
@@ -72,6 +72,17 @@ function forwardSummary(index, step) {
       el("p", {}, `Recording a checkpoint${region ? ` over ${region}` : ""}: it saves only `, tensorChips(index, entry.saved), "."),
       el("p", { class: "why", text: entry.why }),
       el("p", { class: "hint", text: "The ops inside run next without the tape; backward re-runs them." }));
+  }
+  const inRegion = index.regionOf.get(entry.index);
+  if (inRegion) {
+    const needs = [...new Set(entry.recomputes ?? [])];
+    const intro = `Running ${entry.op} inside ${regionText(inRegion)}, which the model checkpoints (torch.utils.checkpoint): `;
+    return el("div", { class: "checkpoint-note", "data-testid": "checkpointed-forward" },
+      needs.length ? el("p", {}, intro, "autograd keeps placeholders, not ", tensorChips(index, needs), ".")
+        : el("p", {}, `${intro}${entry.op} needs nothing saved for backward.`),
+      el("p", { class: "why", text: entry.why }),
+      el("p", { class: "hint", text: inRegion.recomputeSteps.length
+        ? `Backward re-runs the region (${stepRange(inRegion.recomputeSteps)}) and saves them again.` : "Backward re-runs the region to get them back." }));
   }
   if (entry.recorded_in === "backward") {
     return el("div", { class: "checkpoint-note", "data-testid": "recorded-backward-note" },
@@ -165,6 +176,12 @@ export function createSweepPanel(element) {
       const region = blocksText(index.regions.get(item.entry));
       body.append(el("p", { class: "checkpoint-note", "data-testid": "checkpoint-backward" },
         `↻ ${item.backward} re-runs ${region || "its region"} with the tape on${steps.length ? ` (recompute ${stepRange(steps)})` : ""}, then backs through what that recorded; the recomputed activations are freed as the inner sweep goes.`));
+    }
+    const ran = index.regionRunBy(item.entry);
+    if (ran) {
+      body.append(el("p", { class: "checkpoint-note", "data-testid": "checkpoint-backward" },
+        `↻ ${item.backward} was the first to unpack a tensor ${regionText(ran)} did not keep: torch re-ran the region's forward `
+        + `(recompute ${stepRange(ran.recomputeSteps)}) and this vjp reads what that saved; the recomputed activations are freed as backward goes.`));
     }
     if (stepIndex === index.backwardEnd && !error) {
       body.append(el("p", { class: "freed-note", text: "Backward is done: the tape has freed what it saved. A second backward would raise \"Trying to backward through the graph a second time\" unless retain_graph=True." }));
