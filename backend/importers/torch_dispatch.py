@@ -4,7 +4,7 @@ are gradient and optimizer-state records (and a backward op's FLOPs go to the no
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from backend.importers.torch_ops import TAPESCOPE, aten_name, family, flops, op_name, op_tensors
+from backend.importers.torch_ops import TAPESCOPE, flops, op_info, op_tensors
 from backend.trace.records import entry_record
 
 _next_sequence_nr = torch._C._autograd._get_sequence_nr
@@ -22,32 +22,33 @@ class OpRecording(TorchDispatchMode):
         kwargs = kwargs or {}
         if self._busy or self.phase in ("setup", "done") or func in _MARKERS:
             return func(*args, **kwargs)
+        info = op_info(func)        # what the recorder reads of the op, worked out once per op overload
         if self.phase == "forward":
-            return self._forward_op(func, args, kwargs)
+            return self._forward_op(func, args, kwargs, info)
         if self.phase == "recompute":
             return self.recompute_op(func, args, kwargs)
         if self.phase == "optimizer":
-            self._new_step(None, op=op_name(func))
+            self._new_step(None, op=info.name)
         elif self._freed_in_step and self.steps:
             # A node freed a buffer before this op allocates: a step of its own keeps the two apart, so a
             # step's live bytes are what was held together at one moment (as in the engine's recompute steps).
-            self._new_step(self.steps[-1]["entry"], op=op_name(func), continues=True)
-        out = func(*args, **kwargs)
-        self._wrote(func, args, kwargs)
+            self._new_step(self.steps[-1]["entry"], op=info.name, continues=True)
+        out = info.call(*args, **kwargs)
+        if info.writes:
+            self._wrote(func, args, kwargs)
+        outputs = op_tensors(out)
         if self.phase == "backward" and self.sweep:
-            self._count_backward(func, args, kwargs, out)
+            self._count_backward(func, args, kwargs, out, outputs, info)
         kind = "grad" if self.phase == "backward" else "optimizer"
-        name = None
-        for t in op_tensors(out):
+        for t in outputs:
             key = self._key(t)
             if self.lookup(t, key) is None:     # named by its op and step until it is known as a gradient or state
-                name = name or op_name(func)
-                self.tensor(t, kind, name=f"{name}@{self.step}", scope=None, key=key, unwritten=name in UNWRITTEN_OPS)
+                self.tensor(t, kind, name=f"{info.name}@{self.step}", scope=None, key=key, unwritten=info.unwritten)
         return out
 
-    def _count_backward(self, func, args, kwargs, out):
+    def _count_backward(self, func, args, kwargs, out, outputs=None, info=None):
         """A backward op's FLOPs go to the node running it (a checkpoint's recompute, to the node that started it)."""
-        count, source = flops(func, args, kwargs, out)
+        count, source = flops(func, args, kwargs, out, outputs=outputs, info=info)
         if not count:
             return
         item = self.sweep[-1]
@@ -55,31 +56,33 @@ class OpRecording(TorchDispatchMode):
         by_source = item["flops_by_source"]
         by_source[source] = by_source.get(source, 0) + count
 
-    def _forward_op(self, func, args, kwargs):
-        name = op_name(func)
-        inputs = op_tensors(args) + op_tensors(tuple(kwargs.values()))
+    def _forward_op(self, func, args, kwargs, info=None):
+        info = op_info(func) if info is None else info
+        name = info.name
+        inputs = op_tensors(args) + op_tensors(tuple(kwargs.values())) if kwargs else op_tensors(args)
         index, seen = len(self.tape), len(self.tensors)
         input_ids = [self.known(t, "input", None, scope="input") for t in inputs]
         for position, uid in enumerate(input_ids):
             if uid >= seen:             # made where no op ran (torch.tensor(...)'s data): named by the op reading it
                 self.tensors[uid]["name"] = f"{name}{index}.input{position}"
         self._note_functions(index, inputs, input_ids)
-        entry = entry_record(index, name, family(name), "", input_ids, self.scope, 0, "", {"aten": aten_name(func)},
+        entry = entry_record(index, name, info.family, "", input_ids, self.scope, 0, "", {"aten": info.aten},
                              "forward", flops_source=TAPESCOPE)
         self.tape.append(entry)
         self._new_step(index)
-        out = func(*args, **kwargs)
-        self._wrote(func, args, kwargs)
+        out = info.call(*args, **kwargs)
+        if info.writes:
+            self._wrote(func, args, kwargs)
         outputs = op_tensors(out)
         # a transpose is named after what it transposes (`q.weight.t()`): "t7" read as a tensor with no name
         label = f"{self.tensors[input_ids[0]]['name']}.t()" if name == "t" and input_ids else f"{name}{index}"
-        unwritten = name in UNWRITTEN_OPS
+        unwritten = info.unwritten
         ids = [self.tensor(t, "activation", name=label + (f".{i}" if i else ""), produced_by=index,
                            scope=entry["scope"], unwritten=unwritten) for i, t in enumerate(outputs)]
         entry["output"] = ids[0] if ids else None
         if len(ids) > 1:
             entry["attrs"]["outputs"] = ids
-        entry["flops"], entry["flops_source"] = flops(func, args, kwargs, out, inputs)
+        entry["flops"], entry["flops_source"] = flops(func, args, kwargs, out, inputs, outputs, info)
         sequence_nr = _next_sequence_nr()
         for seq in range(self._last_seq, sequence_nr):      # the autograd node(s) this op created
             self._entry_of_seq[seq] = index
@@ -105,8 +108,6 @@ class OpRecording(TorchDispatchMode):
                 self._entry_of_seq[node._sequence_nr()] = fallback if produced_by is None else produced_by
 
 
-# Ops whose output is memory as the allocator left it: described when an op first writes into it, not at birth
-UNWRITTEN_OPS = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided"})
 # Not ops of the program: the profiler's markers, and a tensor subclass's metadata queries (a FakeTensor's .device
 # goes through dispatch as prim.device)
 _MARKERS = (torch.ops.profiler._record_function_enter_new.default, torch.ops.profiler._record_function_exit._RecordFunction,

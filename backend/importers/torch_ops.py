@@ -48,14 +48,18 @@ def op_name(func):
 class OpInfo:
     """What the recorder reads of an aten op on every call (its name, family, str, the arguments it writes into,
     torch's FLOP formula), worked out once per op overload: the recorder's hooks run on every op of the step."""
-    __slots__ = ("func", "name", "family", "aten", "written", "formula", "shape_formula")
+    __slots__ = ("func", "call", "name", "family", "aten", "written", "formula", "shape_formula", "unwritten", "writes")
 
     def __init__(self, func):
         self.func = func            # held, so the id keying _OP_INFO stays this op's
+        # an OpOverload's __call__ is a Python frame around its C++ op: the recorder calls the op itself
+        self.call = func._op if type(func) is torch._ops.OpOverload else func
         self.name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
         self.family = family(self.name)
         self.aten = str(func)
         self.written = _written_arguments(func)
+        self.writes = bool(self.written[0] or self.written[1])
+        self.unwritten = self.name in UNWRITTEN_OPS
         self.formula = TORCH_FLOP_FORMULAS.get(getattr(func, "overloadpacket", None))
         # flop_counter's shape_wrapper maps every argument to its shape with a pytree walk before the formula
         # runs; _shapes does the same walk over an aten op's arguments (tensors in tuples and lists) much cheaper
@@ -77,17 +81,20 @@ def family(name):
     return FAMILY_OF.get(name.rstrip("_") if name not in FAMILY_OF else name, "other")
 
 
-def flops(func, args, kwargs, out, inputs=None):
+def flops(func, args, kwargs, out, inputs=None, outputs=None, info=None):
     """(FLOPs of one aten op, their source): FlopCounterMode's formula when torch has one for the op (mm family,
-    convolution and its backward, attention kernels), else ours (`tapescope_flops`)."""
-    info = op_info(func)
+    convolution and its backward, attention kernels), else ours (`tapescope_flops`). `inputs`, `outputs` and
+    `info` are what the caller has already worked out (op_tensors of the arguments and result, op_info)."""
+    info = op_info(func) if info is None else info
     if info.shape_formula is not None:
         return int(info.shape_formula(*_shapes(args), out_shape=_shapes(out),
                                       **{key: _shapes(value) for key, value in kwargs.items()})), TORCH
     if info.formula is not None:
         return int(info.formula(*args, **kwargs, out_val=out)), TORCH
+    if info.family == "movement" and info.name not in _RNN_LAYERS:
+        return 0, TAPESCOPE         # what tapescope_flops says of any movement op, without listing its tensors
     inputs = op_tensors(args) + op_tensors(tuple(kwargs.values())) if inputs is None else inputs
-    return tapescope_flops(info.name, inputs, op_tensors(out), info.family), TAPESCOPE
+    return tapescope_flops(info.name, inputs, op_tensors(out) if outputs is None else outputs, info.family), TAPESCOPE
 
 
 def _shapes(value):
@@ -125,6 +132,8 @@ def tapescope_flops(name, inputs, outputs, fam=None):
     return int(math.prod(out.shape)) if out.dim() else 1
 
 
+# Ops whose output is memory as the allocator left it: described when an op first writes into it, not at birth
+UNWRITTEN_OPS = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided"})
 # mkldnn's fused RNN layer (CPU nn.LSTM and nn.GRU): how many times the forward's gate products its op costs
 _RNN_LAYERS = {"mkldnn_rnn_layer": 1, "mkldnn_rnn_layer_backward": 2}
 

@@ -31,11 +31,13 @@ class TensorRecords:
         self._unwritten = {}        # storage id -> [(record, weakref to its Tensor)]: an empty's, until written
 
     # ----- storages and tensors ----------------------------------------------------------------
-    def _storage(self, tensor, kind, scope=None):
-        storage = tensor.untyped_storage()
-        ptr = storage_address(storage)
+    def _storage(self, tensor, kind, scope=None, ptr=None):
+        """The record of `tensor`'s storage (at address `ptr` when the caller has read it), made when it is new."""
+        if ptr is None:
+            ptr = tensor_address(tensor)
         record = self._live.get(ptr) if ptr else None
         if record is None:
+            storage = tensor.untyped_storage()
             record = storage_record(len(self.storages), f"0x{ptr:x}", int(storage.nbytes()), kind, self.step,
                                     setup=self.phase == "setup")
             if scope:
@@ -60,8 +62,7 @@ class TensorRecords:
     @staticmethod
     def _key(tensor):
         """A tensor's layout: storage, offset, shape, strides, dtype (torch.Size and stride() are tuples)."""
-        return (storage_address(tensor.untyped_storage()), tensor.storage_offset(), tensor.shape, tensor.stride(),
-                tensor.dtype)
+        return tensor_address(tensor), tensor.storage_offset(), tensor.shape, tensor.stride(), tensor.dtype
 
     def lookup(self, tensor, key=None):
         """The id of the tensor record `tensor` is (or a view with its exact layout is); None if unseen."""
@@ -76,7 +77,7 @@ class TensorRecords:
         an op writes into its storage, is described after that op, not at birth (see _wrote)."""
         key = key or self._key(tensor)
         known = key[0] in self._live
-        storage = self._storage(tensor, kind, scope if kind in ("param", "input") else None)
+        storage = self._storage(tensor, kind, scope if kind in ("param", "input") else None, key[0])
         uid = len(self.tensors)
         record = tensor_record(uid, name or f"{self.scope}@{self.step}", storage["kind"], tensor.shape, _dtype_name(tensor.dtype),
                                storage, self.step, produced_by, scope, **extra)
@@ -131,7 +132,7 @@ class TensorRecords:
         storage (tensor._version is bumped above the dispatch mode, after an op returns, and not at all for a
         composite's in-place parts). A second tensor with the same (a view that reshapes, a gradient already
         seen) and the same version holds the same values: described once."""
-        record = self._live.get(storage_address(tensor.untyped_storage()))
+        record = self._live.get(tensor_address(tensor))
         if record is None:
             return None, None
         version = self._writes.get(record["id"], 0)
@@ -167,7 +168,7 @@ class TensorRecords:
             return
         written = [args[i] for i in positions if i < len(args)] + [kwargs[n] for n in names if n in kwargs]
         for tensor in op_tensors(written):
-            record = self._live.get(storage_address(tensor.untyped_storage()))
+            record = self._live.get(tensor_address(tensor))
             if record is not None:
                 self._writes[record["id"]] = self._writes.get(record["id"], 0) + 1
                 if self._unwritten:
@@ -189,6 +190,18 @@ def is_fake(tensor):
 def storage_address(storage):
     """Where a storage lives while it does: its data pointer; a fake tensor's storage (FakeTensorMode allocates
     nothing, its data_ptr() is 0) by the address of the storage itself, as unique while it lives."""
+    return storage._cdata if storage.device.type == "meta" else storage.data_ptr()
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def tensor_address(tensor):
+    """storage_address(tensor.untyped_storage()) without reading the storage's device (a torch.device made per call)
+    where the tensor says it: a plain Tensor or Parameter that is not meta has its storage on its own device."""
+    storage = tensor.untyped_storage()
+    if type(tensor) in _PLAIN and not tensor.is_meta:
+        return storage.data_ptr()
     return storage._cdata if storage.device.type == "meta" else storage.data_ptr()
 
 
