@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import torch
 import torch.utils.checkpoint as torch_checkpoint
 
-from backend.importers.torch_ops import TAPESCOPE, aten_name, family, flops, op_name, op_tensors
+from backend.importers.torch_ops import TAPESCOPE, aten_name, family, flops, op_info, op_name, op_tensors
 from backend.trace.records import entry_record
 
 
@@ -166,12 +166,12 @@ class CheckpointRegions:
         self._wrote(func, args, kwargs)
         forward_outputs = self.tape[original]["attrs"].get("outputs", [self.tape[original]["output"]]) \
             if original is not None else []
-        ids = []
+        ids, unwritten = [], op_info(func).unwritten      # an empty_like's bytes are not values: never described
         for i, tensor in enumerate(op_tensors(out)):
             twin = forward_outputs[i] if i < len(forward_outputs) else None
             label = self.tensors[twin]["name"] if twin is not None else f"{name}{index}"
             ids.append(self.tensor(tensor, "activation", name=f"{label} (recomputed)", produced_by=index,
-                                   scope=scope, recompute_of=twin))
+                                   scope=scope, recompute_of=twin, unwritten=unwritten))
         entry["output"] = ids[0] if ids else None
         if len(ids) > 1:
             entry["attrs"]["outputs"] = ids
