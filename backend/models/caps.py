@@ -1,5 +1,6 @@
 """Every size cap a request is held to, in one table read at call time by the checks and by GET /api/schema: a
-spec's, a snapshot or session body's, a ledger query's, the matrix chain's, a run's ranks and the importer's flags.
+spec's, a snapshot or session body's, a posted trace document's, a ledger query's, the matrix chain's, a run's
+ranks and the importer's flags.
 
 Each cap lives here once; fields name a cap instead of repeating its number, so the editor's ranges follow a
 change (tests monkeypatch CAPS to see the browser's slider follow).
@@ -44,6 +45,14 @@ CAPS = {
     "chain_widths": 6,                 # n0 … n5: a chain of at most five Jacobians
     "chain_width": 65_536,             # keeps every count below 2^53, exact as a JSON number in a browser
     "chain_executed_width": 64,        # the executed chain's largest width, after scaling down
+    # a posted trace document (backend/trace/intake.py): rows per table, bounded before a row is built (they admit
+    # every document the project writes: a 20,000-entry run has ~3 tensors and 2 steps an entry), and one storage
+    "posted_tensors": 120_000,
+    "posted_storages": 120_000,
+    "posted_tape": 40_000,
+    "posted_steps": 120_000,
+    "posted_sweep": 40_000,
+    "posted_storage_bytes": 2 ** 50,   # 1 PiB: bytes are summed in int64
     # a run of many ranks, and the torch importer's command line
     "ranks": 16,                       # a run's ranks: what --nproc records and what POST /api/trace takes
     "fake_world": 4096,                # --fake --world-size

@@ -29,13 +29,19 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 SCHEMA_PATHS = {1: DOCS / "trace.v1.schema.json", 2: DOCS / "trace.schema.json"}
 ITEMSIZE = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "float16": 2, "bfloat16": 2, "int32": 4, "float32": 4,
             "int64": 8, "float64": 8, "complex64": 8, "complex128": 16}
-# What one posted document may hold: the one table of row caps (the many-GPU runs raise it here). They admit every
-# document the project writes (a 20,000-entry run: ~3 tensors and 2 steps an entry), and the body's byte cap
-# (TRACE_UPLOAD_MAX_BYTES) binds first: a table's columns must be in the body, so rows cost what the body carries.
-# docs/trace.schema.json caps a table at SCHEMA_MAX_ROWS, the largest of these (tests/trace check they agree).
-MAX_STORAGE_BYTES = 2 ** 50
-COUNT_CAPS = {"tensors": 120_000, "storages": 120_000, "tape": 40_000, "steps": 120_000, "sweep": 40_000}
-SCHEMA_MAX_ROWS = max(COUNT_CAPS.values())
+# What one posted document may hold: a row cap per table, `posted_<table>` in backend/models/caps.py (the many-GPU
+# runs raise them there). The body's byte cap (TRACE_UPLOAD_MAX_BYTES) binds first: a table's columns must be in the
+# body, so rows cost what the body carries. docs/trace.schema.json caps a table at SCHEMA_MAX_ROWS, the largest of
+# them when the schema was generated (tests/trace check they agree).
+COUNTED_TABLES = ("tensors", "storages", "tape", "steps", "sweep")
+
+
+def row_cap(table):
+    """The most rows a posted document's `table` may have."""
+    return cap(f"posted_{table}")
+
+
+SCHEMA_MAX_ROWS = max(row_cap(table) for table in COUNTED_TABLES)
 
 
 class PostedDocumentError(ValueError):
@@ -47,7 +53,7 @@ class PostedDocumentError(ValueError):
 
 
 class PostedDocumentTooLarge(ValueError):
-    """A list over its COUNT_CAPS entry: `cap` names it, `size` and `limit` say by how much."""
+    """A list over its row cap: `cap` names the table, `size` and `limit` say by how much."""
 
     def __init__(self, cap, size, limit):
         super().__init__(f"The document's {cap} list has {size:,} entries; the limit is {limit:,}.")
@@ -114,7 +120,7 @@ def _unpacked(packed):
 
 
 def _check_table_shapes(packed):
-    """A version 2 document's tables, bounded before a row is built: each count within its COUNT_CAPS entry and
+    """A version 2 document's tables, bounded before a row is built: each count within its row cap and
     every column (plain, coded index, nested) exactly count long, coded indices within their values, sparse rows
     within the count. Unpacking then allocates no more than the body already holds, row for row."""
     problems = Problems()
@@ -125,8 +131,8 @@ def _check_table_shapes(packed):
         count = table.get("count")
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             continue
-        if count > COUNT_CAPS[name]:
-            raise PostedDocumentTooLarge(name, count, COUNT_CAPS[name])
+        if count > row_cap(name):
+            raise PostedDocumentTooLarge(name, count, row_cap(name))
         columns = table.get("columns")
         for field, column in (columns.items() if isinstance(columns, dict) else ()):
             for where, length, bound in _column_lengths(column):
@@ -165,8 +171,8 @@ def _column_lengths(column):
 
 
 def _check_counts(document):
-    for name, limit in COUNT_CAPS.items():
-        value = document.get(name)
+    for name in COUNTED_TABLES:
+        value, limit = document.get(name), row_cap(name)
         if isinstance(value, list) and len(value) > limit:
             raise PostedDocumentTooLarge(name, len(value), limit)
 
@@ -227,9 +233,9 @@ def _check_intervals(document, problems):
 def _check_bytes(document, problems):
     storages = {s["id"]: s for s in document["storages"]}
     for position, storage in enumerate(document["storages"]):
-        if storage["nbytes"] > MAX_STORAGE_BYTES:              # summed in int64 below
+        if storage["nbytes"] > cap("posted_storage_bytes"):              # summed in int64 below
             problems.add(f"storages[{position}].nbytes", f"is {storage['nbytes']:,}; no storage holds more than "
-                                                         f"{MAX_STORAGE_BYTES:,} bytes (1 PiB).")
+                                                         f"{cap('posted_storage_bytes'):,} bytes (1 PiB).")
     for position, tensor in enumerate(document["tensors"]):
         path = f"tensors[{position}]"
         storage = storages.get(tensor["storage"])

@@ -165,7 +165,7 @@ def _table_definitions():
             "properties": {
                 "count": {"type": "integer", "minimum": 0, "maximum": SCHEMA_MAX_ROWS,
                           "description": (f"rows in the table; at most {SCHEMA_MAX_ROWS:,} here, and each table has "
-                                          "its own lower limit (backend/trace/intake.py COUNT_CAPS)")},
+                                          "its own lower limit (backend/models/caps.py, posted_<table>)")},
                 "columns": {"type": "object", "additionalProperties": {"$ref": "#/$defs/column"}},
                 "optional": {"type": "array", "items": {"type": "string"},
                              "description": "columns where null means the row has no such field"},

@@ -7,7 +7,7 @@ import pytest
 
 from backend.driver import trace_spec
 from backend.models import presets
-from backend.trace import intake
+from backend.models.caps import CAPS
 from backend.trace.document_versions import pack, unpack
 from tests.settings import GENEROUS_RATE_LIMITS
 
@@ -146,7 +146,7 @@ def test_the_default_upload_cap_is_above_the_site_wide_one(app, client, document
 
 
 def test_a_list_over_its_count_cap_is_413_naming_it(client, document, monkeypatch):
-    monkeypatch.setitem(intake.COUNT_CAPS, "tensors", len(document["tensors"]) - 1)
+    monkeypatch.setitem(CAPS, "posted_tensors", len(document["tensors"]) - 1)
     response = _post(client, document)
     assert response.status_code == 413
     body = response.get_json()
