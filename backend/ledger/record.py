@@ -4,7 +4,8 @@ user's own model file, with what to change named.
 
 The examples it knows: examples/torch/gpt*.py (4 × 256, 4 heads, vocab 128, 64 tokens, dropout, a global batch of
 8: DDP for zero 0, ZeroRedundancyOptimizer for 1, FSDP2 without and with resharding for 2 and 3, tensor + sequence
-parallel on gpt_tp.py) and examples/torch/llama7b_fsdp.py (the Llama family under FSDP2 with a bf16 policy, its
+parallel on gpt_tp.py, untied in 2 pipeline stages on gpt_pipeline.py: one command a stage, as fake mode records one
+rank at a time) and examples/torch/llama7b_fsdp.py (the Llama family under FSDP2 with a bf16 policy, its
 sizes set through TAPESCOPE_LLAMA_* variables, micro-batch 1). Nothing here runs anything.
 """
 IMPORTER = ".venv/bin/python -m backend.importers.torch"
@@ -35,6 +36,16 @@ def _gpt_example(config):
     return "examples/torch/gpt.py" if config.dp == 1 else f"examples/torch/{GPT_BY_ZERO[config.zero]}"
 
 
+def _pipeline_example(config):
+    """examples/torch/gpt_pipeline.py: the GPT untied in 2 stages, Schedule1F1B, 4 micro-batches of 2 sequences."""
+    shape = {**GPT_SHAPE, "tied_embeddings": False}
+    if (not _matches(config, shape) or config.recompute != "none" or (config.dp, config.tp, config.pp) != (1, 1, 2)
+            or config.micro_batches != 4 or config.batch * config.micro_batches != GPT_BATCH):
+        return None
+    return " && ".join(f"{IMPORTER} examples/torch/gpt_pipeline.py --fake --world-size 2 --rank {rank} --warmup 1 "
+                       f"--out stage{rank}.json" for rank in (0, 1))
+
+
 def _llama_example(config):
     if not _matches(config, LLAMA_FAMILY) or config.kv_heads not in (0, config.heads) or config.recompute != "none":
         return None
@@ -53,6 +64,9 @@ def record_command(config):
         path, _, note = gpt.partition(" ")
         return {"command": f"{IMPORTER} {path} {fake} --warmup 1 --out run.json" + (f"   {note}" if note else ""),
                 "example": True}
+    pipeline = _pipeline_example(config)
+    if pipeline is not None:
+        return {"command": pipeline, "example": True}       # a fake run records one stage a command
     llama = _llama_example(config) if config.dp > 1 else None
     if llama is not None:
         prefix = f"{llama} " if llama else ""

@@ -107,6 +107,10 @@ def test_record_this_configuration_names_the_example_that_is_this_model_or_says_
                                              attention="flash", dp=8, zero=3)))
     assert small["command"].startswith("TAPESCOPE_LLAMA_LAYERS=2 TAPESCOPE_LLAMA_SEQ=256 ")
     assert "examples/torch/llama7b_fsdp.py --fake --world-size 8" in small["command"]
+    stages = record_command(parse_config(dict(TORCH_GPT, batch=2, pp=2, micro_batches=4, tied_embeddings=False)))
+    assert stages["example"] and stages["command"].count("examples/torch/gpt_pipeline.py --fake --world-size 2") == 2
+    assert "--rank 0" in stages["command"] and "--rank 1" in stages["command"]
+    assert not record_command(parse_config(dict(TORCH_GPT, batch=2, pp=2, micro_batches=4)))["example"]   # tied
     other = record_command(parse_config({"dp": 4, "tp": 2}))
     assert not other["example"] and "your_model.py --fake --world-size 8" in other["command"]
 
