@@ -2,6 +2,8 @@
 
 
 def register_blueprints(app):
+    from backend.api.assets import assets
+    app.register_blueprint(assets)
     from backend.api.pages import pages
     app.register_blueprint(pages)
     from backend.api.trace import trace_api

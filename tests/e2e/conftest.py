@@ -10,7 +10,7 @@ A test about a fresh *browser* (a second tab, another visitor) opens its own con
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Page, expect
 
 from app import create_app
 from tests.live import quiet, serving
@@ -22,6 +22,21 @@ from tests.settings import app_config
 # waiting longer never lets a wrong answer through; it only stops a busy machine from failing a right one.
 BUSY_MACHINE_TIMEOUT_MS = 30_000
 expect.set_options(timeout=BUSY_MACHINE_TIMEOUT_MS)
+
+
+# page.wait_for_function polls on requestAnimationFrame unless told otherwise; in headless Chromium here a condition met
+# right after a re-trace was seen 1.0 to 1.4 s late that way (rAF callbacks are held back while a worker lays out the
+# graph) and 30 to 60 ms late polling every 50 ms (measured on grad-accumulation's every_k re-traces). A test that
+# names its own polling keeps it.
+WAIT_POLLING_MS = 50
+_wait_for_function = Page.wait_for_function
+
+
+def _wait_polling_every_50_ms(self, expression, *, arg=None, timeout=None, polling=None):
+    return _wait_for_function(self, expression, arg=arg, timeout=timeout, polling=WAIT_POLLING_MS if polling is None else polling)
+
+
+Page.wait_for_function = _wait_polling_every_50_ms
 
 
 DEFAULT_VIEWPORT = {"width": 1280, "height": 720}     # Playwright's default, which a test may change for itself

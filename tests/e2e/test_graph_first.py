@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.explorer_helpers import live_bytes, trace_for
 
-PLOTLY = "**/static/vendor/plotly.min.js"
+PLOTLY = "**/vendor/plotly.min.js"
 EXPLORER = ".explorer"
 
 

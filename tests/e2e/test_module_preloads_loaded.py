@@ -1,7 +1,8 @@
 """The preload lists against the oracle that matters: the modules a real Chromium requests when each page loads.
 
 Each page is loaded with its `<link rel="modulepreload">` tags stripped, so the browser finds every module by
-following the imports itself, and every request it makes for a script under /static/js/ is recorded. Those, less the
+following the imports itself, and every request it makes for a script under js/ (in the page's asset version,
+/assets/<version>/js/) is recorded. Those, less the
 classic scripts (the page's own `<script src>` tags, the layout worker and what it pulls in with importScripts), must
 be exactly the list the server preloads: a module missed (say, one in a folder the preload parser does not resolve)
 costs a round trip per import depth at start, and a preload nobody imports is a wasted download.
@@ -14,24 +15,25 @@ import pytest
 
 STATIC_JS = Path(__file__).resolve().parents[2] / "static" / "js"
 PRELOAD = re.compile(r'<link rel="modulepreload" href="([^"]+)">')
-CLASSIC_SCRIPT = re.compile(r'<script src="(/static/js/[^"]+\.js)">')
+CLASSIC_SCRIPT = re.compile(r'<script src="/assets/\w+/(js/[^"]+\.js)">')
+ASSET = re.compile(r"^/assets/\w+/(.+)$")
 PAGES = [("/", ".explorer[data-ready=true]"), ("/ledger", "body[data-ledger-ready=true]")]
 
 
 def classic_worker_scripts():
     """The layout worker (`new Worker(...)`, not a module) and the scripts it pulls in with importScripts: fetched
     for the worker, not imported by the page, and Chromium reports their requests to the page all the same."""
-    layout = (STATIC_JS / "views" / "graph" / "layout.js").read_text()
-    worker_url = re.search(r'new Worker\("(/static/js/[^"]+\.js)"\)', layout)[1]
-    worker = STATIC_JS / worker_url.removeprefix("/static/js/")
-    pulled = re.findall(r'"(/static/js/[^"]+\.js)"', re.search(r"importScripts\(([^)]*)\)", worker.read_text())[1])
-    return {worker_url, *pulled}
+    graph = STATIC_JS / "views" / "graph"
+    worker = graph / re.search(r'new Worker\(new URL\("\./([^"]+\.js)", import\.meta\.url\)\)', (graph / "layout.js").read_text())[1]
+    pulled = re.findall(r'"([^"]+\.js)"', re.search(r"importScripts\(([^)]*)\)", worker.read_text())[1])
+    in_js = [(worker.parent / name).resolve().relative_to(STATIC_JS.parent).as_posix() for name in pulled]
+    return {worker.relative_to(STATIC_JS.parent).as_posix(), *(path for path in in_js if path.startswith("js/"))}
 
 
 @pytest.mark.parametrize(("path", "ready"), PAGES)
 def test_every_module_the_browser_requests_is_preloaded_and_every_preload_is_requested(page, live_server, path, ready):
     html = page.request.get(f"{live_server}{path}").text()
-    preloaded = {urlparse(href).path for href in PRELOAD.findall(html)}
+    preloaded = {ASSET.match(urlparse(href).path)[1] for href in PRELOAD.findall(html)}
     classic = set(CLASSIC_SCRIPT.findall(html)) | classic_worker_scripts()
 
     def without_preloads(route):
@@ -41,9 +43,9 @@ def test_every_module_the_browser_requests_is_preloaded_and_every_preload_is_req
     requested = set()
 
     def record(request):
-        url = urlparse(request.url)
-        if request.resource_type == "script" and url.path.startswith("/static/js/") and url.path.endswith(".js"):
-            requested.add(url.path)
+        asset = ASSET.match(urlparse(request.url).path)
+        if request.resource_type == "script" and asset and asset[1].startswith("js/") and asset[1].endswith(".js"):
+            requested.add(asset[1])
 
     page.on("request", record)
     page.route(f"{live_server}{path}", without_preloads)

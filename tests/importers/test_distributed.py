@@ -180,7 +180,9 @@ def test_the_peak_is_torch_profilers_on_that_rank(ranks, wrap):
 
     Measured, the least of 3 plain steps: DDP and ZeRO-1 12 B over ours (scalars a kernel makes inside another op,
     div's 0-dim `to`, which no op of the step is), FSDP2 both ways and tensor parallel 0 B, tensor + sequence
-    parallel 0 B and once 4,096 B (a gathered activation a gloo thread let go of late, in all 3 steps). Under FSDP2
+    parallel 0 B and, in some runs, 4,096 B either way: a gathered activation a gloo thread let go of late, in all 3
+    plain steps (the profiler's peak is higher) or in the recorded one (ours is; seen once in a full parallel suite,
+    324,604 B against 320,508 B). Under FSDP2
     the recorded step's peak itself moves: in some runs it lands on a reduce-scatter, with the all-gather buffer a
     gloo thread still holds, 6,528 B (1.6%) to 7,944 B (1.7%) above the plain steps' (its other runs: equal)."""
     for results in ranks:
@@ -188,7 +190,8 @@ def test_the_peak_is_torch_profilers_on_that_rank(ranks, wrap):
         if wrap.startswith("fsdp"):
             assert -SHARDED_STEP_MOVES * ours <= measured - ours <= 12, (ours, measured)
         else:
-            assert 0 <= measured - ours <= (GATHERED_SLICES if wrap == "tp_sp" else 12), (ours, measured)
+            late_gather = GATHERED_SLICES if wrap == "tp_sp" else 0
+            assert -late_gather <= measured - ours <= late_gather + 12, (ours, measured)
 
 
 @pytest.mark.parametrize("wrap", distributed_model.WRAPS)

@@ -2,7 +2,7 @@
 // the bundle without running it, because running its 4.8 MB took a second (more on a busy machine) before the graph
 // could start; now the graph and the player come first and the charts follow.
 
-const PLOTLY_SRC = "/static/vendor/plotly.min.js";
+const PLOTLY_SRC = new URL("../../vendor/plotly.min.js", import.meta.url).href;   // the bundle of this page's version
 const PAINT_WAIT_MS = 200;   // a page that gets no animation frames (a background tab) does not wait longer than this
 let loading = null;
 

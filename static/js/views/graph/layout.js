@@ -9,7 +9,7 @@ const waiting = new Map();   // request id -> {resolve, reject}
 
 function layoutWorker() {
   if (worker) return worker;
-  worker = new Worker("/static/js/views/graph/layout-worker.js");
+  worker = new Worker(new URL("./layout-worker.js", import.meta.url));   // beside this module, in its version
   worker.onmessage = (event) => {
     const { id, layout } = event.data;
     waiting.get(id)?.resolve(layout);
