@@ -93,6 +93,14 @@ CHROMIUM_ARGS = [
 
 
 @pytest.fixture(scope="session")
+def fsdp_ranks_run(tmp_path_factory):
+    """(path of run.json, its object) of examples/torch/gpt_fsdp.py on 2 gloo ranks, recorded once per test process:
+    the modules that read it share the xdist group FSDP_RANKS_GROUP, so the suite records it once (about 9 s)."""
+    from tests.many_ranks import record_ranks
+    return record_ranks(tmp_path_factory.mktemp("fsdp-ranks"))
+
+
+@pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     """Debian's chromium, never a downloaded browser."""
     return {**browser_type_launch_args, "executable_path": "/usr/bin/chromium", "args": CHROMIUM_ARGS}

@@ -11,6 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDING_TIMEOUT_S = 300
+FSDP_RANKS_GROUP = "gpt-fsdp-ranks"     # the xdist group of the modules that read tests/conftest.py's fsdp_ranks_run
 
 
 def record_ranks(directory, model="gpt_fsdp.py", nproc=2):

@@ -5,12 +5,14 @@ import copy
 
 import pytest
 
-from tests.many_ranks import record_ranks
+from tests.many_ranks import FSDP_RANKS_GROUP
+
+pytestmark = pytest.mark.xdist_group(FSDP_RANKS_GROUP)
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return record_ranks(tmp_path_factory.mktemp("ranks"))[1]
+def run(fsdp_ranks_run):
+    return fsdp_ranks_run[1]
 
 
 def _post(client, body):

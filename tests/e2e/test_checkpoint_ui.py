@@ -13,7 +13,8 @@ from backend.trace.document_versions import unpack
 from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets, unfold_all
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-POLICIES = [{"policy": "none"}, {"policy": "every_k", "k": 1}, {"policy": "every_k", "k": 2}, {"policy": "sqrt"},
+# every_k opens at k = 2: k = 2 first is that trace, and k = 1 the one edit after it
+POLICIES = [{"policy": "none"}, {"policy": "every_k", "k": 2}, {"policy": "every_k", "k": 1}, {"policy": "sqrt"},
             {"policy": "selective"}, {"policy": "optimal"}]
 
 
@@ -55,8 +56,8 @@ def choose(page, policy, k=None, preserve=None):
     page.get_by_test_id("checkpoint-policy").select_option(policy)
     params = {}
     if k is not None:
-        wait_schedule(page, policy)
-        page.get_by_test_id("checkpoint-k").fill(str(k))
+        if wait_schedule(page, policy)["schedule"]["params"]["k"] != k:    # a person leaves k alone when it is right
+            page.get_by_test_id("checkpoint-k").fill(str(k))
         params["k"] = k
     if preserve is not None:
         wait_schedule(page, policy, **params)

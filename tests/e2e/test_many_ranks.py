@@ -1,5 +1,5 @@
 """A run of many ranks in the page: a real 2-rank FSDP2 run.json (examples/torch/gpt_fsdp.py on 2 gloo ranks,
-recorded once for this file) opened, rank 0 shown; the rank selector turns every figure to that rank's own document
+recorded once for the suite) opened, rank 0 shown; the rank selector turns every figure to that rank's own document
 and the address keeps it; the ranks chart draws both ranks' peaks by kind and a click on a bar selects that rank;
 a collective entry says what it moves and what it overlaps; "Share this run" posts it and /s/<id> opens it with
 the selector."""
@@ -11,16 +11,19 @@ from playwright.sync_api import expect
 
 from backend.trace.document_versions import unpack
 from tests.e2e.explorer_helpers import drop, go_to_step, live_bytes, open_explorer, unfold_all
-from tests.many_ranks import record_ranks
+from tests.many_ranks import FSDP_RANKS_GROUP
 
 READY = "() => document.querySelector('.explorer').dataset.ready === 'true'"
 SHOWING = "r => window.tapescope.getTrace()?.rank === r && document.querySelector('.explorer').dataset.ready === 'true'"
 
 
+pytestmark = pytest.mark.xdist_group(FSDP_RANKS_GROUP)
+
+
 @pytest.fixture(scope="module")
-def ranks_run(tmp_path_factory):
+def ranks_run(fsdp_ranks_run):
     """(path of run.json, [rank 0's document, rank 1's], as the page decodes them)."""
-    path, run = record_ranks(tmp_path_factory.mktemp("fsdp"))
+    path, run = fsdp_ranks_run
     return path, [unpack(document) for document in run["ranks"]]
 
 

@@ -10,6 +10,8 @@ from backend.trace.document_versions import unpack
 from tests.e2e.explorer_helpers import drop, open_explorer
 from tests.many_ranks import record_ranks
 
+pytestmark = pytest.mark.xdist_group("gpt-pipeline-ranks")    # one worker records the run, once
+
 SHOWING = "r => window.tapescope.getTrace()?.rank === r && document.querySelector('.explorer').dataset.ready === 'true'"
 
 

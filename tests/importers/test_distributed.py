@@ -182,13 +182,17 @@ def test_the_peak_is_torch_profilers_on_that_rank(ranks, wrap):
     div's 0-dim `to`, which no op of the step is), FSDP2 both ways and tensor parallel 0 B, tensor + sequence
     parallel 0 B and, in some runs, 4,096 B either way: a gathered activation a gloo thread let go of late, in all 3
     plain steps (the profiler's peak is higher) or in the recorded one (ours is; seen once in a full parallel suite,
-    324,604 B against 320,508 B). Under FSDP2
-    the recorded step's peak itself moves: in some runs it lands on a reduce-scatter, with the all-gather buffer a
-    gloo thread still holds, 6,528 B (1.6%) to 7,944 B (1.7%) above the plain steps' (its other runs: equal)."""
+    324,604 B against 320,508 B). Under FSDP2 the recorded step's peak itself moves: in some runs it lands on a
+    reduce-scatter, with the all-gather buffer a gloo thread still holds, 6,528 B (1.6%) to 7,944 B (1.7%) above the
+    plain steps' (its other runs: equal); and in a full parallel suite (the torch tests on one core beside the
+    browser tests on the other) the plain steps' own peak was once 30,152 B (7.3%) over ours on one rank, in all 3
+    steps: gloo's staging copy of one all-gather, which its thread, running late, attributes to no op. A staging copy
+    is at most one gather's output: one block's parameters whole (unit_bytes, 33,664 B)."""
     for results in ranks:
         ours, measured = results[wrap]["document"]["summary"]["peak_bytes"], results[wrap]["profiled_peak"]
         if wrap.startswith("fsdp"):
-            assert -SHARDED_STEP_MOVES * ours <= measured - ours <= 12, (ours, measured)
+            late_staging = results[wrap]["unit_bytes"]
+            assert -SHARDED_STEP_MOVES * ours <= measured - ours <= late_staging, (ours, measured)
         else:
             late_gather = GATHERED_SLICES if wrap == "tp_sp" else 0
             assert -late_gather <= measured - ours <= late_gather + 12, (ours, measured)
