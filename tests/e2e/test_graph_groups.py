@@ -76,3 +76,23 @@ def test_leaving_a_block_for_an_optimizer_step_never_leaves_the_panel_empty(page
       return [boxes.filter((r) => r.right > panel.left && r.left < panel.right && r.bottom > panel.top && r.top < panel.bottom).length, boxes.length];
     }""")
     assert in_panel[0] == in_panel[1], f"{in_panel[0]} of {in_panel[1]} boxes in the panel"
+
+
+
+LAYOUTS = "name => performance.getEntriesByName(name).length"
+
+
+def test_a_re_trace_that_keeps_the_boxes_is_drawn_without_laying_out_again(page, live_server):
+    """A new batch size re-traces deep-mlp, unfolded: the same boxes and edges, so the layout kept from before draws
+    it (views/graph/layout.js marks each layout it runs and each it keeps, as DevTools' Performance panel shows)."""
+    open_explorer(page, live_server, "deep-mlp")
+    page.get_by_test_id("graph-unfold-all").click()
+    page.wait_for_function("() => !document.querySelector('[data-testid=graph] .group-node')"
+                           " && document.querySelector('.explorer').dataset.ready === 'true'")
+    run, kept = page.evaluate(LAYOUTS, "tapescope:layout-run"), page.evaluate(LAYOUTS, "tapescope:layout-kept")
+    drawn = page.locator(DRAWN).count()
+    page.locator('#editor-panel .editor-form [data-field="batch"] > [data-path="batch"]').fill("128")
+    page.wait_for_function("() => window.tapescope.getTrace()?.spec.batch === 128"
+                           " && document.querySelector('.explorer').dataset.ready === 'true'")
+    assert page.evaluate(LAYOUTS, "tapescope:layout-run") == run
+    assert page.evaluate(LAYOUTS, "tapescope:layout-kept") > kept and page.locator(DRAWN).count() == drawn
