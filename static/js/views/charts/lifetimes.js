@@ -10,6 +10,8 @@ import { loadPlotly } from "../../lib/plotly-loader.js";
 
 const ROW_PX = 16;
 const GROUP_COLOR = "#94a3b8";
+const OUTLINE_PX = 3;                 // the selected tensor's bar
+const OUTLINE_COLOR = "#CC79A7";
 
 function describe(tensor, index) {
   const trace = index.trace;
@@ -84,9 +86,11 @@ export function createLifetimeChart(element, { onPick }) {
     const { index } = mine;
     const rows = lifetimeRows(index, groups, tree, open).map((r, row) => ({ ...r, row }));
     const color = (r) => (r.kind === "group" ? GROUP_COLOR : KIND_COLORS[r.kind]);
+    const outline = outlinedRow(rows, index);      // drawn with the chart, not restyled after it (a second render)
     const data = [{
       type: "bar", orientation: "h", y: rows.map((r) => r.row), base: rows.map((r) => r.born - 0.5),
-      x: rows.map((r) => r.end - r.born + 1), marker: { color: rows.map(color) },
+      x: rows.map((r) => r.end - r.born + 1),
+      marker: { color: rows.map(color), line: { width: rows.map((r) => (r.row === outline ? OUTLINE_PX : 0)), color: OUTLINE_COLOR } },
       customdata: rows.map((r) => r.key),
       hovertext: rows.map((r) => (r.tensor ? describe(r.tensor, index) : `<b>${r.label}</b><br>click to ${r.open || (r.band && open.has(RESIDENT)) ? "fold" : "open"}`)),
       hovertemplate: "%{hovertext}<extra></extra>",
@@ -115,7 +119,15 @@ export function createLifetimeChart(element, { onPick }) {
     shown.rows = rows;
     shown.drawn = true;
     element.dataset.rows = String(rows.length);
-    outlined = undefined;
+    outlined = outline;
+    element.dataset.selectedTensor = outline === null ? "" : String(tensorOf(wanted, index));
+  }
+
+  /** The row of the selected tensor among `rows`, or null. */
+  function outlinedRow(rows, index) {
+    const tensorId = tensorOf(wanted, index);
+    const row = rows.findIndex((r) => r.tensor && r.tensor.id === tensorId);
+    return row < 0 ? null : row;
   }
 
   let wanted = null;   // the selection to outline, kept across redraws
@@ -131,24 +143,19 @@ export function createLifetimeChart(element, { onPick }) {
     reselect();
   }
 
-  function tensorOf(id) {
+  function tensorOf(id, index = shown.index) {
     if (id?.[0] === "t") return Number(id.slice(1));
-    if (id?.[0] === "e") return shown.index.trace.tape[Number(id.slice(1))]?.output ?? null;
+    if (id?.[0] === "e") return index.trace.tape[Number(id.slice(1))]?.output ?? null;
     return null;
   }
 
   function reselect() {
     if (!shown?.drawn) return;
-    const tensorId = tensorOf(wanted);
-    const row = shown.rows.findIndex((r) => r.tensor && r.tensor.id === tensorId);
-    const next = row < 0 ? null : row;
+    const next = outlinedRow(shown.rows, shown.index);
     if (next === outlined) return;
     outlined = next;
-    element.dataset.selectedTensor = next === null ? "" : String(tensorId);
-    window.Plotly.restyle(element, {
-      "marker.line.width": [shown.rows.map((r) => (r.row === next ? 3 : 0))],
-      "marker.line.color": "#CC79A7",
-    }, [0]);
+    element.dataset.selectedTensor = next === null ? "" : String(tensorOf(wanted));
+    window.Plotly.restyle(element, { "marker.line.width": [shown.rows.map((r) => (r.row === next ? OUTLINE_PX : 0))] }, [0]);
   }
 
   return { load, update: (stepIndex) => cursor.move(stepIndex), select };
