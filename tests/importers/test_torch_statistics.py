@@ -47,10 +47,12 @@ def _comparable(document):
 
 @pytest.mark.parametrize("example,with_values", [("gpt", False), ("transformer_tiny", True)])
 def test_the_shortcuts_change_no_figure(monkeypatch, example, with_values):
-    fast = record_step(*fresh(example), values=with_values)
+    # Without the profiler's workspace: what the allocator held beyond the run's storages moves between identical
+    # steps (seen once in a whole-suite run: gpt's steps differed there and nowhere else); the shortcuts are the hooks'.
+    fast = record_step(*fresh(example), values=with_values, workspace=False)
     monkeypatch.setattr(values, "DEFERRED_BYTES", 0)                     # every tensor reduced in its hook
     monkeypatch.setattr(torch_recorder.TorchRecorder, "_sequence", lambda self, tensor, with_values: (None, None))
-    slow = record_step(*fresh(example), values=with_values)
+    slow = record_step(*fresh(example), values=with_values, workspace=False)
     assert sum(1 for t in fast["tensors"] if "value" in t) > 100
     assert _comparable(fast) == _comparable(slow)
 
