@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from backend.models import presets as preset_specs
 from backend.trace.document_versions import unpack
-from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets, unfold_all
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets, shown_trace, unfold_all
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 # every_k opens at k = 2: k = 2 first is that trace, and k = 1 the one edit after it
@@ -35,10 +35,6 @@ def api_trace(page, base, spec, checkpoint):
     response = page.request.post(f"{base}/api/trace", data={"spec": spec, "checkpoint": checkpoint})
     assert response.ok, response.text()
     return unpack(response.json())
-
-
-def shown_trace(page):
-    return page.evaluate("window.tapescope.getTrace()")
 
 
 def wait_schedule(page, policy, **params):

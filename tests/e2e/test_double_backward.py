@@ -5,7 +5,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import go_to_step, open_explorer, unfold_all
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, shown_trace, unfold_all
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PRESET = "gradient-penalty"
@@ -19,7 +19,7 @@ def lit_entries(page):
 def test_stepping_into_backward_2_highlights_the_recorded_backward_ops(page, live_server):
     open_explorer(page, live_server, PRESET)
     unfold_all(page)
-    trace = page.evaluate("window.tapescope.getTrace()")
+    trace = shown_trace(page)
     recorded = {e["index"] for e in trace["tape"] if e.get("recorded_in") == "backward"}
     assert recorded
     # the second tape is drawn as its own group
@@ -47,7 +47,7 @@ def test_stepping_into_backward_2_highlights_the_recorded_backward_ops(page, liv
 
 def test_the_memory_chart_and_the_peak_explanation_show_what_is_saved_for_backward_2(page, live_server):
     open_explorer(page, live_server, PRESET)
-    trace = page.evaluate("window.tapescope.getTrace()")
+    trace = shown_trace(page)
     series = page.evaluate("""() => document.querySelector('[data-testid=memory-chart]').data
         .filter(d => d.name === 'saved for backward-2').map(d => d.y)""")
     assert series == [[s["recorded_backward_bytes"] for s in trace["steps"]]]

@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from backend.trace.document_versions import unpack
+from tests.e2e.explorer_helpers import shown_trace
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 XSS = "<img src=x onerror=alert(1)>"
@@ -68,7 +69,7 @@ def editor(page, live_server):
             page.wait_for_function(
                 "n => window.tapescope.traceCount() > n && document.querySelector('.explorer').dataset.ready === 'true'",
                 arg=before, timeout=30000)
-            return page.evaluate("window.tapescope.getTrace()")
+            return shown_trace(page)
 
         def field(self, path):
             return page.locator(f'#editor-panel .editor-form [data-field="{path}"] > [data-path="{path}"]')
@@ -90,7 +91,7 @@ def editor(page, live_server):
 def test_doubling_batch_doubles_saved_activation_bytes(editor, live_server):
     editor.open("lab1-mlp")
     total = editor.page.get_by_test_id("saved-bytes-total")
-    before = saved_by_layer(editor.page.evaluate("window.tapescope.getTrace()"))
+    before = saved_by_layer(shown_trace(editor.page))
     expect(total.locator("td.now")).to_have_attribute("data-bytes", str(sum(before.values())))
 
     n = editor.traces()
@@ -122,7 +123,7 @@ def test_efficient_attention_lowers_peak_and_table_shows_where(editor):
     editor.field("layers[2].impl").select_option("efficient")
     trace = editor.wait_traced(n)
     editor.page.wait_for_function("() => window.tapescope.getTrace().spec.layers[2].impl === 'efficient'")
-    trace = editor.page.evaluate("window.tapescope.getTrace()")
+    trace = shown_trace(editor.page)
     assert trace["summary"]["peak_bytes"] < old_peak
     expect(editor.page.get_by_test_id("peak-bytes")).to_have_attribute("data-bytes", str(trace["summary"]["peak_bytes"]))
     table = editor.page.get_by_test_id("saved-bytes-table")
@@ -139,7 +140,7 @@ def test_adding_a_layer_adds_graph_nodes(editor):
     editor.open("lab1-mlp")
     nodes = editor.page.locator("[data-testid=graph] [data-node-id]")
     before = nodes.count()
-    assert before == len(editor.page.evaluate("window.tapescope.getTrace().tape"))
+    assert before == editor.page.evaluate("window.tapescope.getTrace().tape.length")
     n = editor.traces()
     editor.page.get_by_label("type of the layer to add to layers", exact=True).select_option("tanh")
     editor.page.get_by_role("button", name="Add layer to layers", exact=True).click()
@@ -291,7 +292,7 @@ def chart_optimizer_bytes(page):
 def test_adamw_and_sgd_momentum_show_their_state_as_optimizer_memory(editor):
     editor.page.set_viewport_size({"width": 1280, "height": 800})
     editor.open("lab1-mlp")                      # SGD without momentum: no optimizer state
-    trace = editor.page.evaluate("window.tapescope.getTrace()")
+    trace = shown_trace(editor.page)
     param_bytes = sum(s["nbytes"] for s in trace["storages"] if s["kind"] == "param")
     assert param_bytes == (64 + 64 + 64) * 8
     assert max(chart_optimizer_bytes(editor.page)) == 0

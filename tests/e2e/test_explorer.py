@@ -1,7 +1,7 @@
 """The explorer page in a real browser: the graph, the step player, memory and lifetime charts, the sweep panel."""
 import pytest
 
-from tests.e2e.explorer_helpers import current_node_ids, go_to_step, live_bytes, open_explorer, trace_for, unfold_all
+from tests.e2e.explorer_helpers import current_node_ids, go_to_step, live_bytes, open_explorer, shown_trace, trace_for, unfold_all
 
 
 @pytest.mark.parametrize("preset_id", ["seed-tape", "transformer-tiny"])
@@ -145,7 +145,7 @@ def test_an_edit_replaces_the_graph_keeps_the_step_and_ghosts_the_previous_run(p
     page.locator('#editor-panel .editor-form [data-field="batch"] > [data-path="batch"]').fill("128")
     page.wait_for_function("n => window.tapescope.traceCount() > n && document.querySelector('.explorer').dataset.ready === 'true'",
                            arg=shown)
-    after = page.evaluate("window.tapescope.getTrace()")
+    after = shown_trace(page)
     assert after["spec"]["batch"] == 128
     assert page.evaluate("window.tapescope.getStep()") == 3
     delta = page.inner_text("[data-testid=peak-delta]")

@@ -3,7 +3,7 @@ slider's max; freezing lowers the peak to the trace's figure; the version-error 
 from playwright.sync_api import expect
 
 from backend.models.caps import CAPS
-from tests.e2e.explorer_helpers import go_to_step, open_explorer, trace_for
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, shown_trace, trace_for
 
 
 def editor_input(page, path, kind="number"):
@@ -27,7 +27,7 @@ def traced_after(page, count, condition="true"):
     page.wait_for_function(
         f"n => window.tapescope.traceCount() > n && document.querySelector('.explorer').dataset.ready === 'true'"
         f" && (t => {condition})(window.tapescope.getTrace())", arg=count, timeout=30000)
-    return page.evaluate("window.tapescope.getTrace()")
+    return shown_trace(page)
 
 
 def test_freezing_the_first_linear_of_deep_mlp_lowers_the_peak_to_the_traces_figure(page, live_server):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import open_explorer
+from tests.e2e.explorer_helpers import open_explorer, shown_trace
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 READY = "document.querySelector('.explorer').dataset.ready === 'true'"
@@ -38,7 +38,7 @@ def wait_manual(page, ids):
              const s = window.tapescope.getTrace()?.schedule;
              return s && s.policy === 'manual' && JSON.stringify(s.params.recompute) === JSON.stringify(ids) && {READY};
            }}""", arg=ids, timeout=30000)
-    return page.evaluate("window.tapescope.getTrace()")
+    return shown_trace(page)
 
 
 def with_sgd(page):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import open_explorer, presets
+from tests.e2e.explorer_helpers import open_explorer, presets, shown_trace
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -55,7 +55,7 @@ def test_the_views_sweep_counts_are_the_models_input_and_output_sizes(page, live
 
 def test_stepping_the_jvp_sweep_moves_the_highlight(page, live_server):
     view = open_modes(page, live_server, "seed-tape")
-    trace = page.evaluate("window.tapescope.getTrace()")
+    trace = shown_trace(page)
     forward_entries = [e for e in trace["tape"] if e["phase"] == "forward"]
     stepper = page.get_by_test_id("jvp-stepper")
     expect(stepper).to_be_visible()

@@ -4,13 +4,9 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets, shown_trace
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-def shown_trace(page):
-    return page.evaluate("window.tapescope.getTrace()")
 
 
 def breakdown_bytes(page):

@@ -5,7 +5,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import go_to_step, open_explorer, trace_for, unfold_all
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, shown_trace, trace_for, unfold_all
 
 FORWARD_LABELS = "[data-testid=memory-chart] .annotation-text"
 
@@ -24,7 +24,7 @@ def test_accumulate_4_in_the_editor_draws_four_forward_phases_and_lowers_the_pea
                            " && document.querySelector('.explorer').dataset.ready === 'true'")
     expect(page.locator(FORWARD_LABELS).filter(has_text="forward 4")).to_have_count(1)
     assert forward_labels(page) == ["forward 1", "forward 2", "forward 3", "forward 4"]
-    trace = page.evaluate("window.tapescope.getTrace()")
+    trace = shown_trace(page)
     assert trace["summary"]["peak_bytes"] < before
     micro = sorted({s["micro_batch"] for s in trace["steps"] if s["phase"] == "forward"})
     assert micro == [1, 2, 3, 4]
@@ -87,7 +87,7 @@ def test_a_fixed_loss_scale_is_set_in_the_form_within_the_schemas_range(page, li
     box.fill("1024")
     page.wait_for_function("() => window.tapescope.getTrace().summary.loss_scale.scale === 1024"
                            " && document.querySelector('.explorer').dataset.ready === 'true'")
-    trace = page.evaluate("window.tapescope.getTrace()")
+    trace = shown_trace(page)
     assert trace["spec"]["precision"]["loss_scale"] == 1024
     assert trace["summary"]["loss_scale"]["mode"] == "fixed" and trace["summary"]["loss_scale"]["next_scale"] == 1024
     expect(page.get_by_test_id("resident-split")).to_contain_text("Loss scale 1,024.")
@@ -105,7 +105,7 @@ def test_a_fixed_loss_scale_is_set_in_the_form_within_the_schemas_range(page, li
 
 def test_mixed_precision_opens_on_autocasts_cast_of_x_and_the_sweep_panel_says_so(page, live_server):
     open_explorer(page, live_server, "mixed-precision")
-    trace = page.evaluate("window.tapescope.getTrace()")
+    trace = shown_trace(page)
     assert trace["steps"][0]["autocast"] == "float16" and trace["steps"][0]["entry"] is None
     go_to_step(page, 1)
     go_to_step(page, 0)                                      # the step the preset opens on

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from backend.models.caps import CAPS
 from backend.trace.document_versions import unpack
-from tests.e2e.explorer_helpers import go_to_step, live_bytes, open_explorer
+from tests.e2e.explorer_helpers import go_to_step, live_bytes, open_explorer, shown_trace
 
 READY = "document.querySelector('.explorer').dataset.ready === 'true'"
 
@@ -50,7 +50,7 @@ def traced_after(page, count, check="true"):
     """Wait for a trace shown after `count` that satisfies the JS expression `check` (t is the trace)."""
     page.wait_for_function(f"n => window.tapescope.traceCount() > n && {READY} && (t => {check})(window.tapescope.getTrace())",
                            arg=count, timeout=30000)
-    return page.evaluate("window.tapescope.getTrace()")
+    return shown_trace(page)
 
 
 def saved(page):
@@ -382,7 +382,7 @@ def test_a_drag_past_the_cap_keeps_the_settled_model_and_compares_against_it(pag
     """deep-mlp's width dragged from 1 to ~1,100 (over the 256 MiB cap near 1,000): a trace made mid-drag at width 1
     once stayed as "the last good trace", and the delta read as if widening had cut memory."""
     open_explorer(page, live_server, "deep-mlp")
-    settled = page.evaluate("window.tapescope.getTrace()")
+    settled = shown_trace(page)
     slider = page.locator("#editor-panel input[type=range]").nth(1)          # the memory dials: batch, then width
     low, high = float(slider.get_attribute("min")), float(slider.get_attribute("max"))
     path = slider.get_attribute("data-path")
@@ -392,7 +392,7 @@ def test_a_drag_past_the_cap_keeps_the_settled_model_and_compares_against_it(pag
     drag_slider(page, slider, low, 1100, low, high)        # traces land on the way when the machine keeps up
     expect(page.get_by_test_id("field-error").first).to_contain_text("cap")         # the cap, said at the field
     page.wait_for_timeout(800)                                                    # past the settle wait
-    shown = page.evaluate("window.tapescope.getTrace()")
+    shown = shown_trace(page)
     assert shown["spec"] == settled["spec"], "a trace made mid-drag replaced the settled one"
     assert int(page.get_attribute("[data-testid=peak-bytes]", "data-bytes")) == settled["summary"]["peak_bytes"]
     delta = page.inner_text("[data-testid=peak-delta]")
