@@ -3,6 +3,7 @@ zoom and 1:1 buttons and their keys; a double-click zooms to a node; labels are 
 the search box lights up matches and Enter zooms to them; playing pans smoothly to keep the current node in view."""
 import pytest
 
+from backend.models.presets import PRESETS
 from tests.e2e.explorer_helpers import open_explorer, presets, trace_for, unfold_all
 
 SCALE = "() => Number(document.querySelector('[data-testid=graph]').dataset.scale)"
@@ -175,24 +176,25 @@ INSIDE_SHARE = """() => {
 }"""
 
 
-def test_fit_frames_every_preset_folded_and_unfolded_at_both_sizes_with_legible_labels(page, live_server):
-    """transformer-tiny, Unfold all, Fit once showed 0 of 116 nodes: fit anchored on the layout's empty corner. Each
+@pytest.mark.parametrize("preset_id", list(PRESETS))
+def test_fit_frames_every_preset_folded_and_unfolded_at_both_sizes_with_legible_labels(page, live_server, preset_id):
+    """transformer-tiny, Unfold all, Fit once showed 0 of 116 nodes: fit anchored on the layout's empty corner. The
     preset is opened once; Fit is pressed at 1280x800 and at 1920x1080, folded and then unfolded. Folded at 1280x800
     (the issue's sentence): every drawn label is >= 10 px tall, nothing is drawn outside the panel, and the whole is
     in view, so no minimap."""
-    for preset_id in presets(page, live_server):
-        open_explorer(page, live_server, preset_id)
-        for unfolded in (False, True):
-            if unfolded:
-                unfold_all(page)
-            for size in ((1280, 800), (1920, 1080)):
-                page.set_viewport_size({"width": size[0], "height": size[1]})
-                page.get_by_test_id("graph-fit").click()
-                settle(page)
-                counted = page.evaluate(INSIDE_SHARE)
-                assert counted["drawn"] and counted["inside"] >= 0.95 * counted["drawn"], (preset_id, unfolded, size, counted)
-                if not unfolded and size == (1280, 800):
-                    folded_fit_is_legible_and_whole(page, preset_id)
+    assert preset_id in presets(page, live_server)
+    open_explorer(page, live_server, preset_id)
+    for unfolded in (False, True):
+        if unfolded:
+            unfold_all(page)
+        for size in ((1280, 800), (1920, 1080)):
+            page.set_viewport_size({"width": size[0], "height": size[1]})
+            page.get_by_test_id("graph-fit").click()
+            settle(page)
+            counted = page.evaluate(INSIDE_SHARE)
+            assert counted["drawn"] and counted["inside"] >= 0.95 * counted["drawn"], (unfolded, size, counted)
+            if not unfolded and size == (1280, 800):
+                folded_fit_is_legible_and_whole(page, preset_id)
 
 
 def folded_fit_is_legible_and_whole(page, preset_id):

@@ -2,8 +2,10 @@
 counts equal the model's input and output sizes, and stepping the JVP sweep moves the graph's highlight."""
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
+from backend.models.presets import PRESETS
 from tests.e2e.explorer_helpers import open_explorer, presets, shown_trace
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -112,16 +114,18 @@ def test_a_model_over_the_work_cap_runs_on_a_named_slice(page, live_server):
     expect(view.locator(".modes-status")).to_contain_text("none extrapolated")
 
 
-def test_the_modes_panel_shows_executed_figures_on_every_preset_but_version_error_which_says_why(page, live_server):
-    for preset_id in presets(page, live_server):
-        open_explorer(page, live_server, preset_id)
-        view = page.get_by_test_id("modes-view")
-        view.scroll_into_view_if_needed()
-        if preset_id == "version-error":
-            expect(view).to_have_attribute("data-state", "failed", timeout=60_000)
-            expect(view.locator(".modes-status")).to_contain_text("version error")
-            continue
-        expect(view).to_have_attribute("data-state", "ready", timeout=60_000)
-        sweeps = view.locator("[data-testid$=-sweeps][data-jacobian]").all_inner_texts()   # forward and reverse, both Jacobians
-        assert len(sweeps) == 4 and all(int(text.replace(",", "")) >= 1 for text in sweeps), (preset_id, sweeps)
-        expect(view.locator(".modes-status")).to_contain_text("Executed on")
+@pytest.mark.parametrize("preset_id", list(PRESETS))
+def test_the_modes_panel_shows_executed_figures_on_every_preset_but_version_error_which_says_why(page, live_server,
+                                                                                                 preset_id):
+    assert preset_id in presets(page, live_server)
+    open_explorer(page, live_server, preset_id)
+    view = page.get_by_test_id("modes-view")
+    view.scroll_into_view_if_needed()
+    if preset_id == "version-error":
+        expect(view).to_have_attribute("data-state", "failed", timeout=60_000)
+        expect(view.locator(".modes-status")).to_contain_text("version error")
+        return
+    expect(view).to_have_attribute("data-state", "ready", timeout=60_000)
+    sweeps = view.locator("[data-testid$=-sweeps][data-jacobian]").all_inner_texts()   # forward and reverse, both Jacobians
+    assert len(sweeps) == 4 and all(int(text.replace(",", "")) >= 1 for text in sweeps), sweeps
+    expect(view.locator(".modes-status")).to_contain_text("Executed on")
