@@ -28,7 +28,7 @@ from backend.importers.mistakes import StepError
 from backend.importers.torch_blocks import find_blocks
 from backend.importers.torch_recorder import TorchRecorder, batch_names
 from backend.importers.torch_regions import watching_checkpoints
-from backend.importers.torch_profile import allocation_events
+from backend.importers.torch_profile import allocation_events, collector_paused
 from backend.importers.torch_step import add_workspace, document_of, write_run
 
 
@@ -88,7 +88,8 @@ class LoopRecording:
         self.batch = (args, kwargs) if kwargs else args
         recorder = self.recorder = TorchRecorder(with_values=self.values)
         self._profile = None        # torch.profiler's memory events give the workspace, as record_step's do
-        if not torch._C._autograd._profiler_enabled():
+        if not torch._C._autograd._profiler_enabled():      # the collector paused, as profiled() pauses it
+            self._hooks.enter_context(collector_paused())
             self._profile = self._hooks.enter_context(profile(activities=[ProfilerActivity.CPU], profile_memory=True))
         recorder.add_model(self.model, batch_names(kwargs if kwargs and not args else self.batch))
         recorder.add_optimizer(self.model, self.optimizer)

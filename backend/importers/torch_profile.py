@@ -10,6 +10,7 @@ size. Two figures come out of it:
   is that storage's death — and, per step, the most bytes the allocator held at any moment of it.
   Allocations the document has no storage for (a kernel's scratch) stay in the step they happen in.
 """
+import contextlib
 import gc
 
 import torch
@@ -74,16 +75,23 @@ def profiled(fn, collective_staging=True):
     collector is paused inside the window: a cycle of old tensors freed mid-step would otherwise land among the
     step's own events (seen in the test suite, where earlier tests leave such garbage).
     """
+    with collector_paused(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = fn()
+    return result, allocation_events(prof, collective_staging)
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Garbage left by earlier work collected now, and the collector paused until the block ends: what a profiler
+    sees in the block is the block's own allocations and frees (see profiled)."""
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            result = fn()
+        yield
     finally:
         if was_enabled:
             gc.enable()
-    return result, allocation_events(prof, collective_staging)
 
 
 def existing_bytes(model, batch_tensors, optimizer=None):
