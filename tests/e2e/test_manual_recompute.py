@@ -118,7 +118,9 @@ def test_manual_recompute_of_the_first_softmax(page, live_server, errors, bodies
     expect(error).to_contain_text(f"tensor {view['id']} ({view['name']}) cannot be recomputed")
     expect(page.locator(".explorer")).to_have_attribute("data-ready", "true")
     assert page.evaluate("window.tapescope.getTrace().schedule.params.recompute") == [target]
-    page.locator(f"[data-testid=manual-remove][data-tensor='{view['id']}']").click()
+    # the trace shown is still [target]'s (the refused one never replaced it): wait for the request the removal sends
+    with page.expect_request(lambda r: r.url.endswith("/api/trace") and r.method == "POST"):
+        page.locator(f"[data-testid=manual-remove][data-tensor='{view['id']}']").click()
     wait_manual(page, [target])
     expect(error).to_have_count(0)
     assert bodies[-1]["checkpoint"] == {"policy": "manual", "recompute": [target], "preserve_rng_state": True}
