@@ -3,7 +3,7 @@
 // Classic script (no modules in importScripts): defines self.tapescopeLayout. dagre for graphs up to
 // DAGRE_MAX_NODES; above that dagre takes seconds and overflows its recursion on long chains, so a linear-time
 // longest-path layering with one barycenter ordering pass takes over.
-/* global dagre */
+/* global dagre */   // and network-simplex.js's tapescopeNetworkSimplex, loaded before this script
 (function defineLayout(scope) {
   const DAGRE_MAX_NODES = 500;
   // Between ranks, room for an edge to bend; across them (top to bottom), for the byte badge over a node and the state
@@ -12,7 +12,9 @@
 
   function withDagre(boxes, edges, clusters, rankdir) {
     const graph = new dagre.graphlib.Graph({ multigraph: true, compound: clusters.length > 0 });
-    graph.setGraph({ rankdir, ...SPACING[rankdir], edgesep: 6, marginx: SPACING.margin, marginy: SPACING.margin });
+    // dagre's own ranks, worked out by network-simplex.js (the same steps without graphlib's costs)
+    graph.setGraph({ rankdir, ...SPACING[rankdir], edgesep: 6, marginx: SPACING.margin, marginy: SPACING.margin,
+      ranker: scope.tapescopeNetworkSimplex });
     graph.setDefaultEdgeLabel(() => ({}));
     for (const box of boxes) graph.setNode(box.id, { width: box.width, height: box.height });
     // Unfolded groups are dagre clusters: their members are kept together, inside a box around them.
