@@ -382,11 +382,23 @@ def test_torchrun_records_every_rank_into_one_run_json(tmp_path):
     out = tmp_path / "run.json"
     torchrun = Path(sys.executable).with_name("torchrun")
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "OMP_NUM_THREADS": "1"}
-    launched = subprocess.run([str(torchrun), "--nproc-per-node", str(WORLD), "--master-addr", "127.0.0.1",
+
+    def launch():
+        return subprocess.run([str(torchrun), "--nproc-per-node", str(WORLD), "--master-addr", "127.0.0.1",
                                "--master-port", str(free_port()), "-m", "backend.importers.torch",
                                str(root / "examples" / "torch" / "gpt_ddp.py"), "--warmup", "1", "--out", str(out)],
                               cwd=root, env=env, capture_output=True, text=True, timeout=600)
-    assert launched.returncode == 0, launched.stderr[-2000:]
+
+    launched = launch()
+    # Once in a whole-suite run a rank died of SIGABRT while the ranks connected (torchrun's summary names only the
+    # signal; not seen in 3 runs alone): gloo's tcp transport can throw where nothing catches it when a peer's socket
+    # is reset as it connects (pytorch/gloo#514, open). That launch, and only that, is tried once more.
+    if launched.returncode != 0 and "SIGABRT" in launched.stderr and not out.exists():
+        launched = launch()
+    # the ranks' own lines, before torchrun's summary, say why
+    said = [line for line in launched.stderr.splitlines()
+            if any(word in line for word in ("terminate", "what()", "Error", "enforce", "Exception", "Traceback"))]
+    assert launched.returncode == 0, "\n".join(said[:40]) + "\n...\n" + launched.stderr[-1500:]
     run = json.loads(out.read_text())
     assert run["world_size"] == WORLD and len(run["ranks"]) == WORLD
     docs = root / "docs"
