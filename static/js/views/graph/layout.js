@@ -41,8 +41,8 @@ function inWorker(boxes, edges, clusters, rankdir) {
 }
 
 // The last few layouts, by what was laid out: a re-trace that leaves the drawing's boxes as they were (a new batch
-// size, a policy that re-runs nothing, an undo, a policy tried and left) is drawn at once, not laid out again (1.3 s
-// in the worker for grad-accumulation's 284 boxes, unfolded).
+// size, a policy that re-runs nothing, an undo, a policy tried and left) is drawn at once, not laid out again (~0.3 s
+// for grad-accumulation's ~400 boxes unfolded under every_k=1: bench/layout.py).
 const KEPT_LAYOUTS = 8;
 const kept = new Map();     // JSON of the inputs -> layout, oldest first
 
