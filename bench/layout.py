@@ -1,8 +1,9 @@
-"""Benchmark: one graph layout in headless Chromium, the ranks by network-simplex.js against dagre's own network simplex.
+"""Benchmark: graph layouts in headless Chromium, with our ranks and order (network-simplex.js, crossing-order.js)
+against dagre's own network simplex and crossing reduction: the same layouts (tests/e2e/test_layout_as_dagre.py).
 
 The layouts are the ones the page asks for on the largest graph the presets make: grad-accumulation unfolded, under
-every_k=1 (~400 boxes in 54 groups), captured as the page sends them (tests/e2e/test_network_simplex.py's capture).
-Each is laid out --repeat times with each ranker, alternating, in the same page; the medians of the whole set and
+every_k=1 (~400 boxes in 54 groups), captured as the page sends them (tests/e2e/test_layout_as_dagre.py's capture).
+Each is laid out --repeat times each way, alternating, in the same page; the medians of the whole set and
 their ratio are printed (this machine is shared: the ratio, measured in one run, is the figure to read).
 
 Run: .venv/bin/python bench/layout.py [--repeat N]
@@ -22,22 +23,22 @@ from app import create_app  # noqa: E402
 from tests.conftest import CHROMIUM_ARGS  # noqa: E402
 from tests.e2e.explorer_helpers import open_explorer, unfold_all  # noqa: E402
 from tests.e2e.test_checkpoint_ui import choose  # noqa: E402
-from tests.e2e.test_network_simplex import CAPTURE  # noqa: E402
+from tests.e2e.test_layout_as_dagre import CAPTURE  # noqa: E402
 from tests.live import serving  # noqa: E402
 
 TIME_BOTH = """repeat => {
   const inputs = window.__layoutInputs.splice(0).filter((l) => l.boxes.length <= window.tapescopeLayout.turnsMaxBoxes);
-  const ours = window.tapescopeNetworkSimplex;
+  const ours = [window.tapescopeNetworkSimplex, window.tapescopeCrossingOrder];
   const times = { ours: [], dagre: [] };
   for (let r = 0; r < repeat; r += 1) {
     for (const which of ["ours", "dagre"]) {
-      window.tapescopeNetworkSimplex = which === "ours" ? ours : undefined;
+      [window.tapescopeNetworkSimplex, window.tapescopeCrossingOrder] = which === "ours" ? ours : [undefined, undefined];
       const start = performance.now();
       for (const { boxes, edges, clusters, rankdir } of inputs) window.tapescopeLayout(boxes, edges, clusters, rankdir);
       times[which].push(performance.now() - start);
     }
   }
-  window.tapescopeNetworkSimplex = ours;
+  [window.tapescopeNetworkSimplex, window.tapescopeCrossingOrder] = ours;
   const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   return { layouts: inputs.length, boxes: Math.max(...inputs.map((l) => l.boxes.length)),
            ours: median(times.ours), dagre: median(times.dagre) };
@@ -61,7 +62,7 @@ def main(argv=None):
         browser.close()
     print(f"load average (1 / 5 / 15 min): {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{found['layouts']} layouts (largest {found['boxes']} boxes), median of {args.repeat}: "
-          f"network-simplex.js {found['ours']:.0f} ms, dagre's ranker {found['dagre']:.0f} ms, "
+          f"ours {found['ours']:.0f} ms, dagre's {found['dagre']:.0f} ms, "
           f"ratio {found['ours'] / found['dagre']:.2f}")
 
 

@@ -3,7 +3,7 @@
 // Classic script (no modules in importScripts): defines self.tapescopeLayout. dagre for graphs up to
 // DAGRE_MAX_NODES; above that dagre takes seconds and overflows its recursion on long chains, so a linear-time
 // longest-path layering with one barycenter ordering pass takes over.
-/* global dagre */   // and network-simplex.js's tapescopeNetworkSimplex, loaded before this script
+/* global dagre */   // and tapescopeNetworkSimplex, tapescopeCrossingOrder: network-simplex.js, crossing-order.js, loaded first
 (function defineLayout(scope) {
   const DAGRE_MAX_NODES = 500;
   // Between ranks, room for an edge to bend; across them (top to bottom), for the byte badge over a node and the state
@@ -26,7 +26,8 @@
     // An edge's optional weight (default 1) asks dagre to keep it short and straight: the forward chain's edges
     // outweigh the dotted links that hang a recomputed region off its checkpoint.
     edges.forEach((edge, i) => graph.setEdge(edge.source, edge.target, { weight: edge.weight ?? 1 }, String(i)));
-    dagre.layout(graph);
+    // dagre's own order within each rank, worked out by crossing-order.js (the same steps without graphlib's costs)
+    dagre.layout(graph, { customOrder: scope.tapescopeCrossingOrder });
     const positions = {};
     for (const box of boxes) {
       const node = graph.node(box.id);

@@ -4,7 +4,7 @@
 // and re-derives every cut value after each exchange; on an unfolded grad-accumulation trace (~400 boxes, 54 groups)
 // that was 2 s of a 3 s layout. This one makes the same choices in the same order (the first tree edge with a negative
 // cut value leaves; the first edge of least slack across the cut enters; ties as dagre breaks them), so the ranks, and
-// so the drawing, are dagre's: tests/e2e/test_network_simplex.py compares the two in the page.
+// so the drawing, are dagre's: tests/e2e/test_layout_as_dagre.py compares the two in the page.
 // Classic script (layout-worker.js loads it with importScripts): defines self.tapescopeNetworkSimplex, a dagre
 // `ranker` (dagre calls it with its non-compound layout graph and reads each node label's `rank`).
 (function defineNetworkSimplex(scope) {

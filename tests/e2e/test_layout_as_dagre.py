@@ -1,9 +1,10 @@
-"""The ranks network-simplex.js works out are dagre's own: every layout the page asks for while a preset opens and
-unfolds (and deep-mlp's recompute branches under every_k=1) is laid out again in the same page with dagre's network
-simplex, and the two layouts are equal to the last coordinate. The presets are the graphs unlike each other: groups
-nested in groups (transformer-tiny), a second tape (gradient-penalty), the largest (grad-accumulation: 4 micro-batches'
-forwards, one optimizer); the small MLPs' layouts are parts of these. All 66 layouts every preset and policy asks for
-were compared once, outside the suite: all equal."""
+"""The layouts the page draws are dagre's own: the ranks network-simplex.js works out and the order within each rank
+crossing-order.js works out take the place of dagre's two slowest phases, so every layout the page asks for while a
+preset opens and unfolds (and deep-mlp's recompute branches under every_k=1) is laid out again in the same page with
+dagre's own network simplex and crossing reduction, and the two layouts are equal to the last coordinate. The presets
+are the graphs unlike each other: groups nested in groups (transformer-tiny), a second tape (gradient-penalty), the
+largest (grad-accumulation: 4 micro-batches' forwards, one optimizer); the small MLPs' layouts are parts of these. All
+66 layouts every preset and policy asks for were compared once, outside the suite: all equal."""
 import pytest
 
 from tests.e2e.explorer_helpers import open_explorer, unfold_all
@@ -28,19 +29,19 @@ CAPTURE = """(() => {
   }, 1);
 })()"""
 
-# Each kept input laid out with network-simplex.js's ranks and with dagre's own (its default ranker when none is given).
+# Each kept input laid out with our ranks and order and with dagre's own (its defaults when none is given).
 COMPARE = """() => {
-  const ours = window.tapescopeNetworkSimplex;
+  const ours = [window.tapescopeNetworkSimplex, window.tapescopeCrossingOrder];
   const results = [];
   for (const { boxes, edges, clusters, rankdir } of window.__layoutInputs.splice(0)) {   // laying out keeps more
     if (boxes.length > window.tapescopeLayout.turnsMaxBoxes) continue;     // dagre is not used past this
     const fast = JSON.stringify(window.tapescopeLayout(boxes, edges, clusters, rankdir));
-    window.tapescopeNetworkSimplex = undefined;
+    window.tapescopeNetworkSimplex = window.tapescopeCrossingOrder = undefined;
     try {
       const dagres = JSON.stringify(window.tapescopeLayout(boxes, edges, clusters, rankdir));
       results.push({ boxes: boxes.length, clusters: clusters.length, equal: fast === dagres });
     } finally {
-      window.tapescopeNetworkSimplex = ours;
+      [window.tapescopeNetworkSimplex, window.tapescopeCrossingOrder] = ours;
     }
   }
   return results;
