@@ -164,8 +164,10 @@ def test_parameter_bytes_are_the_ranks_local_shards(ranks, wrap):
             assert {t["name"]: t["shape"] for t in params} == results[wrap]["shards"]
 
 
-SHARDED_STEP_MOVES = 0.017     # FSDP2: the recorded step's own peak, up to 1.7% higher in some runs (see below)
 GATHERED_SLICES = 4096         # tensor + sequence parallel: one gathered activation, 8 x 4 x 32 float32
+# What gloo's threads may still hold when a plain step peaks (or the recorded one): up to two gathered activations (seen:
+# 4,096, 6,144, 6,336 and 8,192 B over ours, 320,508 B; 3 runs in 5 of this file's peak tests on an idle machine)
+LATE_ALL_GATHER = 2 * GATHERED_SLICES
 
 
 @pytest.mark.parametrize("wrap", distributed_model.WRAPS)
@@ -180,21 +182,20 @@ def test_the_peak_is_torch_profilers_on_that_rank(ranks, wrap):
 
     Measured, the least of 3 plain steps: DDP and ZeRO-1 12 B over ours (scalars a kernel makes inside another op,
     div's 0-dim `to`, which no op of the step is), FSDP2 both ways and tensor parallel 0 B, tensor + sequence
-    parallel 0 B and, in some runs, 4,096 B either way: a gathered activation a gloo thread let go of late, in all 3
-    plain steps (the profiler's peak is higher) or in the recorded one (ours is; seen once in a full parallel suite,
-    324,604 B against 320,508 B). Under FSDP2 the recorded step's peak itself moves: in some runs it lands on a
-    reduce-scatter, with the all-gather buffer a gloo thread still holds, 6,528 B (1.6%) to 7,944 B (1.7%) above the
-    plain steps' (its other runs: equal); and in a full parallel suite (the torch tests on one core beside the
+    parallel 0 B and, in some runs, up to two gathered activations either way (LATE_ALL_GATHER) that a gloo thread let
+    go of late, in all 3 plain steps (the profiler's peak is higher) or in the recorded one (ours is). Under FSDP2 the recorded step's peak itself moves: in some runs it lands on a
+    reduce-scatter, with the all-gather buffer a gloo thread still holds, 6,528 B (1.6%) to 10,632 B (2.2%, resharding
+    off; 2 runs in 10 on an idle machine) above the plain steps' (its other runs: equal); and in a full parallel suite (the torch tests on one core beside the
     browser tests on the other) the plain steps' own peak was once 30,152 B (7.3%) over ours on one rank, in all 3
     steps: gloo's staging copy of one all-gather, which its thread, running late, attributes to no op. A staging copy
-    is at most one gather's output: one block's parameters whole (unit_bytes, 33,664 B)."""
+    is at most one gather's output: one block's parameters whole (unit_bytes, 33,664 B), the bound either way."""
     for results in ranks:
         ours, measured = results[wrap]["document"]["summary"]["peak_bytes"], results[wrap]["profiled_peak"]
         if wrap.startswith("fsdp"):
             late_staging = results[wrap]["unit_bytes"]
-            assert -SHARDED_STEP_MOVES * ours <= measured - ours <= late_staging, (ours, measured)
+            assert -late_staging <= measured - ours <= late_staging, (ours, measured)
         else:
-            late_gather = GATHERED_SLICES if wrap == "tp_sp" else 0
+            late_gather = LATE_ALL_GATHER if wrap == "tp_sp" else 0
             assert -late_gather <= measured - ours <= late_gather + 12, (ours, measured)
 
 
