@@ -22,8 +22,6 @@
 
     key(a, b) { return this.before(a, b) ? a * this.n + b : b * this.n + a; }
 
-    has(a, b) { return this.cut.has(this.key(a, b)); }
-
     add(a, b) {
       const [low, high] = this.before(a, b) ? [a, b] : [b, a];
       this.edges.push([low, high]);
