@@ -11,6 +11,7 @@ as one process, over the tensors this rank holds, with its collectives on the ta
 each a full trace document (schema_version 2, as run.json always is) with its `rank`, `world_size` and `mesh`
 (the device mesh's shape, dim names and ranks when the model's parameters are DTensors on one, else null).
 """
+import gc
 import json
 import os
 import pickle
@@ -201,6 +202,16 @@ def init_group():
         dist.init_process_group("gloo", timeout=TIMEOUT)
 
 
+def leave_group():
+    """Destroy the process group once nothing holds it. A DistributedDataParallel model sits in a reference cycle
+    (its hooks refer back to it), so it, its Reducer and through them the gloo group outlive destroy_process_group
+    until a collection; left to the interpreter's exit, gloo's threads are torn down during finalization, where a
+    thread that takes the GIL is ended by pthread_exit and the rank dies of SIGABRT ("terminate called without an
+    active exception") after its work is done. Collected here, the group goes while the interpreter is whole."""
+    gc.collect()
+    dist.destroy_process_group()
+
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -239,7 +250,7 @@ def _rank_entry(rank, nproc, port, result_path, target, args):
         sys.exit(1)
     if rank == 0:
         Path(result_path).write_bytes(pickle.dumps(gathered))
-    dist.destroy_process_group()
+    leave_group()
 
 
 def gather(value):
@@ -274,7 +285,7 @@ def main(args):
         init_group()
         documents = gather(record_file(args.model_file, args.values, args.warmup))
         rank = dist.get_rank()
-        dist.destroy_process_group()
+        leave_group()
         if rank != 0:
             return 0
     else:
