@@ -68,3 +68,30 @@ def drop(page, path, target="[data-testid=drop-zone]"):
         zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: transfer, bubbles: true, cancelable: true }));
         zone.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
     }""", [Path(path).read_text(), Path(path).name, target])
+
+
+def wait_schedule(page, policy, **params):
+    """Wait until the explorer shows a trace whose schedule is `policy` (with `params`) and is interactive."""
+    page.wait_for_function(
+        """([policy, params]) => {
+             const s = window.tapescope.getTrace()?.schedule;
+             return s && s.policy === policy && Object.entries(params).every(([k, v]) => s.params[k] === v)
+               && document.querySelector('.explorer').dataset.ready === 'true';
+           }""", arg=[policy, params], timeout=30000)
+    return shown_trace(page)
+
+
+def choose(page, policy, k=None, preserve=None):
+    """Pick a checkpoint policy (and k, and whether RNG state is kept) as a person would; the trace it shows."""
+    page.get_by_test_id("checkpoint-policy").select_option(policy)
+    params = {}
+    if k is not None:
+        if wait_schedule(page, policy)["schedule"]["params"]["k"] != k:    # a person leaves k alone when it is right
+            page.get_by_test_id("checkpoint-k").fill(str(k))
+        params["k"] = k
+    if preserve is not None:
+        wait_schedule(page, policy, **params)
+        page.get_by_test_id("checkpoint-rng").set_checked(preserve)
+        page.wait_for_function("p => window.tapescope.getTrace()?.schedule?.preserve_rng_state === p"
+                               " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preserve, timeout=30000)
+    return wait_schedule(page, policy, **params)

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from backend.models import presets as preset_specs
 from backend.trace.document_versions import unpack
-from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets, shown_trace, unfold_all
+from tests.e2e.explorer_helpers import choose, go_to_step, open_explorer, presets, shown_trace, unfold_all, wait_schedule
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 # every_k opens at k = 2: k = 2 first is that trace, and k = 1 the one edit after it
@@ -35,32 +35,6 @@ def api_trace(page, base, spec, checkpoint):
     response = page.request.post(f"{base}/api/trace", data={"spec": spec, "checkpoint": checkpoint})
     assert response.ok, response.text()
     return unpack(response.json())
-
-
-def wait_schedule(page, policy, **params):
-    """Wait until the explorer shows a trace whose schedule is `policy` (with `params`) and is interactive."""
-    page.wait_for_function(
-        """([policy, params]) => {
-             const s = window.tapescope.getTrace()?.schedule;
-             return s && s.policy === policy && Object.entries(params).every(([k, v]) => s.params[k] === v)
-               && document.querySelector('.explorer').dataset.ready === 'true';
-           }""", arg=[policy, params], timeout=30000)
-    return shown_trace(page)
-
-
-def choose(page, policy, k=None, preserve=None):
-    page.get_by_test_id("checkpoint-policy").select_option(policy)
-    params = {}
-    if k is not None:
-        if wait_schedule(page, policy)["schedule"]["params"]["k"] != k:    # a person leaves k alone when it is right
-            page.get_by_test_id("checkpoint-k").fill(str(k))
-        params["k"] = k
-    if preserve is not None:
-        wait_schedule(page, policy, **params)
-        page.get_by_test_id("checkpoint-rng").set_checked(preserve)
-        page.wait_for_function("p => window.tapescope.getTrace()?.schedule?.preserve_rng_state === p"
-                               " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preserve, timeout=30000)
-    return wait_schedule(page, policy, **params)
 
 
 def peak_shown(page):

@@ -8,7 +8,7 @@ largest (grad-accumulation: 4 micro-batches' forwards, one optimizer); the small
 import pytest
 
 from tests.e2e.explorer_helpers import open_explorer, unfold_all
-from tests.e2e.test_checkpoint_ui import choose
+from tests.e2e.explorer_helpers import choose
 
 # Every layout input the page sends to its worker or lays out in the page, kept as it was sent.
 CAPTURE = """(() => {
