@@ -1,7 +1,9 @@
 """'Why this peak' in a real browser: the breakdown at the cursor equals the document's bytes, a bar selects its
 tensors, and the levers table shows what the server traced for each lever."""
+import re
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets, shown_trace
@@ -31,6 +33,39 @@ def test_the_breakdown_at_three_steps_is_the_documents_live_bytes(page, live_ser
         page.set_viewport_size({"width": width, "height": height})
         explainer.scroll_into_view_if_needed()
         explainer.screenshot(path=str(ARTIFACTS / f"peak-explainer-{width}.png"))
+
+
+def test_at_every_step_the_bars_kept_from_step_to_step_are_that_steps(page, live_server):
+    """The bars are updated in place as the cursor moves: at each step of a forward and backward, in order and then
+    backwards, they sum to that step's live bytes, each says its own bytes, and none is a row left from another step."""
+    open_explorer(page, live_server, "transformer-tiny")
+    trace = shown_trace(page)
+    seen = page.evaluate("""() => {
+        const steps = window.tapescope.getTrace().steps.length;
+        const order = [...Array(steps).keys()];
+        return [...order, ...order.reverse()].map((step) => {
+          window.tapescope.setStep(step);
+          const bars = [...document.querySelectorAll("[data-testid=peak-breakdown] > li")];
+          return { step, bytes: bars.map((li) => Number((li.querySelector("[data-bytes]") ?? li).dataset.bytes)),
+                   texts: bars.map((li) => li.querySelector(".group-bytes")?.textContent ?? li.textContent),
+                   keys: bars.map((li) => li.querySelector("button")?.dataset.layer + "/" + li.querySelector("button")?.dataset.kind) };
+        });
+      }""")
+    assert len(seen) == 2 * len(trace["steps"])
+    for shown in seen:
+        step = shown["step"]
+        assert sum(shown["bytes"]) == trace["steps"][step]["live_bytes"], step
+        groups = [b for b, key in zip(shown["bytes"], shown["keys"]) if key != "undefined/undefined"]
+        assert groups == sorted(groups, reverse=True), step                  # largest first
+        assert len(set(shown["keys"])) == len(shown["keys"]), step           # no group twice
+        for text, nbytes in zip(shown["texts"], shown["bytes"]):             # each says its own bytes
+            assert said_bytes(text) == pytest.approx(nbytes, rel=0.06, abs=0.5), (step, text, nbytes)
+
+
+def said_bytes(text):
+    """The first "1.5 KiB"-style figure of a bar's text, in bytes (formatBytes rounds to 3 significant digits)."""
+    number, unit = re.search(r"([\d.]+) (B|KiB|MiB|GiB)", text).groups()
+    return float(number) * 1024 ** ["B", "KiB", "MiB", "GiB"].index(unit)
 
 
 def test_clicking_a_bar_selects_the_largest_tensor_of_its_group(page, live_server):

@@ -35,6 +35,14 @@ export function breakdownAt(storages, step) {
     ({ layer: scope, kind, bytes, storages: held, tensorCount: held.reduce((count, s) => count + s.tensors.length, 0) }));
 }
 
+/** Set an element's text, or an attribute, only when it differs: the bars are updated at every step. */
+function setText(element, text) {
+  if (element.textContent !== text) element.textContent = text;
+}
+function setAttribute(element, name, value) {
+  if (element.getAttribute(name) !== value) element.setAttribute(name, value);
+}
+
 /** A group's kind in words; the recorded backward's activations are what a double backward pays for. */
 const groupWords = (group) => (group.layer === RECORDED_BACKWARD && group.kind === "activation"
   ? "the first backward's intermediates, saved for the second" : KIND_WORDS[group.kind] ?? group.kind);
@@ -52,6 +60,12 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
   let storages = [];       // breakdownStorages(trace)
   let shownStep = null;
   let leverRequest = null;
+  // The bars are rows kept from step to step, one per (layer, kind), updated in place: a step changes their bytes
+  // far more often than which groups are shown, and building them anew was a quarter of a step's time on a big model.
+  const rows = new Map();      // `${layer}\u0000${kind}` -> { item, button, fill, bytesText, group }, for this trace
+  const restItem = el("li", { class: "rest" });
+  const goToPeak = el("button", { type: "button", class: "link-button", "data-testid": "go-to-peak", text: "go to the peak" });
+  goToPeak.addEventListener("click", () => onGoTo(trace.summary.peak_step));
   const leverReports = new Map();   // what the server ran, by the model and checkpoint it ran them on (newest last)
 
   const leverKey = ({ spec, checkpoint }) => JSON.stringify([spec, checkpoint ?? null]);
@@ -65,6 +79,8 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
     trace = next;
     storages = breakdownStorages(next);
     shownStep = null;
+    rows.clear();
+    bars.replaceChildren();
     // A rank of a sharded run says its peak in sharding's words too (all-gathered parameters, shards, buffers).
     const sharding = trace.summary.peak_sharding;
     verdict.textContent = [trace.summary.peak?.verdict, sharding && `${sharding[0].toUpperCase()}${sharding.slice(1)}.`]
@@ -87,34 +103,45 @@ export function createPeakExplainer(section, { onSelect, onGoTo, onApply, curren
       stepLine.append(el("span", { class: "explainer-recorded", "data-testid": "explainer-recorded", "data-bytes": recorded,
         text: `${formatBytes(recorded)} of them are the first backward's intermediates saved for the second. ` }));
     }
-    if (!atPeak) {
-      const go = el("button", { type: "button", class: "link-button", "data-testid": "go-to-peak", text: "go to the peak" });
-      go.addEventListener("click", () => onGoTo(trace.summary.peak_step));
-      stepLine.append(go);
-    }
-    bars.replaceChildren();
+    if (!atPeak) stepLine.append(goToPeak);
     const shown = groups.slice(0, SHOWN_GROUPS);
     const rest = groups.slice(SHOWN_GROUPS);
     const widest = Math.max(1, ...shown.map((g) => g.bytes));
-    for (const group of shown) bars.append(groupRow(group, widest, live));
+    const items = shown.map((group) => showRow(rowFor(group), group, widest, live));
     if (rest.length) {
       const bytes = rest.reduce((sum, g) => sum + g.bytes, 0);
-      bars.append(el("li", { class: "rest", "data-bytes": bytes, text: `${rest.length} more groups: ${formatBytes(bytes)}` }));
+      setAttribute(restItem, "data-bytes", String(bytes));
+      setText(restItem, `${rest.length} more groups: ${formatBytes(bytes)}`);
+      items.push(restItem);
     }
+    if (items.length !== bars.children.length || items.some((item, i) => bars.children[i] !== item)) bars.replaceChildren(...items);
   }
 
-  function groupRow(group, widest, live) {
-    const share = live ? group.bytes / live : 0;
-    const button = el("button", { type: "button", class: "group", "data-layer": group.layer, "data-kind": group.kind,
-      "data-bytes": group.bytes, title: `${group.tensorCount} tensor(s); click to select the largest`,
-    }, el("span", { class: "group-name", text: `${group.layer} · ${groupWords(group)}` }),
-    el("span", { class: "group-bar" }, el("span", { class: "fill", style: `width:${(100 * group.bytes / widest).toFixed(1)}%;background:${KIND_COLORS[group.kind] ?? "#999"}` })),
-    el("span", { class: "group-bytes", text: `${formatBytes(group.bytes)} · ${percentText(share)}` }));
+  function rowFor(group) {
+    const key = `${group.layer}\u0000${group.kind}`;
+    let row = rows.get(key);
+    if (row) return row;
+    const fill = el("span", { class: "fill" });
+    const bytesText = el("span", { class: "group-bytes" });
+    const button = el("button", { type: "button", class: "group", "data-layer": group.layer, "data-kind": group.kind },
+      el("span", { class: "group-name", text: `${group.layer} · ${groupWords(group)}` }), el("span", { class: "group-bar" }, fill), bytesText);
+    row = { item: el("li", {}, button), button, fill, bytesText, group };
     button.addEventListener("click", () => {
-      const tensor = largest(group);
+      const tensor = largest(row.group);
       if (tensor) onSelect(`t${tensor.id}`);
     });
-    return el("li", {}, button);
+    rows.set(key, row);
+    return row;
+  }
+
+  function showRow(row, group, widest, live) {
+    row.group = group;
+    const share = live ? group.bytes / live : 0;
+    setAttribute(row.button, "data-bytes", String(group.bytes));
+    setAttribute(row.button, "title", `${group.tensorCount} tensor(s); click to select the largest`);
+    setAttribute(row.fill, "style", `width:${(100 * group.bytes / widest).toFixed(1)}%;background:${KIND_COLORS[group.kind] ?? "#999"}`);
+    setText(row.bytesText, `${formatBytes(group.bytes)} · ${percentText(share)}`);
+    return row.item;
   }
 
   function resetLevers() {
