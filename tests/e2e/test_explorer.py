@@ -137,6 +137,36 @@ def test_clicking_a_node_inspects_it_with_values(page, live_server):
     assert page.locator(f"[data-testid=graph] [data-tensor-id='{x['id']}'].selected").count() == 1
 
 
+def test_the_inspectors_state_row_follows_the_cursor_through_every_step(page, live_server):
+    """A step with a selection refreshes only the inspector's "at step" row: at every step, forward then back, it names
+    that step and says what the tensor is then (not yet allocated, alive, freed), and the rest of the facts stay."""
+    open_explorer(page, live_server, "deep-mlp")
+    trace = shown_trace(page)
+    saved = next(t for t in trace["tensors"] if t["saved_by"] and t["kind"] == "activation" and t["freed"] is not None)
+    page.evaluate("id => window.tapescope.select(id)", f"t{saved['id']}")
+    rows = page.evaluate("""() => {
+        const steps = window.tapescope.getTrace().steps.length;
+        const order = [...Array(steps).keys()];
+        return [...order, ...order.reverse()].map((step) => {
+          window.tapescope.setStep(step);
+          const terms = [...document.querySelectorAll("#inspector .inspector-body dl.facts > dt")];
+          const at = terms.find((dt) => dt.textContent.startsWith("at step"));
+          return { step, term: at?.textContent, state: at?.nextElementSibling.textContent, facts: terms.length };
+        });
+      }""")
+    assert len(rows) == 2 * len(trace["steps"])
+    assert len({row["facts"] for row in rows}) == 1
+    for row in rows:
+        step = row["step"]
+        assert row["term"] == f"at step {step}"
+        if step < saved["born"]:
+            assert row["state"] == "not yet allocated", row
+        elif step > saved["freed"]:
+            assert row["state"] == f"freed at step {saved['freed']}", row
+        else:
+            assert row["state"].startswith("alive"), row
+
+
 def test_an_edit_replaces_the_graph_keeps_the_step_and_ghosts_the_previous_run(page, live_server):
     before = trace_for(page, live_server, "seed-tape")
     open_explorer(page, live_server, "seed-tape")

@@ -127,7 +127,7 @@ function renderStep(step) {
   showBytes(byTestId("live-bytes"), ws.trace.steps[step].live_bytes);
   sweep.render(view.index, step);
   explainer.update(step);
-  inspector.render(ws.selected, view.index, step);
+  inspector.showStep(ws.selected, view.index, step);
   root.dataset.step = String(step);
 }
 

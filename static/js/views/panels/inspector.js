@@ -38,6 +38,8 @@ function tensorState(tensor, index, step) {
   return "alive";
 }
 
+const stepTerm = (step) => `at step ${step}`;
+
 function tensorFacts(tensor, index, step) {
   const tape = index.trace.tape;
   const savedBy = tensor.saved_by.length
@@ -53,7 +55,7 @@ function tensorFacts(tensor, index, step) {
     ["saved by", savedBy],
     ...recomputeFacts(tensor, index),
     ["lifetime", `born step ${tensor.born} → ${tensor.freed === null ? "end" : `freed step ${tensor.freed}`}`],
-    [`at step ${step}`, tensorState(tensor, index, step)],
+    [stepTerm(step), tensorState(tensor, index, step)],
     ["values", stats],
   ]);
 }
@@ -139,7 +141,21 @@ export function createInspector(element, { manual = () => null, onToggle = () =>
     loadPlotly().then((Plotly) => { if (shown === tensor) Plotly.react(heatmap, data, layout, { displayModeBar: false, responsive: true }); });
   }
 
+  // What render() last drew, so that a step alone (the player, a scrub) refreshes only the row that depends on it.
+  let drawn = null;     // { selection, index, tensor, row: the "at step" <dt>, or null }
+
+  /** The cursor moved: the same selection on the same trace changes only its "at step" row; anything else renders. */
+  function showStep(selection, index, step) {
+    if (!drawn || drawn.selection !== selection || drawn.index !== index) { render(selection, index, step); return; }
+    if (!drawn.row) return;
+    const term = stepTerm(step);
+    if (drawn.row.textContent !== term) drawn.row.textContent = term;
+    const state = tensorState(drawn.tensor, index, step);
+    if (drawn.row.nextElementSibling.textContent !== state) drawn.row.nextElementSibling.textContent = state;
+  }
+
   function render(selection, index, step) {
+    drawn = { selection, index, tensor: null, row: null };
     body.replaceChildren();
     if (!selection || !index) {
       body.append(el("p", { class: "hint", text: "Click a node or a lifetime bar to inspect it." }));
@@ -169,13 +185,18 @@ export function createInspector(element, { manual = () => null, onToggle = () =>
         body.append(el("h3", { text: "Output" }));
       }
     }
-    if (tensor) body.append(tensorFacts(tensor, index, step));
+    if (tensor) {
+      const list = tensorFacts(tensor, index, step);
+      body.append(list);
+      drawn.tensor = tensor;
+      drawn.row = [...list.querySelectorAll(":scope > dt")].find((dt) => dt.textContent === stepTerm(step)) ?? null;
+    }
     const underflow = underflowBlock(tensor, index.trace);
     if (underflow) body.append(underflow);
     drawValues(tensor);
   }
 
-  return { render };
+  return { render, showStep };
 }
 
 // An imported entry says whose count its FLOPs are; our engine's entries (no flops_source) are our registry's.
