@@ -95,3 +95,13 @@ def choose(page, policy, k=None, preserve=None):
         page.wait_for_function("p => window.tapescope.getTrace()?.schedule?.preserve_rng_state === p"
                                " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preserve, timeout=30000)
     return wait_schedule(page, policy, **params)
+
+
+def at_every_step_there_and_back(page, read):
+    """Step through every step of the shown trace, forward then back, in one script, as a held arrow key would;
+    `read` is JavaScript, a function of the step run right after the page moved there; [{step, ...what it read}]."""
+    return page.evaluate(f"""() => {{
+        const read = {read};
+        const order = [...Array(window.tapescope.getTrace().steps.length).keys()];
+        return [...order, ...order.reverse()].map((step) => {{ window.tapescope.setStep(step); return {{ step, ...read(step) }}; }});
+      }}""")

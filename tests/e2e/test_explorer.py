@@ -1,7 +1,8 @@
 """The explorer page in a real browser: the graph, the step player, memory and lifetime charts, the sweep panel."""
 import pytest
 
-from tests.e2e.explorer_helpers import current_node_ids, go_to_step, live_bytes, open_explorer, shown_trace, trace_for, unfold_all
+from tests.e2e.explorer_helpers import (at_every_step_there_and_back, current_node_ids, go_to_step, live_bytes, open_explorer,
+                                        shown_trace, trace_for, unfold_all)
 
 
 @pytest.mark.parametrize("preset_id", ["seed-tape", "transformer-tiny"])
@@ -144,15 +145,10 @@ def test_the_inspectors_state_row_follows_the_cursor_through_every_step(page, li
     trace = shown_trace(page)
     saved = next(t for t in trace["tensors"] if t["saved_by"] and t["kind"] == "activation" and t["freed"] is not None)
     page.evaluate("id => window.tapescope.select(id)", f"t{saved['id']}")
-    rows = page.evaluate("""() => {
-        const steps = window.tapescope.getTrace().steps.length;
-        const order = [...Array(steps).keys()];
-        return [...order, ...order.reverse()].map((step) => {
-          window.tapescope.setStep(step);
-          const terms = [...document.querySelectorAll("#inspector .inspector-body dl.facts > dt")];
-          const at = terms.find((dt) => dt.textContent.startsWith("at step"));
-          return { step, term: at?.textContent, state: at?.nextElementSibling.textContent, facts: terms.length };
-        });
+    rows = at_every_step_there_and_back(page, """() => {
+        const at = [...document.querySelectorAll("#inspector .inspector-body dl.facts > dt")].find((dt) => dt.textContent.startsWith("at step"));
+        return { term: at?.textContent, state: at?.nextElementSibling.textContent,
+                 facts: document.querySelectorAll("#inspector .inspector-body dl.facts > dt").length };
       }""")
     assert len(rows) == 2 * len(trace["steps"])
     assert len({row["facts"] for row in rows}) == 1

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets, shown_trace
+from tests.e2e.explorer_helpers import at_every_step_there_and_back, go_to_step, open_explorer, presets, shown_trace
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -40,16 +40,11 @@ def test_at_every_step_the_bars_kept_from_step_to_step_are_that_steps(page, live
     backwards, they sum to that step's live bytes, each says its own bytes, and none is a row left from another step."""
     open_explorer(page, live_server, "transformer-tiny")
     trace = shown_trace(page)
-    seen = page.evaluate("""() => {
-        const steps = window.tapescope.getTrace().steps.length;
-        const order = [...Array(steps).keys()];
-        return [...order, ...order.reverse()].map((step) => {
-          window.tapescope.setStep(step);
-          const bars = [...document.querySelectorAll("[data-testid=peak-breakdown] > li")];
-          return { step, bytes: bars.map((li) => Number((li.querySelector("[data-bytes]") ?? li).dataset.bytes)),
-                   texts: bars.map((li) => li.querySelector(".group-bytes")?.textContent ?? li.textContent),
-                   keys: bars.map((li) => li.querySelector("button")?.dataset.layer + "/" + li.querySelector("button")?.dataset.kind) };
-        });
+    seen = at_every_step_there_and_back(page, """() => {
+        const bars = [...document.querySelectorAll("[data-testid=peak-breakdown] > li")];
+        return { bytes: bars.map((li) => Number((li.querySelector("[data-bytes]") ?? li).dataset.bytes)),
+                 texts: bars.map((li) => li.querySelector(".group-bytes")?.textContent ?? li.textContent),
+                 keys: bars.map((li) => li.querySelector("button")?.dataset.layer + "/" + li.querySelector("button")?.dataset.kind) };
       }""")
     assert len(seen) == 2 * len(trace["steps"])
     for shown in seen:
