@@ -163,6 +163,29 @@ def test_the_inspectors_state_row_follows_the_cursor_through_every_step(page, li
             assert row["state"].startswith("alive"), row
 
 
+@pytest.mark.parametrize("preset_id", ["seed-tape", "transformer-tiny"])
+def test_a_tensor_two_nodes_saved_is_held_until_the_later_has_run(page, live_server, preset_id):
+    """Each node that saved a tensor lets go of its own reference once it has run (sweep[].freed): between the first
+    and the last of those releases the tape still holds it, and the inspector says so; after the last, released."""
+    open_explorer(page, live_server, preset_id)
+    trace = shown_trace(page)
+    releases = {}
+    for item in trace["sweep"]:
+        for tensor_id in item["freed"]:
+            releases.setdefault(tensor_id, []).append(item["step"])
+    tensors = {t["id"]: t for t in trace["tensors"]}
+    first, last, tensor = next((min(steps), max(steps), tensors[i]) for i, steps in releases.items()
+                               if min(steps) < max(steps) and (tensors[i]["freed"] is None or tensors[i]["freed"] >= max(steps)))
+    page.evaluate("id => window.tapescope.select(id)", f"t{tensor['id']}")
+    states = at_every_step_there_and_back(page, """() => {
+        const at = [...document.querySelectorAll("#inspector .inspector-body dl.facts > dt")].find((dt) => dt.textContent.startsWith("at step"));
+        return { state: at?.nextElementSibling.textContent };
+      }""")
+    said = {row["step"]: row["state"] for row in states}
+    assert said[first] == said[last - 1] == "alive, held by the tape for backward"
+    assert said[last] == f"alive, released by backward at step {last}"
+
+
 def test_an_edit_replaces_the_graph_keeps_the_step_and_ghosts_the_previous_run(page, live_server):
     before = trace_for(page, live_server, "seed-tape")
     open_explorer(page, live_server, "seed-tape")

@@ -193,10 +193,10 @@ def held_bytes(trace, scope, step):
     for s in trace["steps"]:
         if s["entry"] is not None and ((s["phase"] == "forward" and s.get("recorded") is not False) or s["phase"] == "recompute"):
             recorded_at.setdefault(s["entry"], s["index"])
-    released_at = {}
+    released_at = {}      # the last saving node to run lets go of it (each node releases its own reference)
     for item in trace["sweep"]:
         for tensor_id in item["freed"]:
-            released_at.setdefault(tensor_id, item["step"])
+            released_at[tensor_id] = max(item["step"], released_at.get(tensor_id, -1))
 
     def held(t):
         alive = t["born"] <= step and (t["freed"] is None or step <= t["freed"])

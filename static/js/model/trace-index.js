@@ -100,9 +100,11 @@ export function indexTrace(trace) {
       recomputeSteps.get(checkpointInBackward).push(step.index);
     }
   }
-  const releasedAt = new Map();   // tensor id -> the sweep step that released it from the tape
+  // tensor id -> the sweep step that released it from the tape: each node that saved it lets go of its own reference
+  // once it has run (sweep[].freed), so a tensor two nodes saved is held until the later of them has run.
+  const releasedAt = new Map();
   for (const item of trace.sweep) {
-    for (const id of item.freed) if (!releasedAt.has(id)) releasedAt.set(id, item.step);
+    for (const id of item.freed) releasedAt.set(id, Math.max(item.step, releasedAt.get(id) ?? -Infinity));
   }
   const savedTensors = trace.tensors.filter((t) => t.saved_by && t.saved_by.length);
   const lastStep = trace.steps.length - 1;
