@@ -11,13 +11,27 @@ const name = (index, id) => index.nameOf(id);
 /** Gradients often share a name (x*x makes two "dx"), so the sweep writes each with its tensor id. */
 const gradName = (index, id) => `${name(index, id)}#${id}`;
 
-function tensorChips(index, ids, chipClass = "chip") {
+/** One chip per tensor id (a click selects it); `look(tensor)` may give a chip its own class and title. */
+function tensorChips(index, ids, look = () => ({})) {
   if (!ids.length) return el("span", { class: "none", text: "none" });
   return el("span", {}, ids.map((id) => {
     const tensor = index.tensor(id);
-    return el("span", { class: chipClass, "data-select": `t${id}`, role: "button", tabindex: 0, title: "select this tensor",
+    const { chipClass = "chip", title = "select this tensor" } = look(tensor);
+    return el("span", { class: chipClass, "data-select": `t${id}`, role: "button", tabindex: 0, title,
       text: `${tensor.name} ${formatShape(tensor.shape)} · ${formatBytes(tensor.nbytes)}` });
   }));
+}
+
+/** The saved tensors this node lets go of once it has run. Only some of them leave memory now (struck through): a
+ * parameter or an input stays, another node that saved it may still hold it, and a tensor still in use stays too. */
+function releasedChips(index, ids, step) {
+  return tensorChips(index, ids, (tensor) => {
+    const why = tensor.freed === step ? "its memory is freed now"
+      : tensor.kind === "param" || tensor.kind === "input" ? `its memory stays: ${tensor.kind === "param" ? "a parameter" : "an input"}`
+      : index.held(tensor, step) ? "its memory stays: another node that saved it has not run yet"
+      : tensor.freed === null ? "its memory stays: still in use to the end of the step" : `its memory stays until step ${tensor.freed}`;
+    return { chipClass: tensor.freed === step ? "chip freed-chip" : "chip", title: `released by the tape; ${why} (click to select)` };
+  });
 }
 
 function accumulation(index, item) {
@@ -162,7 +176,7 @@ export function createSweepPanel(element) {
       facts([
         ["ready queue", item.ready.length ? item.ready.map((e) => `${index.trace.tape[e].op} (entry ${e})`).join(", ") : "empty"],
         ["pending", pending.length ? pending.map(([e, n]) => `entry ${e} waits for ${n}`).join("; ") : "none"],
-        ["freed", tensorChips(index, item.freed, "chip freed-chip")],
+        ["released", releasedChips(index, item.freed, item.step)],
       ]),
     );
     const rederived = index.rederivedAt.get(stepIndex) ?? [];
