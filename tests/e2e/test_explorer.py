@@ -1,5 +1,6 @@
 """The explorer page in a real browser: the graph, the step player, memory and lifetime charts, the sweep panel."""
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.explorer_helpers import (at_every_step_there_and_back, current_node_ids, go_to_step, live_bytes, open_explorer,
                                         shown_trace, trace_for, unfold_all)
@@ -102,6 +103,24 @@ def test_keyboard_steps_plays_and_jumps(page, live_server):
     page.wait_for_timeout(600)
     assert page.evaluate("window.tapescope.getStep()") == paused_at
     assert "forward" in page.inner_text("[data-testid=step-label]") or "backward" in page.inner_text("[data-testid=step-label]")
+
+
+@pytest.mark.parametrize("dropdown", ["preset", "checkpoint-policy"])
+def test_right_after_a_pick_the_arrow_keys_step_and_leave_the_dropdown_as_picked(page, live_server, dropdown):
+    """"Pick a model, then step with ← →": the dropdown keeps the focus after a pick, and ← → step from there
+    instead of picking the next option; ↓ still chooses in it."""
+    open_explorer(page, live_server, "deep-mlp")
+    control = page.get_by_test_id(dropdown)
+    picked = control.input_value()
+    control.focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate("window.tapescope.getStep()") == 1
+    assert control.input_value() == picked
+    expect(control).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(control).not_to_have_value(picked)
 
 
 def test_the_step_label_writes_the_entry_out_in_words(page, live_server):

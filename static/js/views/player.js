@@ -56,8 +56,15 @@ export function createPlayer(controls, { onStep, onStop = () => {}, keys = true 
   speed.addEventListener("change", () => { if (timer !== null) { pause(); resume(); } });
 
   const typing = (target) => target.closest("input, textarea, select, [contenteditable=''], [contenteditable='true']");
+  // A field keeps its keys, but a dropdown gives up ← →: "pick a model, then step with ← →" is the page's first
+  // instruction, the dropdown keeps the focus after the pick, and ← → there would pick the next model instead (↑ ↓,
+  // Home, End and typing still choose in it).
+  const fieldOwns = (event) => {
+    const field = typing(event.target);
+    return Boolean(field) && !(field.matches("select") && (event.key === "ArrowRight" || event.key === "ArrowLeft"));
+  };
   if (keys) document.addEventListener("keydown", (event) => {
-    if (event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) return;
+    if (event.altKey || event.ctrlKey || event.metaKey || fieldOwns(event)) return;
     const actions = {
       ArrowRight: () => { pause(); setStep(step + 1); },
       ArrowLeft: () => { pause(); setStep(step - 1); },
