@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from backend.driver import trace_spec
 from bench.browser import deep_spec
-from tests.e2e.explorer_helpers import ARTIFACTS, go_to_step, open_explorer, trace_for
+from tests.e2e.explorer_helpers import ARTIFACTS, choose, go_to_step, open_explorer, trace_for
 
 GRAPH = "[data-testid=graph]"
 LABEL_HEIGHTS = """() => Array.from(document.querySelectorAll('[data-testid=graph] .node .label'),
@@ -60,6 +60,21 @@ def test_a_5000_entry_model_opens_folded_legible_and_inside_the_panel(page, live
     ranges = page.eval_on_selector_all(f"{GRAPH} .group-node", "ns => ns.map((n) => n.dataset.groupId).filter((id) => id.endsWith('#range'))")
     assert 2 <= len(ranges) <= 6, ranges
     assert all(re.fullmatch(r"layers\[0\]\[\d+–\d+\]#range", r) for r in ranges), ranges
+
+
+@pytest.mark.parametrize("policy", ["none", "sqrt"])
+def test_range_groups_read_in_layer_order_under_a_checkpoint_too(page, live_server, policy):
+    """deep-mlp's 16 layers fold into ranges: each reads low to high and they follow one another, with or without
+    sqrt checkpointing (whose layers are on the tape only by their recompute, last layers first)."""
+    open_explorer(page, live_server, "deep-mlp")
+    if policy != "none":
+        choose(page, policy)
+    ids = page.eval_on_selector_all(f"{GRAPH} [data-group-id]", "ns => [...new Set(ns.map((n) => n.dataset.groupId))]")
+    ranges = sorted((int(a), int(b)) for a, b in (re.fullmatch(r"layers\[0\]\[(\d+)–(\d+)\]#range", i).groups()
+                                                  for i in ids if i.endswith("#range")))
+    assert len(ranges) >= 2, ids
+    assert all(a < b for a, b in ranges), ranges
+    assert ranges[0][0] == 0 and all(ranges[i][1] + 1 == ranges[i + 1][0] for i in range(len(ranges) - 1)), ranges
 
 
 # The open frames around the current node, and every frame name drawn in the panel with its box on screen.

@@ -163,7 +163,12 @@ function bucketSiblings(groups, nodes) {
   const rangesAbove = new Map();   // group id -> the range ids around it, outermost first
   for (const [parentId, children] of childrenOf) {
     if (children.length <= BUCKET_MAX) continue;
-    let level = children.sort((a, b) => firstEntry(a) - firstEntry(b));
+    // In layer order when every child is numbered (layers[0][3]): under a checkpoint a layer's only entries may be its
+    // recompute, whose tape order is backward's (the last layers first); else in the order the tape first meets them.
+    const numbers = children.map((g) => childIndex(parentId, g.id));
+    let level = numbers.every((n) => n !== null)
+      ? children.sort((a, b) => Number(childIndex(parentId, a.id)) - Number(childIndex(parentId, b.id)))
+      : children.sort((a, b) => firstEntry(a) - firstEntry(b));
     while (level.length > BUCKET_MAX) {
       const next = [];
       for (let i = 0; i < level.length; i += BUCKET_MAX) {
