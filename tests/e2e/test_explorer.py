@@ -245,6 +245,20 @@ def test_an_edit_replaces_the_graph_keeps_the_step_and_ghosts_the_previous_run(p
     assert "previous run" in names
 
 
+@pytest.mark.parametrize("preset_id", ["deep-mlp", "transformer-tiny"])
+def test_the_memory_legend_names_only_the_kinds_the_run_holds(page, live_server, preset_id):
+    """Every kind stays in the stack, but the legend names only those with bytes at some step: ten names, five of
+    them always zero, pushed the biggest band's name out of the legend's view at 1280×800."""
+    open_explorer(page, live_server, preset_id)
+    trace = shown_trace(page)
+    held = {kind for step in trace["steps"] for kind, nbytes in step["by_kind"].items() if nbytes}
+    page.wait_for_selector("[data-testid=memory-chart] .legendtext")
+    legend = page.eval_on_selector_all("[data-testid=memory-chart] .legendtext", "ts => ts.map(t => t.textContent)")
+    assert set(legend) == held and len(legend) == len(held), (legend, held)
+    for name in legend:
+        expect(page.locator("[data-testid=memory-chart] .legendtext", has_text=name).first).to_be_visible()
+
+
 def test_the_page_runs_under_the_csp_without_errors(page, live_server):
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))

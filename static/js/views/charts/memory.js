@@ -14,14 +14,19 @@ export function createMemoryChart(element, { onPick }) {
   const cursor = createChartCursor(element);
   let trace = null;
 
+  /** One stacked band per memory kind; a kind this run never holds stays in the stack (at zero) but out of the
+   * legend and the hover, so the legend names only what is drawn (ten kinds pushed the biggest band's out of view). */
   function kindSeries(doc) {
     const x = doc.steps.map((s) => s.index);
-    return MEMORY_KINDS.map((kind) => ({
-      type: "scatter", mode: "lines", stackgroup: "memory", name: kind, x,
-      y: doc.steps.map((s) => s.by_kind[kind] || 0),
-      line: { width: 0.5, color: KIND_COLORS[kind] }, fillcolor: `${KIND_COLORS[kind]}cc`,
-      hovertemplate: `${kind}: %{y:,} B<extra></extra>`,
-    }));
+    return MEMORY_KINDS.map((kind) => {
+      const y = doc.steps.map((s) => s.by_kind[kind] || 0);
+      const held = y.some((bytes) => bytes > 0);
+      return {
+        type: "scatter", mode: "lines", stackgroup: "memory", name: kind, x, y, showlegend: held,
+        line: { width: 0.5, color: KIND_COLORS[kind] }, fillcolor: `${KIND_COLORS[kind]}cc`,
+        ...(held ? { hovertemplate: `${kind}: %{y:,} B<extra></extra>` } : { hoverinfo: "skip" }),
+      };
+    });
   }
 
   /** Double backward: the bytes the first backward's recorded ops saved for backward-2, a line over the stack. */
