@@ -92,8 +92,10 @@ def test_keyboard_steps_plays_and_jumps(page, live_server):
     assert page.evaluate("window.tapescope.getStep()") == 2
     page.keyboard.press("ArrowLeft")
     assert page.evaluate("window.tapescope.getStep()") == 1
+    expect(page.get_by_test_id("step-number")).to_have_text(f"1 / {len(trace['steps']) - 1}")
     page.keyboard.press("End")
     assert page.evaluate("window.tapescope.getStep()") == len(trace["steps"]) - 1
+    expect(page.get_by_test_id("step-number")).to_have_text(f"{len(trace['steps']) - 1} / {len(trace['steps']) - 1}")
     page.keyboard.press("Home")
     assert page.evaluate("window.tapescope.getStep()") == 0
     page.keyboard.press(" ")

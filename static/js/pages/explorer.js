@@ -135,7 +135,7 @@ let redrawing = false;   // a new trace re-placing the cursor is not a step the 
 const player = createPlayer({
   play: byTestId("play"), back: byTestId("step-back"), forward: byTestId("step-forward"),
   start: document.getElementById("step-start"), end: document.getElementById("step-end"),
-  scrub: byTestId("scrub"), speed: document.getElementById("speed"),
+  scrub: byTestId("scrub"), speed: document.getElementById("speed"), counter: byTestId("step-number"),
 }, {
   onStep: (step) => { renderStep(step); workspace.setStep(step, { save: !redrawing && !player?.playing() }); },
   onStop: (step) => workspace.setStep(step),

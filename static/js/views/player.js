@@ -1,11 +1,12 @@
 // player.js — the step cursor's controls: play/pause, back/forward, start/end, scrub, speed, keyboard; onStep redraws,
-// onStop(step) says where playback stopped (the workspace saves that step, never every frame). `keys: false` leaves
-// the keyboard to the page's main player (a second player, such as the JVP sweep's, takes clicks only).
+// onStop(step) says where playback stopped (the workspace saves that step, never every frame); an optional `counter`
+// shows "step / last". `keys: false` leaves the keyboard to the page's main player (a second player, such as the JVP
+// sweep's, takes clicks only).
 
 const SPEEDS_PER_SECOND = [1, 2, 4, 8, 16, 30, 60];
 
 export function createPlayer(controls, { onStep, onStop = () => {}, keys = true }) {
-  const { play, back, forward, start, end, scrub, speed } = controls;
+  const { play, back, forward, start, end, scrub, speed, counter = null } = controls;
   let step = 0;
   let last = 0;
   let timer = null;
@@ -15,6 +16,7 @@ export function createPlayer(controls, { onStep, onStop = () => {}, keys = true 
     step = clamped;
     scrub.value = String(clamped);
     scrub.setAttribute("aria-valuetext", `step ${clamped} of ${last}`);
+    if (counter) counter.textContent = `${clamped} / ${last}`;     // the step's number in view, whatever its label says
     onStep(clamped);
   }
 
