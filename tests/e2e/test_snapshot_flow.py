@@ -28,6 +28,8 @@ def test_a_shared_backward_step_opens_the_same_in_a_fresh_browser_and_copies_int
         assert other.locator("[data-testid=preset]").is_disabled()
         assert other.locator("[data-testid=preset]").input_value() == "residual-unit"
         assert other.inner_text("[data-testid=model-origin]") == "snapshot: residual-unit"
+        intro = other.inner_text("[data-testid=intro]")       # no "pick a model" beside a dropdown that cannot change
+        assert "Pick a model" not in intro and "Make a copy" in intro and other.locator("[data-testid=make-copy]").is_visible()
 
         other.click("[data-testid=make-copy]")
         other.wait_for_url(f"{live_server}/")
