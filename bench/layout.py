@@ -21,8 +21,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 from app import create_app  # noqa: E402
 from tests.conftest import CHROMIUM_ARGS  # noqa: E402
-from tests.e2e.explorer_helpers import open_explorer, unfold_all  # noqa: E402
-from tests.e2e.explorer_helpers import choose  # noqa: E402
+from tests.e2e.explorer_helpers import choose, open_explorer, unfold_all  # noqa: E402
 from tests.e2e.test_layout_as_dagre import CAPTURE  # noqa: E402
 from tests.live import serving  # noqa: E402
 

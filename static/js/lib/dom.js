@@ -19,3 +19,13 @@ export function el(tag, attributes = {}, ...children) {
 export function facts(pairs) {
   return el("dl", { class: "facts" }, pairs.flatMap(([term, value]) => [el("dt", { text: term }), el("dd", {}, value)]));
 }
+
+/** Set an element's text, or one attribute, only when it differs: for views updated at every step, where writing the
+ * same text anew still makes a new text node and an attribute write invalidates style. */
+export function setText(element, text) {
+  if (element.textContent !== text) element.textContent = text;
+}
+
+export function setAttribute(element, name, value) {
+  if (element.getAttribute(name) !== value) element.setAttribute(name, value);
+}

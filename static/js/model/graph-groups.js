@@ -165,9 +165,9 @@ function bucketSiblings(groups, nodes) {
     if (children.length <= BUCKET_MAX) continue;
     // In layer order when every child is numbered (layers[0][3]): under a checkpoint a layer's only entries may be its
     // recompute, whose tape order is backward's (the last layers first); else in the order the tape first meets them.
-    const numbers = children.map((g) => childIndex(parentId, g.id));
-    let level = numbers.every((n) => n !== null)
-      ? children.sort((a, b) => Number(childIndex(parentId, a.id)) - Number(childIndex(parentId, b.id)))
+    const numbers = new Map(children.map((g) => [g, childIndex(parentId, g.id)]));
+    let level = [...numbers.values()].every((n) => n !== null)
+      ? children.sort((a, b) => Number(numbers.get(a)) - Number(numbers.get(b)))
       : children.sort((a, b) => firstEntry(a) - firstEntry(b));
     while (level.length > BUCKET_MAX) {
       const next = [];

@@ -1,7 +1,7 @@
 // inspector.js — the selected node or tensor: shape, dtype, bytes, address, saved-by, lifetime, state at the cursor, values.
 // Checkpoint entries show their region and RNG handling; recompute entries the checkpoint that re-ran them. Under the
 // "manual" policy a button toggles the selection's output in the recompute set, greyed out with the reason when it cannot.
-import { el, facts } from "../../lib/dom.js";
+import { el, facts, setText } from "../../lib/dom.js";
 import { formatBytes, formatNumber, formatShape } from "../../lib/format.js";
 import { asRows, decodeHalfs } from "../../lib/half.js";
 import { loadPlotly } from "../../lib/plotly-loader.js";
@@ -148,10 +148,8 @@ export function createInspector(element, { manual = () => null, onToggle = () =>
   function showStep(selection, index, step) {
     if (!drawn || drawn.selection !== selection || drawn.index !== index) { render(selection, index, step); return; }
     if (!drawn.row) return;
-    const term = stepTerm(step);
-    if (drawn.row.textContent !== term) drawn.row.textContent = term;
-    const state = tensorState(drawn.tensor, index, step);
-    if (drawn.row.nextElementSibling.textContent !== state) drawn.row.nextElementSibling.textContent = state;
+    setText(drawn.row, stepTerm(step));
+    setText(drawn.row.nextElementSibling, tensorState(drawn.tensor, index, step));
   }
 
   function render(selection, index, step) {

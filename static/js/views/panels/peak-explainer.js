@@ -2,7 +2,7 @@
 // intervals and scopes, no request), the trace's verdict on its peak, and the levers that would lower it: each one
 // executed by the server (POST /api/levers) on request, ranked, and applied as an edit on click. In a double backward
 // it attributes the bytes the first backward saved for the second (steps[].recorded_backward_bytes).
-import { el } from "../../lib/dom.js";
+import { el, setAttribute, setText } from "../../lib/dom.js";
 import { formatBytes, signedBytes } from "../../lib/format.js";
 import { KIND_COLORS } from "../../lib/palette.js";
 import { holdersAt } from "../../model/live-bytes.js";
@@ -33,14 +33,6 @@ export function breakdownStorages(trace) {
 export function breakdownAt(storages, step) {
   return holdersAt(step, storages, (storage) => storage.layer).map(({ scope, kind, bytes, storages: held }) =>
     ({ layer: scope, kind, bytes, storages: held, tensorCount: held.reduce((count, s) => count + s.tensors.length, 0) }));
-}
-
-/** Set an element's text, or an attribute, only when it differs: the bars are updated at every step. */
-function setText(element, text) {
-  if (element.textContent !== text) element.textContent = text;
-}
-function setAttribute(element, name, value) {
-  if (element.getAttribute(name) !== value) element.setAttribute(name, value);
 }
 
 /** A group's kind in words; the recorded backward's activations are what a double backward pays for. */

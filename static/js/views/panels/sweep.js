@@ -25,13 +25,17 @@ function tensorChips(index, ids, look = () => ({})) {
 /** The saved tensors this node lets go of once it has run. Only some of them leave memory now (struck through): a
  * parameter or an input stays, another node that saved it may still hold it, and a tensor still in use stays too. */
 function releasedChips(index, ids, step) {
-  return tensorChips(index, ids, (tensor) => {
-    const why = tensor.freed === step ? "its memory is freed now"
-      : tensor.kind === "param" || tensor.kind === "input" ? `its memory stays: ${tensor.kind === "param" ? "a parameter" : "an input"}`
-      : index.held(tensor, step) ? "its memory stays: another node that saved it has not run yet"
-      : tensor.freed === null ? "its memory stays: still in use to the end of the step" : `its memory stays until step ${tensor.freed}`;
-    return { chipClass: tensor.freed === step ? "chip freed-chip" : "chip", title: `released by the tape; ${why} (click to select)` };
-  });
+  return tensorChips(index, ids, (tensor) => tensor.freed === step
+    ? { chipClass: "chip freed-chip", title: "released by the tape; its memory is freed now (click to select)" }
+    : { title: `released by the tape; ${whyItStays(tensor, index, step)} (click to select)` });
+}
+
+/** Why a released tensor's memory is not freed at `step`. */
+function whyItStays(tensor, index, step) {
+  if (tensor.kind === "param") return "its memory stays: a parameter";
+  if (tensor.kind === "input") return "its memory stays: an input";
+  if (index.held(tensor, step)) return "its memory stays: another node that saved it has not run yet";
+  return tensor.freed === null ? "its memory stays: still in use to the end of the step" : `its memory stays until step ${tensor.freed}`;
 }
 
 function accumulation(index, item) {
