@@ -57,16 +57,35 @@ def _visitor_tab(_visitor_context):
 @pytest.fixture
 def page(_visitor_context, _visitor_tab):
     """The one tab, as a first-time visitor's: no cookie, nothing stored, default viewport, waits as long as expect()."""
-    tab = _visitor_tab
-    added = []
-    on = tab.on
-    tab.on = lambda event, handler: (added.append((event, handler)), on(event, handler))[1]
-    tab.set_default_timeout(BUSY_MACHINE_TIMEOUT_MS)
+    lent = LentTab(_visitor_context, _visitor_tab)
     try:
-        yield tab
+        yield _visitor_tab
     finally:
+        lent.hand_back()
+
+
+class LentTab:
+    """The visitor tab lent to one test: it notes the origins the tab's frames go to and the listeners the test adds,
+    and `hand_back()` leaves the tab as a first-time visitor's again."""
+
+    def __init__(self, context, tab):
+        self.context, self.tab = context, tab
+        self.visited = set()      # the origins the tab's frames were at: the only ones that can have stored anything
+        self.added = [("framenavigated", self._note_origin)]
+        tab.on("framenavigated", self._note_origin)
+        on = tab.on
+        tab.on = lambda event, handler: (self.added.append((event, handler)), on(event, handler))[1]
+        tab.set_default_timeout(BUSY_MACHINE_TIMEOUT_MS)
+
+    def _note_origin(self, frame):
+        self.visited.add(_origin_of(frame.url))
+
+    def hand_back(self):
+        """Forget cookies (the session), local, session and IndexedDB storage (drafts, an opened run.json), the
+        test's routes and listeners, its viewport; leave for about:blank, so no script of the test still runs."""
+        tab = self.tab
         del tab.on
-        for event, handler in added:
+        for event, handler in self.added:
             tab.remove_listener(event, handler)
         tab.unroute_all(behavior="ignoreErrors")
         last = _origin_of(tab.url)
@@ -77,24 +96,24 @@ def page(_visitor_context, _visitor_tab):
             if last:
                 quiet(last)               # whose answer would set the session cookie again after it was cleared
         finally:                          # even when the wait fails, the next test meets a fresh visitor's tab
-            _forget_storage(_visitor_context, tab, {last} - {None})
-            _visitor_context.clear_cookies()
+            self._forget_storage((self.visited | {last}) - {None})
+            self.context.clear_cookies()
             tab.set_viewport_size(DEFAULT_VIEWPORT)
+
+    def _forget_storage(self, origins):
+        """Clear the storage of every origin the tab was at. Not context.storage_state() to find them: it opens a tab
+        of its own to read local storage (~0.17 s a test: a renderer started and ended)."""
+        cdp = self.context.new_cdp_session(self.tab)
+        try:
+            for origin in origins:
+                cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
+        finally:
+            cdp.detach()
 
 
 def _origin_of(url):
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else None
-
-
-def _forget_storage(context, tab, origins):
-    """Clear the storage of every origin given (the last page's, whose pagehide write may not be listed yet) and listed."""
-    cdp = context.new_cdp_session(tab)
-    try:
-        for origin in origins | {listed["origin"] for listed in context.storage_state()["origins"]}:
-            cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
-    finally:
-        cdp.detach()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,45 @@
+"""The visitor tab the browser tests share (conftest.LentTab): what one test stores there, at any origin its frames
+went to, is gone for the next one."""
+from tests.e2e.conftest import LentTab
+
+STORE_EVERYTHING = """async () => {
+  localStorage.setItem("draft", "1");
+  sessionStorage.setItem("tab", "1");
+  document.cookie = "left=1; path=/";
+  await new Promise((resolve, reject) => {
+    const opened = indexedDB.open("left-behind", 1);
+    opened.onupgradeneeded = () => opened.result.createObjectStore("runs");
+    opened.onsuccess = () => {
+      const write = opened.result.transaction("runs", "readwrite");
+      write.objectStore("runs").put("a run", "key");
+      write.oncomplete = () => { opened.result.close(); resolve(); };
+    };
+    opened.onerror = () => reject(opened.error);
+  });
+}"""
+
+WHAT_IS_STORED = """async () => ({
+  local: localStorage.length, session: sessionStorage.length, cookie: document.cookie,
+  databases: (await indexedDB.databases()).map((d) => d.name),
+})"""
+
+NOTHING = {"local": 0, "session": 0, "cookie": "", "databases": []}
+
+
+def test_what_a_test_stored_at_two_origins_is_gone_after_it_hands_the_tab_back(_visitor_context, _visitor_tab, live_server):
+    other_origin = live_server.replace("127.0.0.1", "localhost")      # the same server under a second origin
+    lent = LentTab(_visitor_context, _visitor_tab)
+    for origin in (other_origin, live_server):                       # the tab ends at the second: the first is only "visited"
+        _visitor_tab.goto(f"{origin}/favicon.ico")
+        _visitor_tab.evaluate(STORE_EVERYTHING)
+        assert _visitor_tab.evaluate(WHAT_IS_STORED) != NOTHING
+    lent.hand_back()
+
+    assert _visitor_tab.url == "about:blank" and _visitor_context.cookies() == []
+    lent = LentTab(_visitor_context, _visitor_tab)
+    try:
+        for origin in (other_origin, live_server):
+            _visitor_tab.goto(f"{origin}/favicon.ico")
+            assert _visitor_tab.evaluate(WHAT_IS_STORED) == NOTHING, origin
+    finally:
+        lent.hand_back()
