@@ -16,6 +16,7 @@ class _Answering:
 
     def __init__(self):
         self.answering = {}                 # handler -> its request line
+        self.started = 0                    # requests the server began to answer, ever
         self.changed = threading.Condition()
 
     def handler_class(self):
@@ -25,6 +26,7 @@ class _Answering:
             def run_wsgi(self):
                 with answering.changed:
                     answering.answering[self] = self.requestline
+                    answering.started += 1
                 try:
                     super().run_wsgi()
                 finally:
@@ -61,6 +63,11 @@ def serving(app):
         del _SERVED[url]
         server.shutdown()
         thread.join(timeout=5)
+
+
+def requests_started(url):
+    """How many requests the server this process serves at `url` has begun to answer so far."""
+    return _SERVED[url].started
 
 
 def quiet(url, timeout=60.0):

@@ -91,10 +91,15 @@ class LentTab:
         last = _origin_of(tab.url)
         if last:
             tab.evaluate("() => { try { sessionStorage.clear(); } catch {} }")    # the tab's own: CDP does not clear it
-        tab.goto("about:blank")           # the page's pagehide may keep a draft and send a keepalive save (autosave.js)
+            # Leaving, the page's pagehide would send a pending save with keepalive (autosave.js), whose answer sets
+            # the session cookie whenever the browser reads it, before the cookies below are cleared or after (the
+            # next test then opened on this one's workspace: its policy, its unfolded graph). A route does not stop a
+            # keepalive request (Playwright never sees it), so the page's fetch refuses from here on.
+            tab.evaluate("() => { window.fetch = () => Promise.reject(new TypeError('the test is over')); }")
+        tab.goto("about:blank")
         try:
             if last:
-                quiet(last)               # whose answer would set the session cookie again after it was cleared
+                quiet(last)               # a request of the test's own still being answered
         finally:                          # even when the wait fails, the next test meets a fresh visitor's tab
             self._forget_storage((self.visited | {last}) - {None})
             self.context.clear_cookies()

@@ -1,6 +1,10 @@
 """The visitor tab the browser tests share (conftest.LentTab): what one test stores there, at any origin its frames
-went to, is gone for the next one."""
+went to, is gone for the next one, and a save the test's page still had pending is never sent on its way out."""
+import time
+
 from tests.e2e.conftest import LentTab
+from tests.e2e.explorer_helpers import open_explorer
+from tests.live import requests_started
 
 STORE_EVERYTHING = """async () => {
   localStorage.setItem("draft", "1");
@@ -43,3 +47,19 @@ def test_what_a_test_stored_at_two_origins_is_gone_after_it_hands_the_tab_back(_
             assert _visitor_tab.evaluate(WHAT_IS_STORED) == NOTHING, origin
     finally:
         lent.hand_back()
+
+
+def test_a_save_pending_when_the_tab_is_handed_back_is_never_sent(_visitor_context, _visitor_tab, live_server):
+    """Its answer would set the session cookie after the hand-back cleared it: the next test opened on this one's
+    workspace (seen as another test's checkpoint policy, and its unfolded graph, in the next)."""
+    lent = LentTab(_visitor_context, _visitor_tab)
+    open_explorer(_visitor_tab, live_server, "seed-tape")
+    _visitor_tab.evaluate("window.tapescope.setStep(2)")                # the workspace's first save
+    _visitor_tab.wait_for_function("() => window.tapescope.saveState() === 'saved'", timeout=10000)
+    _visitor_tab.evaluate("window.tapescope.setStep(3)")                # saved 0.6 s later, or on leaving the page
+    assert _visitor_tab.evaluate("window.tapescope.saveState()") == "pending"
+    asked = requests_started(live_server)
+    lent.hand_back()
+    time.sleep(1.0)                                                     # what a keepalive save would take, and more
+    assert requests_started(live_server) == asked
+    assert _visitor_context.cookies() == []
