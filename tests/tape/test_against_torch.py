@@ -1,9 +1,12 @@
 """Optional: our engine against PyTorch itself (skipped when torch is not installed; the app never imports it).
 
-Two checks: op-by-op values and gradients on random float64 inputs, and the bytes the tape saves for the MLP
-presets against what torch.autograd.graph.saved_tensors_hooks packs for the same model (unique storages).
+Three checks: op-by-op values and gradients on random float64 inputs; the bytes the tape saves for the MLP presets
+against what torch.autograd.graph.saved_tensors_hooks packs for the same model (unique storages); and when backward
+frees each of those saves, against when torch's own backward drops its last pack.
 """
+import gc
 import itertools
+import weakref
 
 import numpy as np
 import pytest
@@ -194,3 +197,81 @@ def test_saved_bytes_match_what_pytorch_packs(preset):
     ours = trace_spec(presets.get(preset), measure=False)
     assert ours["loss"] == pytest.approx(loss.item(), rel=1e-5)
     assert ours["summary"]["saved_bytes"] == sum(packed.values())
+
+
+def _torch_releases(spec, params, x, target):
+    """What torch's own backward frees of the saves, in order: for each node that frees something, the sizes of the
+    storages whose last saved reference it dropped (sorted). The packs are weakly watched (saved_tensors_hooks), a
+    node's pre-hook says which node runs; parameters, the input and the target stay referenced here, so never freed."""
+    running = [None]
+    holders = {}                     # storage pointer -> how many packs of it are still held
+    freed = []                       # (the node running, storage pointer, nbytes)
+
+    class Held:
+        def __init__(self, t):
+            self.t = t
+
+    def pack(t):
+        storage = t.untyped_storage()
+        key, nbytes = storage.data_ptr(), storage.nbytes()
+        holders[key] = holders.get(key, 0) + 1
+        held = Held(t)
+
+        def dropped():
+            holders[key] -= 1
+            if holders[key] == 0:
+                freed.append((running[0], key, nbytes))
+        weakref.finalize(held, dropped)
+        return held
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda held: held.t):
+        loss = _torch_forward(spec, params, x, target)
+    kept = {t.untyped_storage().data_ptr() for t in [*params.values(), x, target] if t is not None}
+    nodes, todo = [], [loss.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in nodes:
+            continue
+        nodes.append(node)
+        node.register_prehook(lambda grads, node=node: running.__setitem__(0, node))
+        todo.extend(next_node for next_node, _ in node.next_functions)
+    ordinal = {}
+    loss.backward()
+    del loss
+    gc.collect()
+    by_node = {}
+    for node, key, nbytes in freed:
+        if key not in kept:          # a parameter's last pack dropped: its storage is the model's, not freed
+            by_node.setdefault(ordinal.setdefault(node, len(ordinal)), []).append(nbytes)
+    return [sorted(sizes) for _, sizes in sorted(by_node.items())]
+
+
+def _our_releases(document):
+    """The same from our trace: per backward step that frees a saved activation's storage (the last of its tensors
+    to be freed), the storages' sizes, sorted."""
+    storages = {}
+    for tensor in document["tensors"]:
+        if tensor["kind"] == "activation":
+            storage = storages.setdefault(tensor["storage"], {"nbytes": 0, "freed": -1, "saved": False})
+            storage["nbytes"] = max(storage["nbytes"], tensor["nbytes"])
+            storage["freed"] = max(storage["freed"], tensor["freed"] if tensor["freed"] is not None else float("inf"))
+            storage["saved"] |= bool(tensor["saved_by"])
+    by_step = {}
+    for storage in storages.values():
+        if storage["saved"]:
+            by_step.setdefault(storage["freed"], []).append(storage["nbytes"])
+    return [sorted(sizes) for _, sizes in sorted(by_step.items())]
+
+
+@pytest.mark.parametrize("preset", ["seed-tape", "lab1-mlp", "residual-unit", "deep-mlp"])
+def test_backward_frees_each_saved_activation_when_torch_does(preset):
+    """The release rule, against torch's own backward: a saved tensor's memory goes when the last node that saved it
+    has run (residual-unit's block input is saved by two nodes; the loss's difference twice by one)."""
+    spec = validate_spec(presets.get(preset))
+    model = Model(spec)
+    params = {name: torch.tensor(p.data.copy(), requires_grad=True) for name, p in model.params.items()}
+    x = torch.tensor(model.input.data.copy())
+    target = torch.tensor(model.target.data.copy()) if model.target is not None else None
+    theirs = _torch_releases(spec, params, x, target)
+    assert theirs, "torch freed nothing: the watch is broken"
+    assert _our_releases(trace_spec(presets.get(preset), measure=False)) == theirs
