@@ -5,6 +5,7 @@ import json
 import re
 import time
 from urllib.error import HTTPError
+from urllib.parse import urlsplit
 from urllib.request import Request, urlopen
 
 import pytest
@@ -258,6 +259,12 @@ def test_a_snapshot_link_with_a_step_opens_there_and_reads_with_a_mouse(page, li
     step_link = page.get_by_test_id("share-step-link")
     expect(step_link).to_contain_text("link to this step (20)")
     assert step_link.get_attribute("href").endswith("#step=20")
+    # The link reads as its path (the whole address is copied, and in its title): one line beside Share, where the
+    # whole address once broke over two.
+    link = page.get_by_test_id("share-link")
+    assert link.text_content() == urlsplit(link.get_attribute("href")).path and link.get_attribute("title") == link.get_attribute("href")
+    font = page.evaluate("parseFloat(getComputedStyle(document.getElementById('share-output')).fontSize)")
+    assert page.locator("#share-output").bounding_box()["height"] < 2 * font          # one line of text
 
 
 def test_a_preset_switch_has_no_delta_and_no_ghost(page, live_server):

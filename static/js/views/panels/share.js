@@ -10,7 +10,8 @@ async function showLink(output, url, step, selected, rank = null) {
   output.replaceChildren();
   const anchor = document.createElement("a");
   anchor.href = link;
-  anchor.textContent = link;
+  anchor.textContent = new URL(link).pathname;       // the whole address is copied and in the title: the toolbar
+  anchor.title = link;                                // keeps to one line at 1920 px, two at 1280
   anchor.dataset.testid = "share-link";
   const stepAnchor = document.createElement("a");
   stepAnchor.href = `${link}#${stepHash(step, selected, null, rank)}`;
