@@ -334,3 +334,34 @@ def test_the_schedules_panel_names_the_planners_refusal_without_asking_for_a_pla
     expect(page.locator(".schedules-empty")).to_have_text(f"No checkpoint schedules: a checkpoint {stated}.")
     page.wait_for_timeout(800)                     # past the schedules' quiet time: still no plan was asked for
     assert planned == []
+
+
+def _what_runs(trace, index):
+    step = trace["steps"][index]
+    entry = trace["tape"][step["entry"]] if step["entry"] is not None else {}
+    return step["phase"], entry.get("scope"), entry.get("op")
+
+
+def test_a_new_policy_keeps_the_cursor_on_the_same_op_not_the_same_number(page, live_server):
+    """Checkpointing renumbers the steps (recompute steps come in): a kept step number landed on another op."""
+    open_explorer(page, live_server, "transformer-tiny")
+    plain = shown_trace(page)
+    here = next(s["index"] for s in plain["steps"] if s["phase"] == "backward"
+                and plain["tape"][s["entry"]]["op"] == "matmul" and plain["tape"][s["entry"]]["scope"] == "layers[1].mlp")
+    go_to_step(page, here)
+    checkpointed = choose(page, "every_k", k=1)
+    there = page.evaluate("window.tapescope.getStep()")
+    assert there != here and _what_runs(checkpointed, there) == _what_runs(plain, here) == ("backward", "layers[1].mlp", "matmul")
+    # the same op, the same time round: the n-th backward matmul of that scope before it is the n-th after
+    same = lambda trace, i: sum(_what_runs(trace, j) == _what_runs(trace, i) for j in range(i))   # noqa: E731
+    assert same(checkpointed, there) == same(plain, here)
+
+    # a recompute step has no place in a run without checkpointing: the backward op it was readying stands for it
+    recompute = next(s["index"] for s in checkpointed["steps"] if s["phase"] == "recompute")
+    readied = next(s["index"] for s in checkpointed["steps"][recompute:] if s["phase"] == "backward"
+                   and checkpointed["tape"][s["entry"]]["op"] != "checkpoint")
+    go_to_step(page, recompute)
+    plain_again = choose(page, "none")
+    back = page.evaluate("window.tapescope.getStep()")
+    assert _what_runs(plain_again, back) == _what_runs(checkpointed, readied)
+    expect(page.get_by_test_id("step-number")).to_have_text(f"{back} / {len(plain_again['steps']) - 1}")

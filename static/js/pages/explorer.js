@@ -30,6 +30,7 @@ import { bindMakeCopy, bindShare, bindShareRun } from "../views/panels/share.js"
 import { createSweepPanel } from "../views/panels/sweep.js";
 import { createRanksView } from "../views/panels/ranks.js";
 import { indexTrace } from "../model/trace-index.js";
+import { matchingStep } from "../model/step-match.js";
 import * as workspace from "../state/workspace.js";
 
 const byTestId = (id) => document.querySelector(`[data-testid="${id}"]`);
@@ -170,6 +171,8 @@ const ghostName = () => (ws.baseline ? "baseline" : "previous run");
 async function showTrace(trace, { keepStep, previous, label } = {}) {
   root.dataset.ready = "false";
   root.dataset.interactive = "false";
+  const shown = view.index?.trace;
+  keepStep = (shown && shown !== trace && matchingStep(shown, keepStep, trace)) ?? keepStep;   // the same op, not number
   view.index = indexTrace(trace);
   // The first trace opens where the saved session left the graph (its folds and zoom); later ones fit.
   const savedView = view.firstTrace ? { unfolded: ws.unfolded, zoom: ws.zoom } : {};
