@@ -365,3 +365,18 @@ def test_a_new_policy_keeps_the_cursor_on_the_same_op_not_the_same_number(page, 
     back = page.evaluate("window.tapescope.getStep()")
     assert _what_runs(plain_again, back) == _what_runs(checkpointed, readied)
     expect(page.get_by_test_id("step-number")).to_have_text(f"{back} / {len(plain_again['steps']) - 1}")
+
+
+def test_what_a_policy_did_to_the_peak_is_said_beside_the_policy_in_the_first_screen(page, live_server):
+    """At 1280×800 the memory chart and its delta are below the fold: the editor's status line, above the policy,
+    says how the peak moved."""
+    open_explorer(page, live_server, "deep-mlp")
+    plain = shown_trace(page)
+    checkpointed = choose(page, "every_k", k=1)
+    expect(page.get_by_test_id("peak-delta")).not_to_have_text("")
+    delta = page.get_by_test_id("peak-delta").text_content()
+    assert delta.startswith("peak ") and plain["summary"]["peak_bytes"] != checkpointed["summary"]["peak_bytes"]
+    status = page.get_by_test_id("trace-status")
+    expect(status).to_contain_text(delta)
+    box = status.bounding_box()
+    assert box["y"] + box["height"] <= 800 and page.evaluate("window.scrollY") == 0

@@ -10,6 +10,7 @@ import { syncControls } from "./controls.js";
 import { renderForm } from "./form.js";
 import { clearProblems, problemsOf, showProblems } from "./problems.js";
 import { renderSavedTable } from "./saved.js";
+import { describePeakDelta } from "../../model/peak-delta.js";
 import { clone, getAt, same, setAt } from "../../model/spec.js";
 import * as workspace from "../../state/workspace.js";
 
@@ -204,7 +205,9 @@ function traced({ trace, previous, label, ms }) {
   if (ws.traced?.spec) noteTraced(ui.form, ws.traced.spec);
   if (ws.readOnly) setStatus(ws.origin?.kind === "file" ? "a run opened from a file: read-only" : "a shared snapshot: make a copy to edit", "ok");
   else if (trace.error) setStatus(`traced in ${Math.round(ms)} ms · backward stopped at step ${trace.error.step}: an in-place op overwrote a saved tensor`, "error");
-  else setStatus(`traced in ${Math.round(ms)} ms · peak ${formatBytes(trace.summary.peak_bytes)}`, "ok");
+  // What the change did, where the person made it (the chart's delta is below the fold at 1280×800).
+  else setStatus(`traced in ${Math.round(ms)} ms · ${previous && previous !== trace ? describePeakDelta(previous, trace)
+    + (label?.startsWith("baseline") ? ` against the ${label}` : "") : `peak ${formatBytes(trace.summary.peak_bytes)}`}`, "ok");
   updateButtons();
 }
 
