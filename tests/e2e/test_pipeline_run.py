@@ -7,7 +7,7 @@ import re
 import pytest
 
 from backend.trace.document_versions import unpack
-from tests.e2e.explorer_helpers import drop, open_explorer
+from tests.e2e.explorer_helpers import drop, go_to_step, open_explorer
 from tests.many_ranks import record_ranks
 
 pytestmark = pytest.mark.xdist_group("gpt-pipeline-ranks")    # one worker records the run, once
@@ -46,8 +46,12 @@ def test_each_rank_shows_its_micro_batches_and_what_it_holds_in_flight(page, liv
     drop(page, path)
     for rank, document in enumerate(documents):
         if rank:
+            at = documents[0]["steps"][-1]["index"] // 2                      # a backward step of the first stage
+            go_to_step(page, at)
             page.select_option("[data-testid=rank-select]", str(rank))
         page.wait_for_function(SHOWING, arg=rank)
+        if rank:   # the same step number (clamped): the stages run other ops there, none of the first stage's
+            assert page.evaluate("window.tapescope.getStep()") == min(at, len(document["steps"]) - 1)
         labels = micro_batch_labels(page)
         assert labels == forward_middles(document)
         assert [text for text, _ in labels] == ["forward 1", "forward 2", "forward 3", "forward 4"]

@@ -171,8 +171,10 @@ const ghostName = () => (ws.baseline ? "baseline" : "previous run");
 async function showTrace(trace, { keepStep, previous, label } = {}) {
   root.dataset.ready = "false";
   root.dataset.interactive = "false";
+  // A re-trace keeps the cursor on the same op, not the same number (model/step-match.js); a rank switch keeps the
+  // number: ranks run different ops at the same step (a pipeline's stages).
   const shown = view.index?.trace;
-  keepStep = (shown && shown !== trace && matchingStep(shown, keepStep, trace)) ?? keepStep;   // the same op, not number
+  if (shown && shown !== trace && !ws.run) keepStep = matchingStep(shown, keepStep, trace) ?? keepStep;
   view.index = indexTrace(trace);
   // The first trace opens where the saved session left the graph (its folds and zoom); later ones fit.
   const savedView = view.firstTrace ? { unfolded: ws.unfolded, zoom: ws.zoom } : {};
