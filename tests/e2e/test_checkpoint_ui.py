@@ -380,3 +380,20 @@ def test_what_a_policy_did_to_the_peak_is_said_beside_the_policy_in_the_first_sc
     expect(status).to_contain_text(delta)
     box = status.bounding_box()
     assert box["y"] + box["height"] <= 800 and page.evaluate("window.scrollY") == 0
+
+
+@pytest.mark.parametrize("typed, said", [("0", "got 0"), ("", 'not ""'), ("-3", "got -3"), ("2.5", "not 2.5")])
+def test_a_k_that_is_no_whole_number_of_blocks_is_refused_at_the_field_and_the_last_run_stays(page, live_server, typed, said):
+    """k = 0, nothing, -3 or 2.5 once quietly became the k before (the run traced again with it, nothing marked)."""
+    open_explorer(page, live_server, "deep-mlp")
+    blocks = presets(page, live_server)["deep-mlp"]["spec"]["layers"][0]["times"] + 1
+    shown = choose(page, "every_k", k=2)
+    page.get_by_test_id("checkpoint-k").fill(typed)
+    problem = page.locator('.checkpoint-fields [data-problem-path="checkpoint.k"]')
+    expect(problem).to_have_text(f"checkpoint.k must be a whole number from 1 to {blocks}; {said}" if said.startswith("got")
+                                 else f"checkpoint.k must be a whole number from 1 to {blocks}, {said}")
+    expect(page.get_by_test_id("trace-status")).to_contain_text("the last good trace stays")
+    assert shown_trace(page)["schedule"]["params"] == shown["schedule"]["params"] == {"k": 2}
+    page.get_by_test_id("checkpoint-k").fill("3")
+    assert wait_schedule(page, "every_k", k=3)["schedule"]["params"] == {"k": 3}
+    expect(problem).to_have_count(0)

@@ -174,12 +174,14 @@ function checkpointChanged() {
   else { syncControls(ui.form, view()); syncBudgetReadout(ui.form, ws.checkpoint); }
 }
 
-/** A change from the checkpoint controls: fill in k and the budget when the policy needs them, then re-trace. */
+/** A change from the checkpoint controls: fill in k and the budget when a newly chosen policy needs them, then
+ * re-trace. What a person typed goes as typed (0, -3, 2.5, nothing): the server's problem then names the field. */
 function setCheckpoint(change, mode = "now") {
   if (ws.readOnly || !ws.spec) return;
   const next = { ...ws.checkpoint, ...change };
-  if (next.policy === "every_k" && !(Number.isInteger(next.k) && next.k >= 1)) next.k = Math.min(2, blockCount() ?? 2);
-  if (next.policy === "optimal" && !(Number.isInteger(next.budget_bytes) && next.budget_bytes > 0)) next.budget_bytes = defaultBudget();
+  const usable = (value) => Number.isInteger(value) && value >= 1;
+  if (next.policy === "every_k" && !("k" in change) && !usable(next.k)) next.k = Math.min(2, blockCount() ?? 2);
+  if (next.policy === "optimal" && !("budget_bytes" in change) && !usable(next.budget_bytes)) next.budget_bytes = defaultBudget();
   workspace.setCheckpoint(next, mode);
 }
 
