@@ -342,16 +342,28 @@ def _what_runs(trace, index):
     return step["phase"], entry.get("scope"), entry.get("op")
 
 
-def test_a_new_policy_keeps_the_cursor_on_the_same_op_not_the_same_number(page, live_server):
-    """Checkpointing renumbers the steps (recompute steps come in): a kept step number landed on another op."""
-    open_explorer(page, live_server, "transformer-tiny")
+CURRENT_IN_PANEL = """() => {
+  const panel = document.querySelector('[data-testid=graph]').getBoundingClientRect();
+  const node = document.querySelector('[data-testid=graph] .node.current')?.getBoundingClientRect();
+  return Boolean(node) && !document.querySelector('[data-testid=graph]').dataset.panning && node.left >= panel.left
+    && node.right <= panel.right && node.top >= panel.top && node.bottom <= panel.bottom;
+}"""
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1920, 1080)], ids=["1280x800", "1920x1080"])
+def test_a_new_policy_keeps_the_cursor_on_the_same_op_not_the_same_number(page, live_server, size):
+    """Checkpointing renumbers the steps (recompute steps come in): a kept step number landed on another op. And the
+    op stays in view: a pan begun for a restyle of the new graph at step 0 carried it off screen (1,051 px below)."""
+    open_explorer(page, live_server, "transformer-tiny", size=size)
     plain = shown_trace(page)
     here = next(s["index"] for s in plain["steps"] if s["phase"] == "backward"
-                and plain["tape"][s["entry"]]["op"] == "matmul" and plain["tape"][s["entry"]]["scope"] == "layers[1].mlp")
+                and plain["tape"][s["entry"]]["op"] == "matmul" and plain["tape"][s["entry"]]["scope"] == "layers[2].attn")
     go_to_step(page, here)
+    page.wait_for_function(CURRENT_IN_PANEL, timeout=5000)
     checkpointed = choose(page, "every_k", k=1)
     there = page.evaluate("window.tapescope.getStep()")
-    assert there != here and _what_runs(checkpointed, there) == _what_runs(plain, here) == ("backward", "layers[1].mlp", "matmul")
+    assert there != here and _what_runs(checkpointed, there) == _what_runs(plain, here) == ("backward", "layers[2].attn", "matmul")
+    page.wait_for_function(CURRENT_IN_PANEL, timeout=5000)
     # the same op, the same time round: the n-th backward matmul of that scope before it is the n-th after
     same = lambda trace, i: sum(_what_runs(trace, j) == _what_runs(trace, i) for j in range(i))   # noqa: E731
     assert same(checkpointed, there) == same(plain, here)
@@ -364,6 +376,7 @@ def test_a_new_policy_keeps_the_cursor_on_the_same_op_not_the_same_number(page, 
     plain_again = choose(page, "none")
     back = page.evaluate("window.tapescope.getStep()")
     assert _what_runs(plain_again, back) == _what_runs(checkpointed, readied)
+    page.wait_for_function(CURRENT_IN_PANEL, timeout=5000)
     expect(page.get_by_test_id("step-number")).to_have_text(f"{back} / {len(plain_again['steps']) - 1}")
 
 

@@ -371,7 +371,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
 
   function setPicked(ids) {
     picked = ids && ids.size ? ids : null;
-    if (state) update(state.step ?? 0);
+    if (state && state.step !== undefined) update(state.step);    // a graph just drawn waits for the player's step
   }
 
   /** The graph's groups and each node's path through them, for the views grouped the same way (the lifetime chart). */

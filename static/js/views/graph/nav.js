@@ -199,7 +199,8 @@ export function createNavigator(svgElement, viewport, controls = {}) {
     follow(nodeId, instant = false) {
       const position = graph?.positions[nodeId];
       if (!position) return;
-      const transform = d3.zoomTransform(svgElement);
+      // In view where the view is headed: a pan still running (to the step before) would carry the node off screen.
+      const transform = aim ?? d3.zoomTransform(svgElement);
       const { width, height } = box();
       const [left, top] = transform.apply([0, 0]);
       const [right, bottom] = transform.apply([graph.width, graph.height]);
