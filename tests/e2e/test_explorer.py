@@ -270,3 +270,13 @@ def test_the_page_runs_under_the_csp_without_errors(page, live_server):
     page.wait_for_selector(".explorer[data-ready=true]")
     page.click("[data-testid=step-forward]")
     assert [e for e in errors if "404" not in e] == []
+
+
+def test_an_address_naming_no_preset_says_so_and_opens_the_workspace(page, live_server):
+    """/?preset=nonexistent once opened the workspace's model without a word: a misspelt link looked like a wrong one."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{live_server}/?preset=nonexistent")
+    page.wait_for_selector(".explorer[data-ready=true]")
+    expect(page.locator("#status")).to_contain_text('this address names a model "nonexistent" that is not one of the presets')
+    expect(page.locator("#status")).to_contain_text("seed-tape")                    # the names it could have been
+    assert page.evaluate("window.tapescope.getTrace().spec.name") == "seed-tape"      # a fresh visitor's workspace

@@ -303,6 +303,10 @@ async function start() {
   }
   const session = await sessionRequest;
   const preset = presets.find((p) => p.id === address.preset);
+  if (address.preset && !preset) {               // a misspelt or retired name: say so, then open as if unnamed
+    openingNote = ` · this address names a model "${address.preset.slice(0, 60)}" that is not one of the presets (${presets.map((p) => p.id)
+      .join(", ")}), so this is your workspace`;
+  }
   const draft = readDraft();
   const workOf = (doc) => doc?.origin?.kind === "preset" ? doc.origin.preset : null;
   const ours = preset && [workOf(draft?.document), workOf(session)].includes(preset.id);
