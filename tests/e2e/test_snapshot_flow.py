@@ -30,6 +30,12 @@ def test_a_shared_backward_step_opens_the_same_in_a_fresh_browser_and_copies_int
         assert other.inner_text("[data-testid=model-origin]") == "snapshot: residual-unit"
         intro = other.inner_text("[data-testid=intro]")       # no "pick a model" beside a dropdown that cannot change
         assert "Pick a model" not in intro and "Make a copy" in intro and other.locator("[data-testid=make-copy]").is_visible()
+        # nothing of the editor looks as if it would change the model: only the viewer's own buttons (fold the editor
+        # away, Form / JSON) are enabled (JSON's Discard was), and a remove ✕ is not red
+        enabled = other.eval_on_selector_all("#editor-panel button", "bs => bs.filter((b) => !b.disabled).map((b) => b.textContent)")
+        assert set(enabled) <= {"Edit the model ⇥", "⇤", "Form", "JSON"}, enabled
+        removes = other.eval_on_selector_all("#editor-panel button.remove", "bs => bs.map((b) => getComputedStyle(b).color)")
+        assert removes and "rgb(154, 52, 18)" not in removes
 
         other.click("[data-testid=make-copy]")
         other.wait_for_url(f"{live_server}/")

@@ -197,6 +197,7 @@ function renderFormNow() {
   ui.form.querySelectorAll("input, select, button").forEach((n) => { if (ws.readOnly) n.disabled = true; });
   ui.json.readOnly = ws.readOnly;
   ui.apply.disabled = ws.readOnly;
+  ui.discard.disabled = ws.readOnly;
 }
 
 function traced({ trace, previous, label, ms }) {
