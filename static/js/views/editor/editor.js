@@ -210,8 +210,19 @@ function traced({ trace, previous, label, ms }) {
   else if (trace.error) setStatus(`traced in ${Math.round(ms)} ms · backward stopped at step ${trace.error.step}: an in-place op overwrote a saved tensor`, "error");
   // What the change did, where the person made it (the chart's delta is below the fold at 1280×800).
   else setStatus(`traced in ${Math.round(ms)} ms · ${previous && previous !== trace ? describePeakDelta(previous, trace)
-    + (label?.startsWith("baseline") ? ` against the ${label}` : "") : `peak ${formatBytes(trace.summary.peak_bytes)}`}`, "ok");
+    + (label?.startsWith("baseline") ? ` against the ${label}` : " from the run before") : `peak ${formatBytes(trace.summary.peak_bytes)}`}`
+    + optimizerPeakNote(trace), "ok");
   updateButtons();
+}
+
+/** Under a checkpoint policy, a peak in the optimizer's update is out of checkpointing's reach: said, since the
+ * delta alone reads "+0 B" with no reason (transformer-tiny). */
+function optimizerPeakNote(trace) {
+  const policy = trace.schedule?.policy;
+  const step = trace.steps[trace.summary.peak_step];
+  if (!policy || policy === "none" || step?.phase !== "optimizer") return "";
+  return ` · the peak is in the optimizer's update (step ${step.index}), after backward freed the activations:`
+    + " checkpointing cannot lower it";
 }
 
 function refused({ status, body }) {
