@@ -96,3 +96,26 @@ def test_a_re_trace_that_keeps_the_boxes_is_drawn_without_laying_out_again(page,
                            " && document.querySelector('.explorer').dataset.ready === 'true'")
     assert page.evaluate(LAYOUTS, "tapescope:layout-run") == run
     assert page.evaluate(LAYOUTS, "tapescope:layout-kept") > kept and page.locator(DRAWN).count() == drawn
+
+
+def test_a_step_taken_as_soon_as_a_new_run_is_shown_still_unfolds_its_block(page, live_server):
+    """The step a new graph opened on was noted when its settle timer fired; a step within that 120 ms (a quick press,
+    a test stepping at once) cancelled it and was itself taken for the opening step, so its block stayed folded (seen
+    as a browser test's 30 s wait for a node in a whole-suite run)."""
+    open_explorer(page, live_server, "transformer-tiny")
+    assert page.locator("[data-testid=graph] [data-group-id='layers[1]']").count() == 1        # opened folded
+    page.evaluate("""() => {
+        const root = document.querySelector('.explorer');
+        new MutationObserver((changes, observer) => {
+          const trace = window.tapescope.getTrace();
+          if (root.dataset.interactive !== 'true' || trace.schedule?.policy !== 'every_k') return;
+          observer.disconnect();
+          const softmax = trace.tape.find((e) => e.op === 'softmax' && e.scope === 'layers[1].attn');
+          window.__stepped = trace.steps.find((s) => s.phase === 'backward' && s.entry === softmax.index).index;
+          window.tapescope.setStep(window.__stepped);          // at once, in the task that showed the run
+        }).observe(root, { attributes: true, attributeFilter: ['data-interactive'] });
+      }""")
+    page.get_by_test_id("checkpoint-policy").select_option("every_k")
+    page.wait_for_function("() => window.__stepped !== undefined")
+    entry = page.evaluate("window.tapescope.getTrace().steps[window.__stepped].entry")
+    page.locator(f"[data-testid=graph] [data-node-id='{entry}']").wait_for(timeout=5000)     # its block unfolded
