@@ -208,11 +208,15 @@ function traced({ trace, previous, label, ms }) {
   if (ws.traced?.spec) noteTraced(ui.form, ws.traced.spec);
   if (ws.readOnly) setStatus(ws.origin?.kind === "file" ? "a run opened from a file: read-only" : "a shared snapshot: make a copy to edit", "ok");
   else if (trace.error) setStatus(`traced in ${Math.round(ms)} ms · backward stopped at step ${trace.error.step}: an in-place op overwrote a saved tensor`, "error");
-  // What the change did, where the person made it (the chart's delta is below the fold at 1280×800).
-  else setStatus(`traced in ${Math.round(ms)} ms · ${previous && previous !== trace ? describePeakDelta(previous, trace)
-    + (label?.startsWith("baseline") ? ` against the ${label}` : " from the run before") : `peak ${formatBytes(trace.summary.peak_bytes)}`}`
-    + optimizerPeakNote(trace), "ok");
+  else setStatus(`traced in ${Math.round(ms)} ms · ${peakText(trace, previous, label)}${optimizerPeakNote(trace)}`, "ok");
   updateButtons();
+}
+
+/** What the change did to the peak, said where the person made it (the chart's delta is below the fold at 1280×800):
+ * against the pinned baseline or the run before, or the peak alone for a first run. */
+function peakText(trace, previous, label) {
+  if (!previous || previous === trace) return `peak ${formatBytes(trace.summary.peak_bytes)}`;
+  return `${describePeakDelta(previous, trace)}${label?.startsWith("baseline") ? ` against the ${label}` : " from the run before"}`;
 }
 
 /** Under a checkpoint policy, a peak in the optimizer's update is out of checkpointing's reach: said, since the

@@ -146,10 +146,15 @@ export function foldAll(fold, groups, folded) {
   fold.path = null;
 }
 
+/** A step the graph is shown at: the first after it is drawn is the one it opened on (nothing to unfold for it).
+ * Noted at once: noted when that step's settle came, a step sooner (a quick press) was taken for the opening one. */
+export function noteShown(fold, stepIndex) {
+  if (fold.openedAt === null) fold.openedAt = stepIndex;
+}
+
 /** The player is at `stepIndex` on `node`: unfold the folded groups on its path, fold back those it unfolded and
  * left. Nothing moves at the step the graph opened on. True when the fold changed. */
 export function followCursor(fold, node, stepIndex) {
-  if (fold.openedAt === null) fold.openedAt = stepIndex;
   if (!fold.autoFold || fold.openedAt === stepIndex) return false;
   fold.openedAt = -1;
   const path = node?.groups ?? [];

@@ -12,7 +12,7 @@
 // transformed SVG group its own paint chunk, and re-layerizing ~10,000 chunks on every step was most of a frame.
 /* global d3 */
 import { formatBytes } from "../../lib/format.js";
-import { carriedFold, createRelayoutQueue, foldAll, foldToSave, followCursor, layoutFolded, openingFold, revealNode,
+import { carriedFold, createRelayoutQueue, foldAll, foldToSave, followCursor, layoutFolded, noteShown, openingFold, revealNode,
   savedFold, toggleFold } from "./fold.js";
 import { frameLabels } from "./frames.js";
 import { buildGroups } from "../../model/graph-groups.js";
@@ -296,9 +296,7 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
     // The player entered a group: unfold the folded groups on the cursor's path, fold back those it left, once the
     // steps settle (FOLLOW_SETTLE_MS without another): a held arrow key, a scrub or the fastest play only restyles,
     // since a refold is a relayout and a big graph's costs a quarter of a second.
-    // The step a new graph is first shown at is the one it opened on (nothing to unfold for it), noted now: noted when
-    // its settle fired, a step that came sooner (a quick press, a test) was taken for the opening one and not followed.
-    if (model.fold && model.fold.openedAt === null) model.fold.openedAt = stepIndex;
+    if (model.fold) noteShown(model.fold, stepIndex);
     followWhenSettled(step, stepIndex);
     state.progress.show(stepIndex, nodeElements);
     const cursorRep = step.entry === null || step.entry === undefined ? null : state.rep.get(`e${step.entry}`);
