@@ -3,7 +3,6 @@ gradients are the plain step's, and our prediction from the plain document alone
 import json
 from pathlib import Path
 
-import jsonschema
 import numpy as np
 import pytest
 
@@ -21,6 +20,7 @@ from backend.planner.torch_timeline import TorchBase, predict_live_bytes  # noqa
 from backend.trace.document_versions import pack, unpack  # noqa: E402
 from backend.trace.intake import load_posted_document  # noqa: E402
 from tests.lazy import Lazy  # noqa: E402
+from tests.schemas import assert_matches_schema  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
@@ -47,8 +47,8 @@ def test_every_checkpointed_run_validates_and_passes_the_servers_checks(runs, mo
     found = runs[model]
     assert [request["policy"] for request, _, _ in found.runs] == ["every_k", "every_k", "selective"]
     for document in [found.document] + [executed for _, executed, _ in found.runs]:
-        jsonschema.validate(document, EXPANDED_SCHEMA)
-        jsonschema.validate(pack(document), SCHEMA)
+        assert_matches_schema(document, EXPANDED_SCHEMA)
+        assert_matches_schema(pack(document), SCHEMA)
         posted = json.loads(json.dumps(pack(document)))          # as the command line writes it
         assert load_posted_document(posted) == unpack(posted)          # the expanded records it checked
         assert document["source"]["kind"] == "torch"
@@ -161,7 +161,7 @@ def test_the_command_line_writes_the_run_with_its_schedules(tmp_path, capsys, mo
     main(["examples/torch/transformer_tiny.py", "--checkpoint", "every_k=1", "--out", str(out)])
     result = capsys.readouterr()
     written = json.loads(out.read_text())
-    jsonschema.validate(written, SCHEMA)
+    assert_matches_schema(written, SCHEMA)
     document = load_posted_document(written)
     assert [s["policy"] for s in document["schedules"]] == ["none", "every_k"]
     assert document["schedule"]["policy"] == "none"

@@ -7,7 +7,6 @@ import sys
 import urllib.request
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install torch==2.13.0)")
@@ -22,6 +21,7 @@ from backend.trace.document_versions import pack, unpack  # noqa: E402
 from tests.gradient_names import misnamed_gradients  # noqa: E402
 from tests.importers.packed import packed_during  # noqa: E402
 from tests.lazy import Lazy  # noqa: E402
+from tests.schemas import assert_matches_schema  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
@@ -42,8 +42,8 @@ def documents():
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_example_validates_and_names_its_source(documents, example):
     document = documents[example]
-    jsonschema.validate(document, EXPANDED_SCHEMA)
-    jsonschema.validate(pack(document), SCHEMA)
+    assert_matches_schema(document, EXPANDED_SCHEMA)
+    assert_matches_schema(pack(document), SCHEMA)
     assert unpack(pack(document)) == {**document, "schema_version": 2}    # nothing an import carries is lost
     assert document["source"]["kind"] == "torch" and document["source"]["torch_version"] == torch.__version__
     assert document["source"]["model"] == type(fresh(example)[0]).__name__
@@ -165,7 +165,7 @@ def test_the_command_line_writes_the_document(tmp_path):
     out = tmp_path / "run.json"
     result = subprocess.run([sys.executable, "-m", "backend.importers.torch", "examples/torch/mlp.py", "--out",
                              str(out)], cwd=ROOT, capture_output=True, text=True, check=True)
-    jsonschema.validate(json.loads(out.read_text()), SCHEMA)
+    assert_matches_schema(json.loads(out.read_text()), SCHEMA)
     document = unpack(json.loads(out.read_text()))
     assert "Sequential:" in result.stderr and "peak" in result.stderr
     assert not any("f16" in t.get("value", {}) for t in document["tensors"])      # statistics only

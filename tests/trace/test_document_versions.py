@@ -4,7 +4,6 @@ upgrades to the version 2 document the builder makes today."""
 import json
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from backend.driver import trace_spec
@@ -13,6 +12,7 @@ from backend.trace import SCHEMA_VERSION, upgrade
 from backend.trace.memory_kinds import MEMORY_KIND_NAMES
 from backend.trace.document_versions import DocumentVersionError, pack, step_count, unpack
 from tests.close import differences
+from tests.schemas import assert_matches_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
@@ -39,8 +39,8 @@ def expanded(request):
 
 def test_version_2_validates_and_unpacks_to_the_expanded_document_field_by_field(expanded):
     packed = pack(expanded)
-    jsonschema.validate(packed, SCHEMA)
-    jsonschema.validate(expanded, EXPANDED_SCHEMA)
+    assert_matches_schema(packed, SCHEMA)
+    assert_matches_schema(expanded, EXPANDED_SCHEMA)
     assert packed["schema_version"] == SCHEMA_VERSION == 2
     unpacked = unpack(json.loads(json.dumps(packed)))             # through JSON, as a reader gets it
     assert set(unpacked) == set(expanded)
@@ -78,7 +78,7 @@ def test_a_version_1_document_upgrades_to_the_version_2_built_today(fixture):
     assert stored["trace"]["schema_version"] == 1
     today = pack(trace_spec(stored["spec"], stored["checkpoint"], measure=False, deadline_s=60))
     upgraded = upgrade(stored["trace"])
-    jsonschema.validate(upgraded, SCHEMA)
+    assert_matches_schema(upgraded, SCHEMA)
     old, new = without_function_reprs(unpack(upgraded)), without_function_reprs(unpack(today))
     # every field the old document has is today's (fields added since are extra); statistics to STATISTICS_RTOL
     assert differences(old, as_far_as(old, new)) == []

@@ -3,7 +3,6 @@ each optimizer's state as optimizer memory."""
 import json
 from pathlib import Path
 
-import jsonschema
 import numpy as np
 import pytest
 
@@ -11,6 +10,7 @@ from backend.models import presets
 from backend.driver import trace_spec
 from backend.trace.document_versions import pack
 from backend.trace.values import decode
+from tests.schemas import assert_matches_schema
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 SCHEMA = json.loads((DOCS / "trace.schema.json").read_text())
@@ -95,8 +95,8 @@ def test_forward_entries_say_whether_their_output_may_be_recomputed_and_why_not(
 def test_optimizer_state_is_optimizer_memory_born_at_each_parameters_step(optimizer, buffers):
     spec = {**presets.get("lab1-mlp"), "optimizer": optimizer}
     document = trace_spec(spec, measure=False)
-    jsonschema.validate(document, EXPANDED_SCHEMA)
-    jsonschema.validate(pack(document), SCHEMA)
+    assert_matches_schema(document, EXPANDED_SCHEMA)
+    assert_matches_schema(pack(document), SCHEMA)
     params = ("layers[0].weight", "layers[0].bias", "layers[2].weight")
     param_bytes = (64 + 64 + 64) * 8                                    # float64 (1,64), (64,), (64,1)
     summary = document["summary"]

@@ -7,13 +7,13 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from app import create_app
 from backend.store.binding import close_store
 from backend.trace.document_versions import step_count, unpack, upgrade
 from tests.settings import app_config
+from tests.schemas import assert_matches_schema
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "trace.schema.json").read_text())
@@ -44,7 +44,7 @@ def rank_documents(body):
 def test_each_document_upgrades_to_a_valid_version_2_that_unpacks(name):
     for document in rank_documents(posted_body(name)):
         upgraded = upgrade(document)
-        jsonschema.validate(upgraded, SCHEMA)
+        assert_matches_schema(upgraded, SCHEMA)
         unpacked = unpack(json.loads(json.dumps(upgraded)))
         assert len(unpacked["steps"]) == step_count(document) > 0
         assert unpacked["summary"]["peak_bytes"] == max(step["live_bytes"] for step in unpacked["steps"])
@@ -83,7 +83,7 @@ def test_a_database_written_today_opens_its_snapshot_and_its_session(database_ap
     assert (snapshot["title"], snapshot["view"]["step"], snapshot["schema_version"]) == ("seed tape", 3, "2")
     trace = snapshot["trace"]
     assert upgrade(trace) is trace and step_count(trace) > 3
-    jsonschema.validate(trace, SCHEMA)
+    assert_matches_schema(trace, SCHEMA)
     assert unpack(trace)["spec"] == snapshot["spec"]
     with client.session_transaction() as cookie:
         cookie["workspace_id"] = session_id

@@ -8,7 +8,6 @@ import contextlib
 import json
 from pathlib import Path
 
-import jsonschema
 import numpy as np
 import pytest
 
@@ -17,6 +16,7 @@ from backend.models.model import Model
 from backend.trace.run import record
 from backend.trace.document_versions import unpack
 from tests.torch_spec import torch_layers
+from tests.schemas import assert_matches_schema
 
 FEATURES = {"kind": "features", "size": 3}
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "trace.schema.json").read_text())
@@ -201,11 +201,11 @@ def test_knob_documents_over_the_api_validate_against_the_schema(client, case):
     reply = client.post("/api/trace", json={"spec": spec})
     assert reply.status_code == 200, reply.get_json()
     document = reply.get_json()
-    jsonschema.validate(document, SCHEMA)
+    assert_matches_schema(document, SCHEMA)
     assert document["error"] is None
     assert [cut["type"] for cut in document["cuts"]] == [layer["type"] for layer in CASES[case]
                                                         if layer["type"] in ("detach", "no_grad")]
 
 
 def test_the_version_error_document_validates_against_the_schema(client):
-    jsonschema.validate(client.post("/api/trace", json={"spec": presets.get("version-error")}).get_json(), SCHEMA)
+    assert_matches_schema(client.post("/api/trace", json={"spec": presets.get("version-error")}).get_json(), SCHEMA)

@@ -4,11 +4,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from backend.models import presets
 from backend.trace.document_versions import unpack
+from tests.schemas import assert_matches_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
@@ -18,7 +18,7 @@ SCHEMA = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
 def test_every_preset_trace_validates_against_the_schema(client, preset):
     response = client.post("/api/trace", json={"spec": presets.get(preset)})
     assert response.status_code == 200
-    jsonschema.validate(response.get_json(), SCHEMA)
+    assert_matches_schema(response.get_json(), SCHEMA)
 
 
 def test_presets_endpoint_lists_every_preset_with_a_spec(client):
@@ -66,7 +66,7 @@ def test_command_line_prints_the_document():
     result = subprocess.run([sys.executable, "-m", "backend.driver", "seed-tape"], cwd=ROOT,
                             capture_output=True, text=True, check=True)
     document = json.loads(result.stdout)
-    jsonschema.validate(document, SCHEMA)
+    assert_matches_schema(document, SCHEMA)
     assert document["schema_version"] == 2 and len(unpack(document)["tape"]) == 5
     bad = subprocess.run([sys.executable, "-m", "backend.driver", "no-such-preset"], cwd=ROOT,
                          capture_output=True, text=True)
@@ -78,7 +78,7 @@ def test_command_line_prints_the_document():
 def test_a_checkpointed_trace_is_the_checkpointed_run(client, preset, checkpoint):
     response = client.post("/api/trace", json={"spec": presets.get(preset), "checkpoint": checkpoint})
     assert response.status_code == 200
-    jsonschema.validate(response.get_json(), SCHEMA)
+    assert_matches_schema(response.get_json(), SCHEMA)
     document = unpack(response.get_json())
     schedule = document["schedule"]
     assert schedule["policy"] == checkpoint["policy"]
