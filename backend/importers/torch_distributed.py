@@ -240,6 +240,10 @@ def run_ranks(target, nproc, *args, fresh=False):
 
 
 def _rank_entry(rank, nproc, port, result_path, target, args):
+    # A forked rank holds every object of the process it was forked from: frozen, the collector never walks them
+    # (leave_group's collection, or one the rank's allocations trigger), so it neither pays for a pass over them nor
+    # writes to each one's page, which would copy the whole heap out from under the fork.
+    gc.freeze()
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
                       WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc))
     try:
