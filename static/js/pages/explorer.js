@@ -7,7 +7,7 @@
 import { readAddress } from "../state/address.js";
 import { readDraft } from "../state/draft.js";
 import { describeStep } from "../model/describe.js";
-import { formatBytes } from "../lib/format.js";
+import { formatBytes, formatCount } from "../lib/format.js";
 import { createGraphView } from "../views/graph/graph.js";
 import { createInspector } from "../views/panels/inspector.js";
 import { createLifetimeChart } from "../views/charts/lifetimes.js";
@@ -52,7 +52,7 @@ function setStatus(text, isError = false) {
 function showBytes(element, bytes) {
   element.dataset.bytes = String(bytes);
   element.textContent = formatBytes(bytes);
-  element.title = `${bytes.toLocaleString("en")} bytes`;
+  element.title = `${formatCount(bytes)} bytes`;        // on every step: one shared formatter
 }
 
 const graphControls = {
