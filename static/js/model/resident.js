@@ -2,7 +2,7 @@
 // low-precision copies (the most alive at once), gradients and optimizer state, and the bytes per parameter that persist between
 // steps (16 for fp32 Adam, 10 for adam8bit). Under accumulate and precision it also names the micro-batches and the
 // loss scaler's step.
-import { formatBytes } from "../lib/format.js";
+import { formatBytes, formatCount } from "../lib/format.js";
 
 export function residentText(doc) {
   const resident = doc.summary.resident;
@@ -15,12 +15,12 @@ export function residentText(doc) {
     `optimizer state ${formatBytes(resident.optimizer_state_bytes)}`,
   ];
   let text = `Resident: ${parts.join(" · ")} — ${resident.bytes_per_param.toFixed(resident.bytes_per_param % 1 ? 3 : 0)} B per parameter ` +
-    `(${resident.params.toLocaleString("en")} parameters).`;
+    `(${formatCount(resident.params)} parameters).`;
   if (doc.summary.micro_batches > 1) text += ` ${doc.summary.micro_batches} micro-batches of ${doc.spec.batch / doc.summary.micro_batches} rows, one step.`;
   const scaler = doc.summary.loss_scale;
   if (scaler) {
-    text += ` Loss scale ${scaler.scale.toLocaleString("en")}` + (scaler.skipped_step ? ": inf/NaN in the gradients, step skipped" : "") +
-      (scaler.next_scale !== scaler.scale ? `, next ${scaler.next_scale.toLocaleString("en")}.` : ".");
+    text += ` Loss scale ${formatCount(scaler.scale)}` + (scaler.skipped_step ? ": inf/NaN in the gradients, step skipped" : "") +
+      (scaler.next_scale !== scaler.scale ? `, next ${formatCount(scaler.next_scale)}.` : ".");
   }
   return text;
 }

@@ -3,13 +3,13 @@
 // while it was in flight (an asynchronous one is two entries, issued and waited: the steps between them overlap it).
 // The sweep panel shows it at the collective's step, the inspector when its node is selected.
 import { el, facts } from "../../lib/dom.js";
-import { formatBytes } from "../../lib/format.js";
+import { formatBytes, formatCount } from "../../lib/format.js";
 
 const OVERLAP_LISTED = 6;      // the entries named of those that ran in flight; the rest are counted
 
 export const isCollective = (entry) => entry?.family === "collective" && Boolean(entry.collective);
 
-const bytes = (n) => `${formatBytes(n)} (${n.toLocaleString("en")} B)`;
+const bytes = (n) => `${formatBytes(n)} (${formatCount(n)} B)`;
 
 /** An async collective's flight: its issue and wait entries, their steps and the entries run between them (in step
  * order, each once), or null for one waited before it returned. */

@@ -2,7 +2,7 @@
 // Checkpoint entries show their region and RNG handling; recompute entries the checkpoint that re-ran them. Under the
 // "manual" policy a button toggles the selection's output in the recompute set, greyed out with the reason when it cannot.
 import { el, facts, setText } from "../../lib/dom.js";
-import { formatBytes, formatNumber, formatShape } from "../../lib/format.js";
+import { formatBytes, formatCount, formatNumber, formatShape } from "../../lib/format.js";
 import { asRows, decodeHalfs } from "../../lib/half.js";
 import { loadPlotly } from "../../lib/plotly-loader.js";
 import { isAlive } from "../../model/live-bytes.js";
@@ -49,7 +49,7 @@ function tensorFacts(tensor, index, step) {
   return facts([
     ["tensor", `${tensor.name} (id ${tensor.id}, ${tensor.kind})`],
     ["shape", `${formatShape(tensor.shape)} · ${tensor.dtype}`],
-    ["bytes", `${formatBytes(tensor.nbytes)} (${tensor.nbytes.toLocaleString("en")} B)`],
+    ["bytes", `${formatBytes(tensor.nbytes)} (${formatCount(tensor.nbytes)} B)`],
     ["address", `${tensor.address} · storage ${tensor.storage}`],
     ["made by", producer],
     ["saved by", savedBy],
@@ -173,7 +173,7 @@ export function createInspector(element, { manual = () => null, onToggle = () =>
           ["entry", `${entry.index} · ${entry.op}${entry.backward ? ` → ${entry.backward}` : " (no backward node of its own)"}`],
           ...entryPhase(entry, index),
           ["scope", entry.scope || "—"],
-          ["flops", entry.flops.toLocaleString("en") + flopsSource(entry)],
+          ["flops", formatCount(entry.flops) + flopsSource(entry)],
           ["saves", entry.saved.length ? entry.saved.map((id) => index.nameOf(id)).join(", ") : "nothing"],
           ...(entry.recomputes?.length ? [["recipes", `${[...new Set(entry.recomputes)].map((id) => index.nameOf(id)).join(", ")}: recomputed in backward, not saved`]] : []),
           ...(index.isRecipe(entry.index) ? [["re-run", "in backward, to re-derive its output for a consumer that kept only a recipe"]] : []),

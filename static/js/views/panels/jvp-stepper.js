@@ -2,7 +2,7 @@
 // only: the arrow keys stay with the main player): the panel shows each op's value and the tangent it carries beside
 // it, and the workspace selects the op's tape entry so the graph lights it. The direction is one input element.
 import { el, facts } from "../../lib/dom.js";
-import { formatNumber, formatShape } from "../../lib/format.js";
+import { formatCount, formatNumber, formatShape } from "../../lib/format.js";
 import { createPlayer } from "../player.js";
 import * as workspace from "../../state/workspace.js";
 
@@ -39,7 +39,7 @@ export function createJvpStepper(root) {
     if (report) {
       const { name, shape, elements } = report.input;
       refusal.textContent = `"${element.value}" is not an input element here: ${name} ${formatShape(shape)} has `
-        + `${elements.toLocaleString("en-US")}, numbered 0 to ${(elements - 1).toLocaleString("en-US")}. `
+        + `${formatCount(elements)}, numbered 0 to ${formatCount(elements - 1)}. `
         + `The sweep stays on element ${kept}; type a whole number in that range.`;
     }
     element.value = String(kept);
@@ -69,7 +69,7 @@ export function createJvpStepper(root) {
         ["shape", formatShape(at.shape)],
         ["value", el("span", { "data-testid": "jvp-value", text: stats(at.value) })],
         ["tangent", el("span", { "data-testid": "jvp-tangent", text: stats(at.tangent) })],
-        ["FLOPs", `${at.flops.toLocaleString("en-US")} (its forward; its jvp costs about as much again per input carrying a tangent)`],
+        ["FLOPs", `${formatCount(at.flops)} (its forward; its jvp costs about as much again per input carrying a tangent)`],
       ]),
       step === steps.length - 1
         ? el("p", { class: "hint", text: `The loss's tangent, ${formatNumber(report.jvp_sweep.loss.tangent)}, is ∂L/∂x${formatShape(report.jvp_sweep.direction.index)}: one column of the Jacobian per sweep. Nothing was saved for a backward.` })
