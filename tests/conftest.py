@@ -15,6 +15,7 @@ from sqlalchemy import create_engine  # noqa: E402
 
 from app import create_app  # noqa: E402
 from backend import driver  # noqa: E402
+from tests.concurrency import engine_taken  # noqa: E402
 from tests.postgres import Unavailable, throwaway_cluster  # noqa: E402
 from tests.settings import app_config  # noqa: E402
 
@@ -74,6 +75,13 @@ def database_url(sqlite_url):
 def app(database_url):
     app = create_app(app_config(database_url))
     yield app
+
+
+@pytest.fixture
+def engine_held():
+    """The engine taken by another request until the test ends."""
+    with engine_taken():
+        yield
 
 
 @pytest.fixture

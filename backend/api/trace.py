@@ -1,13 +1,22 @@
-"""Trace API: GET /api/presets and POST /api/trace (a spec in, the trace document out)."""
-from flask import Blueprint, current_app, jsonify
+"""Trace API: GET /api/presets and POST /api/trace (a spec in, the trace document out; the same request answered
+again from the app's TraceCache, api/trace_cache.py)."""
+from flask import Blueprint, Response, current_app, jsonify
 
 from backend.api.bodies import json_object_body
 from backend.api.errors import ApiError
+from backend.api.trace_cache import DEFAULT_MAX_BYTES, TraceCache, request_key
 from backend.models import presets
+from backend import driver
 from backend.driver import trace_spec
 from backend.trace.document_versions import pack
 
 trace_api = Blueprint("trace_api", __name__)
+CACHE = "tapescope.trace_cache"
+
+
+@trace_api.record_once
+def _make_cache(state):
+    state.app.extensions[CACHE] = TraceCache(state.app.config.get("TRACE_CACHE_BYTES", DEFAULT_MAX_BYTES))
 
 
 def engine_limits():
@@ -28,4 +37,11 @@ def trace():
     body = json_object_body('{"spec": {...}}')
     if "spec" not in body:
         raise ApiError(400, "No spec to trace.", [{"path": "spec", "message": "is required: the model to trace"}])
-    return jsonify(pack(trace_spec(body["spec"], checkpoint=body.get("checkpoint"), **engine_limits())))
+    spec, checkpoint, limits = body["spec"], body.get("checkpoint"), engine_limits()
+
+    def run():
+        return current_app.json.response(pack(trace_spec(spec, checkpoint=checkpoint, **limits))).get_data()
+    # an asker behind a run of the same request waits as long as the engine would have kept it waiting, and the run
+    longest_s = (limits["wait_s"] or driver.ENGINE_WAIT_S) + (limits["deadline_s"] or driver.DEADLINE_S)
+    document, kept = current_app.extensions[CACHE].answer(request_key(spec, checkpoint), run, longest_s)
+    return Response(document, mimetype="application/json", headers={"X-Trace-Cache": "hit" if kept else "miss"})

@@ -19,23 +19,6 @@ from tests.driver.test_work_cap import issue_spec
 CHEAP = {"spec": presets.get("seed-tape")}
 
 
-@pytest.fixture
-def engine_held():
-    """The engine taken by another request (a thread in engine_slot) until the test ends."""
-    taken, release = threading.Event(), threading.Event()
-
-    def hold():
-        with engine_slot.holding_engine(0, 30.0):
-            taken.set()
-            release.wait(30)
-    thread = threading.Thread(target=hold, daemon=True)
-    thread.start()
-    assert taken.wait(5)
-    yield
-    release.set()
-    thread.join(5)
-
-
 def test_a_request_that_cannot_take_the_engine_gets_503_with_retry_after(client, engine_held, monkeypatch):
     monkeypatch.setattr(driver, "ENGINE_WAIT_S", 0.05)
     response = client.post("/api/trace", json=CHEAP)

@@ -1,0 +1,81 @@
+"""The answers of recent POST /api/trace requests, by what was asked: a class opening one preset at one address runs
+it once.
+
+A trace is a function of its request (the spec, seeds included, and the checkpoint request): the same body gets the
+same document, so the answer's JSON is kept (least recently used first out, under a byte cap) and sent again without
+the engine. Requests for one body that arrive while its first run is still going wait for that run instead of
+queueing on the engine behind it (each would otherwise take the engine in turn, and past the engine's wait answer 503).
+Only documents are kept: a refused request (400, 413) or a stopped run (503) leaves nothing, and the next asker runs
+it. Per process, like the engine (each gunicorn worker keeps its own).
+"""
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+
+DEFAULT_MAX_BYTES = 64 * 2**20        # ~30 transformer-tiny documents; set TRACE_CACHE_BYTES (0: keep none)
+LARGEST_SHARE = 4                     # a document over max_bytes / LARGEST_SHARE is sent, not kept
+
+
+def request_key(spec, checkpoint):
+    """A digest of the request as asked (keys in any order): the same body, the same key."""
+    text = json.dumps({"spec": spec, "checkpoint": checkpoint}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class TraceCache:
+    """`answer(key, make, wait_s)`: the kept JSON for `key`, or `make()`'s (kept when it fits)."""
+
+    def __init__(self, max_bytes=DEFAULT_MAX_BYTES):
+        self.max_bytes = max_bytes
+        self._kept = OrderedDict()     # key -> JSON bytes, least recently used first
+        self._kept_bytes = 0
+        self._running = {}             # key -> Event set when its first run ends (kept or not)
+        self._lock = threading.Lock()
+
+    def answer(self, key, make, wait_s):
+        """(JSON bytes, True when kept from before). A run of `key` already going is waited for, up to `wait_s`;
+        past that, or when it failed, this request runs its own."""
+        with self._lock:
+            found = self._take(key)
+            if found is not None:
+                return found, True
+            running = self._running.get(key)
+            if running is None:
+                running = self._running[key] = threading.Event()
+                first = True
+            else:
+                first = False
+        if not first:
+            running.wait(wait_s)
+            with self._lock:
+                found = self._take(key)
+            if found is not None:
+                return found, True
+            return make(), False
+        try:
+            body = make()
+            self._keep(key, body)
+            return body, False
+        finally:
+            with self._lock:
+                del self._running[key]
+            running.set()
+
+    def _take(self, key):
+        body = self._kept.get(key)
+        if body is not None:
+            self._kept.move_to_end(key)
+        return body
+
+    def _keep(self, key, body):
+        if len(body) > self.max_bytes // LARGEST_SHARE:
+            return
+        with self._lock:
+            if key in self._kept:
+                return
+            self._kept[key] = body
+            self._kept_bytes += len(body)
+            while self._kept_bytes > self.max_bytes:
+                _, dropped = self._kept.popitem(last=False)
+                self._kept_bytes -= len(dropped)

@@ -1,0 +1,169 @@
+"""POST /api/trace answers a request it has answered before from the app's TraceCache, without the engine; a class
+asking for one model at once gets one run and the same document each; a refused or stopped request keeps nothing."""
+import http.client
+import json
+import threading
+
+import pytest
+from werkzeug.serving import make_server
+
+import backend.driver as driver
+from app import create_app
+from backend.api.trace_cache import TraceCache, request_key
+from backend.models import presets
+from tests.concurrency import engine_taken
+from tests.settings import app_config
+
+SQRT = {"spec": presets.get("deep-mlp"), "checkpoint": {"policy": "sqrt"}}
+
+
+def test_the_same_request_again_is_the_same_document_without_the_engine(client, monkeypatch):
+    first = client.post("/api/trace", json=SQRT)
+    assert first.status_code == 200 and first.headers["X-Trace-Cache"] == "miss"
+    monkeypatch.setattr(driver, "ENGINE_WAIT_S", 0.05)
+    with engine_taken():
+        # the same body (its keys in another order) needs none of the engine
+        reordered = {"checkpoint": {"policy": "sqrt"}, "spec": dict(reversed(list(SQRT["spec"].items())))}
+        again = client.post("/api/trace", json=reordered)
+        assert again.status_code == 200 and again.headers["X-Trace-Cache"] == "hit"
+        assert again.get_data() == first.get_data()
+        # anything else asked is another run, which has to wait for the engine
+        for other in ({**SQRT, "checkpoint": {"policy": "sqrt", "preserve_rng_state": False}},
+                      {**SQRT, "spec": {**SQRT["spec"], "batch": SQRT["spec"]["batch"] * 2}},
+                      {"spec": SQRT["spec"]}):
+            busy = client.post("/api/trace", json=other)
+            assert busy.status_code == 503, other
+
+
+def test_a_class_asking_for_one_model_at_once_gets_one_run_and_thirty_documents(app):
+    """Thirty browsers behind one address open the same model together, on a real threaded server with the engine's
+    production wait (1 s): one run (about 0.1 s here) and 29 answers kept from it. Without the cache the thirty runs
+    queue on the one engine, and those still waiting after a second are told 503."""
+    assert driver.ENGINE_WAIT_S == 1.0
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    answers, start = [], threading.Barrier(30)
+
+    def ask():
+        start.wait(10)
+        connection = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=60)
+        connection.request("POST", "/api/trace", json.dumps(SQRT), {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        answers.append((response.status, response.getheader("X-Trace-Cache"), response.read()))
+        connection.close()
+    try:
+        askers = [threading.Thread(target=ask) for _ in range(30)]
+        for asker in askers:
+            asker.start()
+        for asker in askers:
+            asker.join(60)
+    finally:
+        server.shutdown()
+    assert [status for status, _, _ in answers] == [200] * 30
+    assert sorted(kept for _, kept, _ in answers) == ["hit"] * 29 + ["miss"]
+    assert len({body for _, _, body in answers}) == 1
+    assert json.loads(answers[0][2])["schedule"]["policy"] == "sqrt"
+
+
+def test_refused_and_stopped_requests_keep_nothing(client, monkeypatch):
+    refused = {"spec": SQRT["spec"], "checkpoint": {"policy": "no-such-policy"}}
+    for _ in range(2):
+        answer = client.post("/api/trace", json=refused)
+        assert answer.status_code == 400 and "X-Trace-Cache" not in answer.headers
+    monkeypatch.setattr(driver, "DEADLINE_S", 0.0)
+    assert client.post("/api/trace", json=SQRT).status_code == 503       # stopped by its deadline
+    monkeypatch.setattr(driver, "DEADLINE_S", 8.0)
+    ran = client.post("/api/trace", json=SQRT)
+    assert ran.status_code == 200 and ran.headers["X-Trace-Cache"] == "miss"
+
+
+def test_trace_cache_bytes_zero_keeps_nothing(database_url):
+    client = create_app(app_config(database_url, TRACE_CACHE_BYTES=0)).test_client()
+    body = {"spec": presets.get("seed-tape")}
+    assert [client.post("/api/trace", json=body).headers["X-Trace-Cache"] for _ in range(2)] == ["miss", "miss"]
+
+
+# ----- the cache on its own ----------------------------------------------------------------------------------------
+
+class Runs:
+    """make() for one key: counts its calls, and answers `body` (or raises `error`)."""
+
+    def __init__(self, body=b"{}", error=None):
+        self.body, self.error, self.calls = body, error, 0
+
+    def __call__(self):
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        return self.body
+
+
+def test_the_least_recently_used_answer_goes_first_under_the_byte_cap():
+    cache = TraceCache(max_bytes=40)                  # four 10-byte answers fit
+    runs = {key: Runs(key.encode() * 10) for key in "abcde"}
+    for key in "abcd":
+        cache.answer(key, runs[key], 1)
+    assert cache.answer("a", runs["a"], 1) == (b"a" * 10, True)        # a is now the most recently used
+    cache.answer("e", runs["e"], 1)                                    # 50 bytes: b, the oldest, goes
+    assert cache.answer("b", runs["b"], 1) == (b"b" * 10, False)
+    assert [runs[key].calls for key in "abcde"] == [1, 2, 1, 1, 1]
+    assert cache.answer("a", runs["a"], 1)[1] and not cache.answer("c", runs["c"], 1)[1]    # b pushed c out
+
+
+def test_an_answer_over_a_quarter_of_the_cap_is_sent_and_not_kept():
+    cache, big = TraceCache(max_bytes=40), Runs(b"x" * 11)
+    assert cache.answer("big", big, 1) == (b"x" * 11, False)
+    assert cache.answer("big", big, 1) == (b"x" * 11, False) and big.calls == 2
+
+
+def test_askers_during_a_run_wait_for_it_and_run_their_own_when_it_fails():
+    cache, release, started = TraceCache(), threading.Event(), threading.Event()
+
+    def slow(body=b"{\"done\": 1}", error=None):
+        def make():
+            started.set()
+            release.wait(10)
+            if error:
+                raise error
+            return body
+        return make
+    for error in (None, RuntimeError("the run was stopped")):
+        key, started_answers, waited = f"key-{error}", [], Runs(b"{\"own\": 1}")
+        first = threading.Thread(target=lambda: _catching(started_answers, lambda: cache.answer(key, slow(error=error), 10)))
+        first.start()
+        assert started.wait(10)
+        second = threading.Thread(target=lambda: started_answers.append(cache.answer(key, waited, 10)))
+        second.start()
+        release.set()
+        first.join(10), second.join(10)
+        if error is None:
+            assert sorted(started_answers) == [(b"{\"done\": 1}", False), (b"{\"done\": 1}", True)]
+            assert waited.calls == 0
+        else:
+            assert started_answers == [RuntimeError, (b"{\"own\": 1}", False)] or \
+                started_answers == [(b"{\"own\": 1}", False), RuntimeError]
+            assert waited.calls == 1
+        release.clear(), started.clear()
+
+
+def test_a_failed_run_keeps_nothing_and_the_next_asker_runs():
+    cache, failing = TraceCache(), Runs(error=ValueError("bad spec"))
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            cache.answer("k", failing, 1)
+    assert failing.calls == 2
+    assert cache.answer("k", Runs(b"{}"), 1) == (b"{}", False)
+
+
+def test_the_key_is_the_request_whatever_the_order_of_its_keys():
+    spec = presets.get("seed-tape")
+    assert request_key(spec, None) == request_key(dict(reversed(list(spec.items()))), None)
+    assert request_key(spec, None) != request_key(spec, {"policy": "sqrt"})
+    assert request_key(spec, {"policy": "every_k", "k": 1}) != request_key(spec, {"policy": "every_k", "k": 2})
+
+
+def _catching(answers, call):
+    try:
+        answers.append(call())
+    except RuntimeError:
+        answers.append(RuntimeError)
