@@ -3,13 +3,11 @@
 // while it was in flight (an asynchronous one is two entries, issued and waited: the steps between them overlap it).
 // The sweep panel shows it at the collective's step, the inspector when its node is selected.
 import { el, facts } from "../../lib/dom.js";
-import { formatBytes, formatCount } from "../../lib/format.js";
+import { exactBytes, formatBytes } from "../../lib/format.js";
 
 const OVERLAP_LISTED = 6;      // the entries named of those that ran in flight; the rest are counted
 
 export const isCollective = (entry) => entry?.family === "collective" && Boolean(entry.collective);
-
-const bytes = (n) => `${formatBytes(n)} (${formatCount(n)} B)`;
 
 /** An async collective's flight: its issue and wait entries, their steps and the entries run between them (in step
  * order, each once), or null for one waited before it returned. */
@@ -63,10 +61,10 @@ export function collectiveBlock(index, entry) {
   const rows = [
     ["collective", `${c.op} · ${half}`],
     ["group", `ranks ${(c.group ?? []).join(", ")}`],
-    ["bytes in", bytes(c.bytes_in)],
-    ["bytes out", bytes(c.bytes_out)],
+    ["bytes in", exactBytes(c.bytes_in)],
+    ["bytes out", exactBytes(c.bytes_out)],
     ["buffers", c.buffers?.length ? c.buffers.map((id) => bufferWords(index, id)).join(", ") : "none"],
-    ["allocates", c.allocated_bytes ? bytes(c.allocated_bytes) : "nothing of its own (it writes into buffers that exist)"],
+    ["allocates", c.allocated_bytes ? exactBytes(c.allocated_bytes) : "nothing of its own (it writes into buffers that exist)"],
   ];
   if (c.bucket !== undefined) {
     rows.push(["DDP bucket", `bucket ${c.bucket}: ${c.gradients?.length ?? 0} gradients (${(c.gradients ?? []).join(", ")})`]);

@@ -2,7 +2,7 @@
 // Checkpoint entries show their region and RNG handling; recompute entries the checkpoint that re-ran them. Under the
 // "manual" policy a button toggles the selection's output in the recompute set, greyed out with the reason when it cannot.
 import { el, facts, setText } from "../../lib/dom.js";
-import { formatBytes, formatCount, formatNumber, formatShape } from "../../lib/format.js";
+import { exactBytes, formatBytes, formatCount, formatNumber, formatShape } from "../../lib/format.js";
 import { asRows, decodeHalfs } from "../../lib/half.js";
 import { loadPlotly } from "../../lib/plotly-loader.js";
 import { isAlive } from "../../model/live-bytes.js";
@@ -49,7 +49,7 @@ function tensorFacts(tensor, index, step) {
   return facts([
     ["tensor", `${tensor.name} (id ${tensor.id}, ${tensor.kind})`],
     ["shape", `${formatShape(tensor.shape)} · ${tensor.dtype}`],
-    ["bytes", `${formatBytes(tensor.nbytes)} (${formatCount(tensor.nbytes)} B)`],
+    ["bytes", exactBytes(tensor.nbytes)],
     ["address", `${tensor.address} · storage ${tensor.storage}`],
     ["made by", producer],
     ["saved by", savedBy],
