@@ -3,6 +3,7 @@
 There is deliberately no listing: an id is only known to those given the link. Also serves GET /s/<id>,
 the explorer opened read-only on a snapshot.
 """
+import json
 
 from flask import Blueprint, Response, current_app, jsonify, render_template
 
@@ -13,9 +14,8 @@ from backend.api.workspace_cookie import current_workspace, save_workspace, work
 from backend.store import current_db, jsontext, storage_budget
 from backend.store import snapshots as stored_snapshots
 from backend.store.ids import is_snapshot_id
-from backend.api.trace import engine_limits
-from backend.driver import trace_spec
-from backend.trace.document_versions import pack, step_count
+from backend.api.trace import traced_json
+from backend.trace.document_versions import step_count
 
 snapshots = Blueprint("snapshots", __name__)
 
@@ -29,15 +29,16 @@ def _trace_spec():
     return _packed_trace
 
 
-def _packed_trace(spec: dict, checkpoint: dict | None, **engine_limits) -> dict:
+def _packed_trace(spec: dict, checkpoint: dict | None) -> dict:
     """The run's document as a link stores and serves it: schema_version 2 (snapshots stored before it hold 1,
-    which the page reads as it is)."""
-    return pack(trace_spec(spec, checkpoint, **engine_limits))
+    which the page reads as it is), the one POST /api/trace sent for the same request when the app still keeps it
+    (a share right after looking)."""
+    return json.loads(traced_json(spec, checkpoint)[0])
 
 
 def _trace(spec: dict, checkpoint: dict | None) -> dict:
     """Spec and checkpoint problems become 400/413 in api/errors.py, as for /api/trace."""
-    return _trace_spec()(spec, checkpoint, **engine_limits())
+    return _trace_spec()(spec, checkpoint)
 
 
 def _check_step_in_trace(view: dict, trace: dict) -> None:

@@ -37,11 +37,17 @@ def trace():
     body = json_object_body('{"spec": {...}}')
     if "spec" not in body:
         raise ApiError(400, "No spec to trace.", [{"path": "spec", "message": "is required: the model to trace"}])
-    spec, checkpoint, limits = body["spec"], body.get("checkpoint"), engine_limits()
+    document, kept = traced_json(body["spec"], body.get("checkpoint"))
+    return Response(document, mimetype="application/json", headers={"X-Trace-Cache": "hit" if kept else "miss"})
+
+
+def traced_json(spec, checkpoint):
+    """(the JSON of the document of `spec` and `checkpoint`, as POST /api/trace sends it; True when the app's
+    TraceCache kept it from an earlier request). Raises what trace_spec raises."""
+    limits = engine_limits()
 
     def run():
         return current_app.json.response(pack(trace_spec(spec, checkpoint=checkpoint, **limits))).get_data()
     # an asker behind a run of the same request waits as long as the engine would have kept it waiting, and the run
     longest_s = (limits["wait_s"] or driver.ENGINE_WAIT_S) + (limits["deadline_s"] or driver.DEADLINE_S)
-    document, kept = current_app.extensions[CACHE].answer(request_key(spec, checkpoint), run, longest_s)
-    return Response(document, mimetype="application/json", headers={"X-Trace-Cache": "hit" if kept else "miss"})
+    return current_app.extensions[CACHE].answer(request_key(spec, checkpoint), run, longest_s)

@@ -1,5 +1,6 @@
-"""POST /api/trace answers a request it has answered before from the app's TraceCache, without the engine; a class
-asking for one model at once gets one run and the same document each; a refused or stopped request keeps nothing."""
+"""POST /api/trace answers a request it has answered before from the app's TraceCache, without the engine (and a
+share of it stores that document); a class asking for one model at once gets one run and the same document each; a
+refused or stopped request keeps nothing."""
 import http.client
 import json
 import threading
@@ -33,6 +34,17 @@ def test_the_same_request_again_is_the_same_document_without_the_engine(client, 
                       {"spec": SQRT["spec"]}):
             busy = client.post("/api/trace", json=other)
             assert busy.status_code == 503, other
+
+
+def test_sharing_what_was_just_traced_stores_that_document_without_the_engine(client, monkeypatch):
+    shown = client.post("/api/trace", json=SQRT).get_json()
+    monkeypatch.setattr(driver, "ENGINE_WAIT_S", 0.05)
+    with engine_taken():
+        shared = client.post("/api/snapshots", json={**SQRT, "view": {"step": 14}})
+        assert shared.status_code == 201, shared.get_json()
+        assert client.post("/api/snapshots", json={"spec": SQRT["spec"], "view": {"step": 0}}).status_code == 503
+    stored = client.get(f"/api/snapshots/{shared.get_json()['id']}").get_json()
+    assert stored["trace"] == shown
 
 
 def test_a_class_asking_for_one_model_at_once_gets_one_run_and_thirty_documents(app):
