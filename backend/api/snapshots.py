@@ -14,7 +14,7 @@ from backend.api.workspace_cookie import current_workspace, save_workspace, work
 from backend.store import current_db, jsontext, storage_budget
 from backend.store import snapshots as stored_snapshots
 from backend.store.ids import is_snapshot_id
-from backend.api.trace import traced_json
+from backend.api.trace import traced
 from backend.trace.document_versions import step_count
 
 snapshots = Blueprint("snapshots", __name__)
@@ -33,7 +33,7 @@ def _packed_trace(spec: dict, checkpoint: dict | None) -> dict:
     """The run's document as a link stores and serves it: schema_version 2 (snapshots stored before it hold 1,
     which the page reads as it is), the one POST /api/trace sent for the same request when the app still keeps it
     (a share right after looking)."""
-    return json.loads(traced_json(spec, checkpoint)[0])
+    return json.loads(traced(spec, checkpoint)[0].body)
 
 
 def _trace(spec: dict, checkpoint: dict | None) -> dict:

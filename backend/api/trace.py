@@ -1,10 +1,11 @@
 """Trace API: GET /api/presets and POST /api/trace (a spec in, the trace document out; the same request answered
 again from the app's TraceCache, api/trace_cache.py)."""
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Blueprint, current_app, jsonify
 
 from backend.api.bodies import json_object_body
 from backend.api.errors import ApiError
-from backend.api.trace_cache import DEFAULT_MAX_BYTES, TraceCache, request_key
+from backend.api.compression import gzipped, json_answer
+from backend.api.trace_cache import DEFAULT_MAX_BYTES, Answer, TraceCache, request_key
 from backend.models import presets
 from backend import driver
 from backend.driver import trace_spec
@@ -37,17 +38,18 @@ def trace():
     body = json_object_body('{"spec": {...}}')
     if "spec" not in body:
         raise ApiError(400, "No spec to trace.", [{"path": "spec", "message": "is required: the model to trace"}])
-    document, kept = traced_json(body["spec"], body.get("checkpoint"))
-    return Response(document, mimetype="application/json", headers={"X-Trace-Cache": "hit" if kept else "miss"})
+    document, kept = traced(body["spec"], body.get("checkpoint"))
+    return json_answer(document.body, document.compressed, {"X-Trace-Cache": "hit" if kept else "miss"})
 
 
-def traced_json(spec, checkpoint):
-    """(the JSON of the document of `spec` and `checkpoint`, as POST /api/trace sends it; True when the app's
-    TraceCache kept it from an earlier request). Raises what trace_spec raises."""
+def traced(spec, checkpoint):
+    """(the Answer of `spec` and `checkpoint`: the document's JSON as POST /api/trace sends it, and its gzip; True
+    when the app's TraceCache kept it from an earlier request). Raises what trace_spec raises."""
     limits = engine_limits()
 
     def run():
-        return current_app.json.response(pack(trace_spec(spec, checkpoint=checkpoint, **limits))).get_data()
+        body = current_app.json.response(pack(trace_spec(spec, checkpoint=checkpoint, **limits))).get_data()
+        return Answer(body, gzipped(body))
     # an asker behind a run of the same request waits as long as the engine would have kept it waiting, and the run
     longest_s = (limits["wait_s"] or driver.ENGINE_WAIT_S) + (limits["deadline_s"] or driver.DEADLINE_S)
     return current_app.extensions[CACHE].answer(request_key(spec, checkpoint), run, longest_s)

@@ -3,7 +3,7 @@ it once.
 
 A trace is a function of its request (the spec, seeds included, and the checkpoint request): the same body gets the
 same document, so the answer's JSON is kept (least recently used first out, under a byte cap) and sent again without
-the engine. Requests for one body that arrive while its first run is still going wait for that run instead of
+the engine (and its gzip, made once). Requests for one body that arrive while its first run is still going wait for that run instead of
 queueing on the engine behind it (each would otherwise take the engine in turn, and past the engine's wait answer 503).
 Only documents are kept: a refused request (400, 413) or a stopped run (503) leaves nothing, and the next asker runs
 it. Per process, like the engine (each gunicorn worker keeps its own).
@@ -12,9 +12,20 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
 DEFAULT_MAX_BYTES = 64 * 2**20        # ~30 transformer-tiny documents; set TRACE_CACHE_BYTES (0: keep none)
 LARGEST_SHARE = 4                     # a document over max_bytes / LARGEST_SHARE is sent, not kept
+
+
+@dataclass(frozen=True)
+class Answer:
+    body: bytes                  # the document's JSON
+    compressed: bytes | None     # its gzip (api/compression.gzipped), None for one sent as it is
+
+    @property
+    def nbytes(self):
+        return len(self.body) + len(self.compressed or b"")
 
 
 def request_key(spec, checkpoint):
@@ -24,17 +35,17 @@ def request_key(spec, checkpoint):
 
 
 class TraceCache:
-    """`answer(key, make, wait_s)`: the kept JSON for `key`, or `make()`'s (kept when it fits)."""
+    """`answer(key, make, wait_s)`: the Answer kept for `key`, or `make()`'s (kept when it fits)."""
 
     def __init__(self, max_bytes=DEFAULT_MAX_BYTES):
         self.max_bytes = max_bytes
-        self._kept = OrderedDict()     # key -> JSON bytes, least recently used first
+        self._kept = OrderedDict()     # key -> Answer, least recently used first
         self._kept_bytes = 0
         self._running = {}             # key -> Event set when its first run ends (kept or not)
         self._lock = threading.Lock()
 
     def answer(self, key, make, wait_s):
-        """(JSON bytes, True when kept from before). A run of `key` already going is waited for, up to `wait_s`;
+        """(the Answer, True when kept from before). A run of `key` already going is waited for, up to `wait_s`;
         past that, or when it failed, this request runs its own."""
         with self._lock:
             found = self._take(key)
@@ -68,14 +79,14 @@ class TraceCache:
             self._kept.move_to_end(key)
         return body
 
-    def _keep(self, key, body):
-        if len(body) > self.max_bytes // LARGEST_SHARE:
+    def _keep(self, key, answer):
+        if answer.nbytes > self.max_bytes // LARGEST_SHARE:
             return
         with self._lock:
             if key in self._kept:
                 return
-            self._kept[key] = body
-            self._kept_bytes += len(body)
+            self._kept[key] = answer
+            self._kept_bytes += answer.nbytes
             while self._kept_bytes > self.max_bytes:
                 _, dropped = self._kept.popitem(last=False)
-                self._kept_bytes -= len(dropped)
+                self._kept_bytes -= dropped.nbytes

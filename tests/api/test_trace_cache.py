@@ -1,6 +1,7 @@
 """POST /api/trace answers a request it has answered before from the app's TraceCache, without the engine (and a
 share of it stores that document); a class asking for one model at once gets one run and the same document each; a
 refused or stopped request keeps nothing."""
+import gzip
 import http.client
 import json
 import threading
@@ -10,7 +11,7 @@ from werkzeug.serving import make_server
 
 import backend.driver as driver
 from app import create_app
-from backend.api.trace_cache import TraceCache, request_key
+from backend.api.trace_cache import Answer, TraceCache, request_key
 from backend.models import presets
 from tests.concurrency import engine_taken
 from tests.settings import app_config
@@ -34,6 +35,19 @@ def test_the_same_request_again_is_the_same_document_without_the_engine(client, 
                       {"spec": SQRT["spec"]}):
             busy = client.post("/api/trace", json=other)
             assert busy.status_code == 503, other
+
+
+def test_a_kept_document_goes_gzipped_to_a_browser_and_plain_to_a_client_that_does_not_ask(client):
+    body = {"spec": presets.get("transformer-tiny")}
+    first = client.post("/api/trace", json=body, headers={"Accept-Encoding": "gzip, deflate"})
+    zipped = client.post("/api/trace", json=body, headers={"Accept-Encoding": "gzip, deflate"})
+    plain = client.post("/api/trace", json=body)
+    assert [a.headers["X-Trace-Cache"] for a in (first, zipped, plain)] == ["miss", "hit", "hit"]
+    assert zipped.headers["Content-Encoding"] == "gzip" and "Accept-Encoding" in zipped.headers["Vary"]
+    assert "Content-Encoding" not in plain.headers
+    assert zipped.get_data() == first.get_data()                       # compressed once, the same bytes
+    assert gzip.decompress(zipped.get_data()) == plain.get_data()
+    assert json.loads(plain.get_data())["spec"]["name"] == "transformer-tiny"
 
 
 def test_sharing_what_was_just_traced_stores_that_document_without_the_engine(client, monkeypatch):
@@ -98,7 +112,7 @@ def test_trace_cache_bytes_zero_keeps_nothing(database_url):
 # ----- the cache on its own ----------------------------------------------------------------------------------------
 
 class Runs:
-    """make() for one key: counts its calls, and answers `body` (or raises `error`)."""
+    """make() for one key: counts its calls, and answers `body` uncompressed (or raises `error`)."""
 
     def __init__(self, body=b"{}", error=None):
         self.body, self.error, self.calls = body, error, 0
@@ -107,7 +121,7 @@ class Runs:
         self.calls += 1
         if self.error is not None:
             raise self.error
-        return self.body
+        return Answer(self.body, None)
 
 
 def test_the_least_recently_used_answer_goes_first_under_the_byte_cap():
@@ -115,17 +129,23 @@ def test_the_least_recently_used_answer_goes_first_under_the_byte_cap():
     runs = {key: Runs(key.encode() * 10) for key in "abcde"}
     for key in "abcd":
         cache.answer(key, runs[key], 1)
-    assert cache.answer("a", runs["a"], 1) == (b"a" * 10, True)        # a is now the most recently used
+    assert cache.answer("a", runs["a"], 1) == (Answer(b"a" * 10, None), True)    # a: the most recently used
     cache.answer("e", runs["e"], 1)                                    # 50 bytes: b, the oldest, goes
-    assert cache.answer("b", runs["b"], 1) == (b"b" * 10, False)
+    assert cache.answer("b", runs["b"], 1) == (Answer(b"b" * 10, None), False)
     assert [runs[key].calls for key in "abcde"] == [1, 2, 1, 1, 1]
     assert cache.answer("a", runs["a"], 1)[1] and not cache.answer("c", runs["c"], 1)[1]    # b pushed c out
 
 
 def test_an_answer_over_a_quarter_of_the_cap_is_sent_and_not_kept():
     cache, big = TraceCache(max_bytes=40), Runs(b"x" * 11)
-    assert cache.answer("big", big, 1) == (b"x" * 11, False)
-    assert cache.answer("big", big, 1) == (b"x" * 11, False) and big.calls == 2
+    assert cache.answer("big", big, 1) == (Answer(b"x" * 11, None), False)
+    assert cache.answer("big", big, 1) == (Answer(b"x" * 11, None), False) and big.calls == 2
+    # its gzip counts too: 8 + 3 bytes is over a quarter of 40
+    kept = TraceCache(max_bytes=40)
+    assert not kept.answer("both", lambda: Answer(b"y" * 8, b"z" * 3), 1)[1]
+    assert not kept.answer("both", lambda: Answer(b"y" * 8, b"z" * 3), 1)[1]
+    assert kept.answer("fits", lambda: Answer(b"y" * 8, b"z" * 2), 1) == (Answer(b"y" * 8, b"z" * 2), False)
+    assert kept.answer("fits", lambda: Answer(b"other", None), 1) == (Answer(b"y" * 8, b"z" * 2), True)
 
 
 def test_askers_during_a_run_wait_for_it_and_run_their_own_when_it_fails():
@@ -137,7 +157,7 @@ def test_askers_during_a_run_wait_for_it_and_run_their_own_when_it_fails():
             release.wait(10)
             if error:
                 raise error
-            return body
+            return Answer(body, None)
         return make
     for error in (None, RuntimeError("the run was stopped")):
         key, started_answers, waited = f"key-{error}", [], Runs(b"{\"own\": 1}")
@@ -149,11 +169,11 @@ def test_askers_during_a_run_wait_for_it_and_run_their_own_when_it_fails():
         release.set()
         first.join(10), second.join(10)
         if error is None:
-            assert sorted(started_answers) == [(b"{\"done\": 1}", False), (b"{\"done\": 1}", True)]
+            assert sorted((a.body, kept) for a, kept in started_answers) == [(b"{\"done\": 1}", False), (b"{\"done\": 1}", True)]
             assert waited.calls == 0
         else:
-            assert started_answers == [RuntimeError, (b"{\"own\": 1}", False)] or \
-                started_answers == [(b"{\"own\": 1}", False), RuntimeError]
+            own = (Answer(b"{\"own\": 1}", None), False)
+            assert started_answers in ([RuntimeError, own], [own, RuntimeError])
             assert waited.calls == 1
         release.clear(), started.clear()
 
@@ -164,7 +184,7 @@ def test_a_failed_run_keeps_nothing_and_the_next_asker_runs():
         with pytest.raises(ValueError):
             cache.answer("k", failing, 1)
     assert failing.calls == 2
-    assert cache.answer("k", Runs(b"{}"), 1) == (b"{}", False)
+    assert cache.answer("k", Runs(b"{}"), 1) == (Answer(b"{}", None), False)
 
 
 def test_the_key_is_the_request_whatever_the_order_of_its_keys():
