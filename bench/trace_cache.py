@@ -49,7 +49,8 @@ def main():
                 assert kept == "hit"
                 again.append(seconds)
             first_s, again_s = statistics.median(first), statistics.median(again)
-            print(f"{preset:18} {(checkpoint or {}).get('policy', 'none'):10} {first_s * 1e3:9.1f} {again_s * 1e3:9.1f} "
+            policy = (checkpoint or {}).get("policy", "none")
+            print(f"{preset:18} {policy:10} {first_s * 1e3:9.1f} {again_s * 1e3:9.1f} "
                   f"{first_s / again_s:13.1f}× {size / 1024:9.1f}")
 
 

@@ -20,16 +20,17 @@ def gzipped(body):
 
 
 def json_answer(body, compressed=None, headers=None):
-    """A JSON answer of `body`, sent as `compressed` (gzipped(body), made earlier) when the client accepts gzip."""
+    """A JSON answer of `body`, sent as `compressed` (gzipped(body), made earlier) when the client accepts gzip (and
+    compressed after the request, as every JSON answer is, when there is no such copy)."""
     response = Response(body, mimetype="application/json", headers=headers)
-    if compressed is not None and _accepts_gzip():
+    if compressed is not None and accepts_gzip():
         _send_compressed(response, compressed)
     return response
 
 
 def _compress_json(response):
     if (response.mimetype != "application/json" or response.direct_passthrough or response.is_streamed
-            or "Content-Encoding" in response.headers or not _accepts_gzip()):
+            or "Content-Encoding" in response.headers or not accepts_gzip()):
         return response
     compressed = gzipped(response.get_data())
     if compressed is not None:
@@ -37,7 +38,8 @@ def _compress_json(response):
     return response
 
 
-def _accepts_gzip():
+def accepts_gzip():
+    """The request's client takes a gzip answer."""
     return "gzip" in request.headers.get("Accept-Encoding", "")
 
 

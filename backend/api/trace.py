@@ -2,13 +2,12 @@
 again from the app's TraceCache, api/trace_cache.py)."""
 from flask import Blueprint, current_app, jsonify
 
+from backend import driver
 from backend.api.bodies import json_object_body
+from backend.api.compression import accepts_gzip, gzipped, json_answer
 from backend.api.errors import ApiError
-from backend.api.compression import gzipped, json_answer
 from backend.api.trace_cache import DEFAULT_MAX_BYTES, Answer, TraceCache, request_key
 from backend.models import presets
-from backend import driver
-from backend.driver import trace_spec
 from backend.trace.document_versions import pack
 
 trace_api = Blueprint("trace_api", __name__)
@@ -23,7 +22,8 @@ def _make_cache(state):
 def engine_limits():
     """How long a request may wait for the engine and run on it: the driver's defaults (1 s, 8 s) unless the app's
     config sets ENGINE_WAIT_S / ENGINE_DEADLINE_S (the browser tests' one shared server queues its pages instead)."""
-    return {"wait_s": current_app.config.get("ENGINE_WAIT_S"), "deadline_s": current_app.config.get("ENGINE_DEADLINE_S")}
+    config = current_app.config
+    return {"wait_s": config.get("ENGINE_WAIT_S"), "deadline_s": config.get("ENGINE_DEADLINE_S")}
 
 
 @trace_api.get("/api/presets")
@@ -43,13 +43,16 @@ def trace():
 
 
 def traced(spec, checkpoint):
-    """(the Answer of `spec` and `checkpoint`: the document's JSON as POST /api/trace sends it, and its gzip; True
-    when the app's TraceCache kept it from an earlier request). Raises what trace_spec raises."""
+    """(the Answer of `spec` and `checkpoint`: the document's JSON as POST /api/trace sends it, and its gzip when the
+    asker that ran it accepted gzip; True when this request ran nothing, TraceCache having the answer). Raises what
+    trace_spec raises."""
     limits = engine_limits()
 
     def run():
-        body = current_app.json.response(pack(trace_spec(spec, checkpoint=checkpoint, **limits))).get_data()
-        return Answer(body, gzipped(body))
+        body = current_app.json.response(pack(driver.trace_spec(spec, checkpoint=checkpoint, **limits))).get_data()
+        return Answer(body, gzipped(body) if accepts_gzip() else None)
     # an asker behind a run of the same request waits as long as the engine would have kept it waiting, and the run
-    longest_s = (limits["wait_s"] or driver.ENGINE_WAIT_S) + (limits["deadline_s"] or driver.DEADLINE_S)
+    wait_s = driver.ENGINE_WAIT_S if limits["wait_s"] is None else limits["wait_s"]
+    deadline_s = driver.DEADLINE_S if limits["deadline_s"] is None else limits["deadline_s"]
+    return current_app.extensions[CACHE].answer(request_key(spec, checkpoint), run, wait_s + deadline_s)
     return current_app.extensions[CACHE].answer(request_key(spec, checkpoint), run, longest_s)

@@ -3,8 +3,9 @@ it once.
 
 A trace is a function of its request (the spec, seeds included, and the checkpoint request): the same body gets the
 same document, so the answer's JSON is kept (least recently used first out, under a byte cap) and sent again without
-the engine (and its gzip, made once). Requests for one body that arrive while its first run is still going wait for that run instead of
-queueing on the engine behind it (each would otherwise take the engine in turn, and past the engine's wait answer 503).
+the engine (and its gzip, made once). Requests for one body that arrive while its first run is still going wait for
+that run and are sent its answer, kept or not, instead of queueing on the engine behind it (each would otherwise take
+the engine in turn, and past the engine's wait answer 503).
 Only documents are kept: a refused request (400, 413) or a stopped run (503) leaves nothing, and the next asker runs
 it. Per process, like the engine (each gunicorn worker keeps its own).
 """
@@ -34,6 +35,15 @@ def request_key(spec, checkpoint):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class _Flight:
+    """A first run of one key, going: the askers waiting for it, and its Answer once it has one."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.waiting = 0
+        self.answer = None
+
+
 class TraceCache:
     """`answer(key, make, wait_s)`: the Answer kept for `key`, or `make()`'s (kept when it fits)."""
 
@@ -41,43 +51,42 @@ class TraceCache:
         self.max_bytes = max_bytes
         self._kept = OrderedDict()     # key -> Answer, least recently used first
         self._kept_bytes = 0
-        self._running = {}             # key -> Event set when its first run ends (kept or not)
+        self._flights = {}             # key -> _Flight while its first run goes
         self._lock = threading.Lock()
 
     def answer(self, key, make, wait_s):
-        """(the Answer, True when kept from before). A run of `key` already going is waited for, up to `wait_s`;
-        past that, or when it failed, this request runs its own."""
+        """(the Answer, True when this request ran nothing: kept from before, or another asker's run it waited for).
+        A run of `key` already going is waited for, up to `wait_s`; past that, or when it failed, this request runs
+        its own."""
         with self._lock:
-            found = self._take(key)
-            if found is not None:
-                return found, True
-            running = self._running.get(key)
-            if running is None:
-                running = self._running[key] = threading.Event()
-                first = True
+            kept = self._take(key)
+            if kept is not None:
+                return kept, True
+            flight = self._flights.get(key)
+            first = flight is None
+            if first:
+                flight = self._flights[key] = _Flight()
             else:
-                first = False
+                flight.waiting += 1
         if not first:
-            running.wait(wait_s)
-            with self._lock:
-                found = self._take(key)
-            if found is not None:
-                return found, True
+            flight.done.wait(wait_s)
+            if flight.answer is not None:
+                return flight.answer, True
             return make(), False
         try:
-            body = make()
-            self._keep(key, body)
-            return body, False
+            flight.answer = make()
+            self._keep(key, flight.answer)
+            return flight.answer, False
         finally:
             with self._lock:
-                del self._running[key]
-            running.set()
+                del self._flights[key]
+            flight.done.set()
 
     def _take(self, key):
-        body = self._kept.get(key)
-        if body is not None:
+        kept = self._kept.get(key)
+        if kept is not None:
             self._kept.move_to_end(key)
-        return body
+        return kept
 
     def _keep(self, key, answer):
         if answer.nbytes > self.max_bytes // LARGEST_SHARE:

@@ -8,7 +8,6 @@ import json
 import threading
 import time
 
-import pytest
 from werkzeug.serving import make_server
 
 import backend.driver as driver
