@@ -21,8 +21,10 @@ LARGEST_SHARE = 4                     # a document over max_bytes / LARGEST_SHAR
 
 @dataclass(frozen=True)
 class Answer:
-    body: bytes                  # the document's JSON
-    compressed: bytes | None     # its gzip (api/compression.gzipped), None for one sent as it is
+    """A document's JSON and its gzip (api/compression.gzipped), the gzip None for a small document or when the asker
+    that ran it took no gzip (a later asker who does gets it compressed per answer)."""
+    body: bytes
+    compressed: bytes | None
 
     @property
     def nbytes(self):
