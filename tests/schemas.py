@@ -17,4 +17,4 @@ def assert_matches_schema(document, schema):
         fast = jsonschema_rs.validator_for(schema)
         _compiled[id(schema)] = (schema, fast)
     if not fast.is_valid(plain):
-        assert_matches_schema(plain, schema)
+        jsonschema.validate(plain, schema)

@@ -55,4 +55,3 @@ def traced(spec, checkpoint):
     wait_s = driver.ENGINE_WAIT_S if limits["wait_s"] is None else limits["wait_s"]
     deadline_s = driver.DEADLINE_S if limits["deadline_s"] is None else limits["deadline_s"]
     return current_app.extensions[CACHE].answer(request_key(spec, checkpoint), run, wait_s + deadline_s)
-    return current_app.extensions[CACHE].answer(request_key(spec, checkpoint), run, longest_s)
