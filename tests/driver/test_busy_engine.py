@@ -61,7 +61,14 @@ def _post(port, path, body=None, timeout=30):
     return response.status, dict(response.getheaders()), time.monotonic() - started
 
 
-def test_while_a_maximal_request_runs_cheap_requests_on_other_connections_answer_within_2_s(app):
+# The maximal run is stopped this long after it starts: the cheap requests are made in its first tenth of a second,
+# and what they meet is this test's subject. Left to finish, it held a core for another 8 to 10 s of the suite
+# (what a maximal run costs is bench/scale.py's to say).
+MAXIMAL_RUN_S = 3.0
+
+
+def test_while_a_maximal_request_runs_cheap_requests_on_other_connections_answer_within_2_s(app, monkeypatch):
+    monkeypatch.setattr(driver, "DEADLINE_S", MAXIMAL_RUN_S)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_port
@@ -80,7 +87,7 @@ def test_while_a_maximal_request_runs_cheap_requests_on_other_connections_answer
         assert seconds < 2.0
         assert status == 200 or (status == 503 and "Retry-After" in headers)
         worker.join(60)
-        assert big["answer"][0] in (200, 503)     # 503 only when the machine is too busy for its deadline
+        assert big["answer"][0] in (200, 503)     # stopped at MAXIMAL_RUN_S (503), or done by then on a fast machine
     finally:
         worker.join(60)
         server.shutdown()
