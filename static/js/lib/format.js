@@ -21,8 +21,9 @@ const GROUPED = new Intl.NumberFormat("en-US");     // one formatter: toLocaleSt
 /** A whole count with thousands grouped: "68,736,253,952". */
 export const formatCount = (n) => GROUPED.format(Number(n));
 
-/** Bytes both ways, for a panel that states one tensor's or one transfer's size: "1.5 KiB (1,536 B)". */
-export const exactBytes = (bytes) => `${formatBytes(bytes)} (${formatCount(bytes)} B)`;
+/** Bytes both ways, for a panel that states one tensor's or one transfer's size: "1.5 KiB (1,536 B)"; under a KiB
+ *  the bytes once ("512 B", not "512 B (512 B)"). */
+export const exactBytes = (bytes) => (Math.abs(bytes) < 1024 ? formatBytes(bytes) : `${formatBytes(bytes)} (${formatCount(bytes)} B)`);
 
 export const signedBytes = (bytes) => (bytes >= 0 ? "+" : "") + formatBytes(bytes);
 
