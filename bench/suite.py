@@ -1,0 +1,139 @@
+"""Benchmark: the test suite itself, against issue 24's goal of 5 minutes of wall time on this 2-core machine.
+
+Runs `make test`'s pytest command (or the paths given) and prints where the time went: the wall time ÷ the goal;
+the machine's busy and idle CPU seconds over the run (from /proc/stat: on two cores, 300 s holds 600 CPU-s, so a
+suite that keeps both busy needs its CPU, not its scheduling, to shrink); CPU seconds by kind of process (Chromium's
+renderer, browser and GPU processes, Playwright's node driver, the Python test workers, PostgreSQL), sampled from
+/proc every half second; and the test files that cost most, each with its wall time, its workers' CPU and the CPU
+of the processes they drove (bench/suite_probe.py). Everything else on the machine counts too: run it idle.
+
+    .venv/bin/python bench/suite.py [pytest paths and options, e.g. tests/e2e -n 2]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GOAL_S = 300.0
+SAMPLE_S = 0.5
+TICKS = os.sysconf("SC_CLK_TCK")
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-n", "auto", "--dist", "loadgroup", "-p", "bench.suite_probe"]
+
+
+def machine_cpu():
+    """(busy, idle) CPU seconds since boot, all cores: user, nice, system, irq, softirq, steal against idle, iowait."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / TICKS, (idle + iowait) / TICKS
+
+
+def process_kind(pid):
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
+    if "chromium" in command or "chrome" in command:
+        for kind in ("renderer", "gpu-process", "utility", "zygote"):
+            if f"--type={kind}" in command:
+                return f"chromium {kind}"
+        return "chromium browser"
+    if "run-driver" in command:
+        return "playwright node driver"
+    if "postgres" in command:
+        return "postgresql"
+    if "python" in command:
+        return "python (test workers, servers, ranks)"
+    return None
+
+
+class ProcessSampler:
+    """Every half second, the CPU each process has used so far (its own, not its children's), by kind; a process
+    that ends between two samples loses at most its last half second."""
+
+    def __init__(self):
+        self.last = {}          # pid -> (kind, CPU s at the last sample)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stopped.wait(SAMPLE_S):
+            self.sample()
+
+    def sample(self):
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == os.getpid():
+                continue
+            try:
+                fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            known = self.last.get(int(name))
+            kind = known[0] if known else process_kind(name)
+            if kind:
+                self.last[int(name)] = (kind, (int(fields[11]) + int(fields[12])) / TICKS)
+
+    def by_kind(self, before):
+        """CPU s by kind since `before` (a copy of `last` taken at the start)."""
+        spent = Counter()
+        for pid, (kind, cpu) in self.last.items():
+            spent[kind] += cpu - before.get(pid, (kind, 0.0))[1]
+        return spent
+
+
+def file_costs(probe_dir):
+    """({test file: [tests, wall s, worker CPU s, CPU s beyond the worker]}, CPU s reaped late) from the probe's
+    lines. CPU beyond the worker that the test's own wall time could not hold on every core (a child started by an
+    earlier test and reaped during this one) is not this test's: it is counted apart, as reaped late."""
+    costs, late = defaultdict(lambda: [0, 0.0, 0.0, 0.0]), 0.0
+    for lines in Path(probe_dir).glob("*.jsonl"):
+        for line in lines.read_text().splitlines():
+            nodeid, wall, worker, beyond = json.loads(line)
+            beyond = max(beyond, 0.0)
+            if beyond > wall * os.cpu_count() + 0.1:
+                late, beyond = late + beyond, 0.0
+            cost = costs[nodeid.split("::")[0]]
+            cost[0] += 1
+            cost[1] += wall
+            cost[2] += worker
+            cost[3] += beyond
+    return costs, late
+
+
+def main(arguments):
+    sampler = ProcessSampler()
+    with tempfile.TemporaryDirectory(prefix="tapescope-suite-") as probe_dir:
+        sampler.sample()
+        before = dict(sampler.last)
+        busy0, idle0 = machine_cpu()
+        started = time.perf_counter()
+        sampler.thread.start()
+        run = subprocess.run(PYTEST + arguments, cwd=ROOT, env={**os.environ, "TAPESCOPE_SUITE_PROBE_DIR": probe_dir},
+                             capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        sampler.stopped.set()
+        sampler.thread.join()
+        sampler.sample()
+        busy, idle = (now - then for now, then in zip(machine_cpu(), (busy0, idle0)))
+        costs, late = file_costs(probe_dir)
+    print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr[-2000:])
+    print(f"\nwall {wall:.0f} s = {wall / GOAL_S:.2f}× the {GOAL_S:.0f} s goal; machine CPU {busy:.0f} s busy, "
+          f"{idle:.0f} s idle ({busy / (busy + idle):.0%} busy on {os.cpu_count()} cores)")
+    print("\nCPU s by kind of process")
+    for kind, cpu in sampler.by_kind(before).most_common():
+        print(f"{cpu:8.1f}  {kind}")
+    print(f"\n{'test file':58} {'tests':>5} {'wall s':>8} {'worker CPU s':>13} {'beyond CPU s':>13}")
+    for path, (tests, wall_s, worker, beyond) in sorted(costs.items(), key=lambda item: -(item[1][2] + item[1][3]))[:20]:
+        print(f"{path:58} {tests:5} {wall_s:8.1f} {worker:13.1f} {beyond:13.1f}")
+    print("wall s: the tests' own time, summed over workers; beyond: the browser and subprocesses the tests drove"
+          f"\n(and {late:.1f} CPU s of children reaped by a later test than the one that started them, not attributed)")
+    return run.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
