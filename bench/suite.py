@@ -88,8 +88,8 @@ class ProcessSampler:
 
 def file_costs(probe_dir):
     """({test file: [tests, wall s, worker CPU s, CPU s beyond the worker]}, CPU s reaped late) from the probe's
-    lines. CPU beyond the worker that the test's own wall time could not hold on every core (a child started by an
-    earlier test and reaped during this one) is not this test's: it is counted apart, as reaped late."""
+    lines. CPU beyond the worker that the test's own wall time could not hold on every core (a child that lived
+    through earlier tests, reaped during this one) is not this test's: it is counted apart, as reaped late."""
     costs, late = defaultdict(lambda: [0, 0.0, 0.0, 0.0]), 0.0
     for lines in Path(probe_dir).glob("*.jsonl"):
         for line in lines.read_text().splitlines():
@@ -131,7 +131,7 @@ def main(arguments):
     for path, (tests, wall_s, worker, beyond) in sorted(costs.items(), key=lambda item: -(item[1][2] + item[1][3]))[:20]:
         print(f"{path:58} {tests:5} {wall_s:8.1f} {worker:13.1f} {beyond:13.1f}")
     print("wall s: the tests' own time, summed over workers; beyond: the browser and subprocesses the tests drove"
-          f"\n(and {late:.1f} CPU s of children reaped by a later test than the one that started them, not attributed)")
+          f"\n(and {late:.1f} CPU s of children that lived through earlier tests, reaped during a later one: not attributed)")
     return run.returncode
 
 

@@ -4,8 +4,9 @@ Loaded with `-p bench.suite_probe` while TAPESCOPE_SUITE_PROBE_DIR names a direc
 JSON line per test there: [nodeid, wall s, worker CPU s, CPU s of the processes the worker started]. The last counts
 the worker's children it reaped (a command-line subprocess, torch's forked ranks) and, for a test that drives the
 browser, every process under the worker (Playwright's node driver, Chromium's browser, renderer and GPU processes),
-read from /proc; a full walk of /proc costs ~2 ms, so it is made only around the tests that use the browser. A child
-reaped late (a helper process that outlives the test that started it) counts for the test during which it is reaped."""
+read from /proc; a full walk of /proc costs ~2 ms, so it is made only around the tests that use the browser. A worker's
+last test is read before its teardown: that teardown ends the session, and the worker reaping its browser would count
+the browser's whole life again."""
 import json
 import os
 import time
@@ -57,15 +58,32 @@ def pytest_configure(config):
         _out = open(Path(folder) / f"{worker}.jsonl", "w")
 
 
+def _outside(item):
+    """How to read the CPU beyond the worker around `item`."""
+    return _descendants_cpu if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())) else _reaped_cpu
+
+
+def _readings(item):
+    return time.perf_counter(), time.process_time(), _outside(item)(os.getpid())
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     if _out is None:
         yield
         return
-    me = os.getpid()
-    outside = _descendants_cpu if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())) else _reaped_cpu
-    started, cpu, beyond = time.perf_counter(), time.process_time(), outside(me)
+    started = _readings(item)
     yield
-    _out.write(json.dumps([item.nodeid, time.perf_counter() - started, time.process_time() - cpu,
-                           outside(me) - beyond]) + "\n")
+    ended = item.stash.get(_BEFORE_SESSION_TEARDOWN, None) or _readings(item)
+    _out.write(json.dumps([item.nodeid, *(end - start for end, start in zip(ended, started))]) + "\n")
     _out.flush()
+
+
+_BEFORE_SESSION_TEARDOWN = pytest.StashKey()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    if _out is not None and nextitem is None:
+        item.stash[_BEFORE_SESSION_TEARDOWN] = _readings(item)
+    yield
