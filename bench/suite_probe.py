@@ -17,6 +17,7 @@ import pytest
 PROBE_DIR = "TAPESCOPE_SUITE_PROBE_DIR"
 BROWSER_FIXTURES = {"page", "browser", "live_server", "context"}
 TICKS = os.sysconf("SC_CLK_TCK")
+_BEFORE_SESSION_TEARDOWN = pytest.StashKey()      # a worker's last test's readings, taken before its teardown
 
 _out = None
 
@@ -77,9 +78,6 @@ def pytest_runtest_protocol(item, nextitem):
     ended = item.stash.get(_BEFORE_SESSION_TEARDOWN, None) or _readings(item)
     _out.write(json.dumps([item.nodeid, *(end - start for end, start in zip(ended, started))]) + "\n")
     _out.flush()
-
-
-_BEFORE_SESSION_TEARDOWN = pytest.StashKey()
 
 
 @pytest.hookimpl(hookwrapper=True)
