@@ -1,6 +1,7 @@
 """Moving around the recorded graph as a person does: a plain wheel scrolls the page and Ctrl + wheel zooms; the fit,
 zoom and 1:1 buttons and their keys; a double-click zooms to a node; labels are never drawn under 10 px on screen;
-the search box lights up matches and Enter zooms to them; playing pans smoothly to keep the current node in view."""
+the search box lights up matches and Enter zooms to them; playing pans smoothly to keep the current node in view, and
+a visitor who asks for reduced motion gets every move without the glide."""
 import pytest
 
 from backend.models.presets import PRESETS
@@ -44,6 +45,36 @@ def test_a_plain_wheel_scrolls_the_page_and_ctrl_wheel_zooms_the_graph(page, liv
     page.keyboard.up("Control")
     page.wait_for_function(f"s => ({SCALE})() > s", arg=fitted)
     assert page.evaluate("window.scrollY") == 0, "Ctrl + wheel scrolled the page"
+
+
+ZOOM_IN_AND_READ = """() => {
+  const graph = document.querySelector('[data-testid=graph]');
+  document.querySelector('[data-testid=graph-zoom-in]').click();
+  return { scale: Number(graph.dataset.scale), panning: graph.dataset.panning ?? null };   // in the click's own task
+}"""
+
+
+def test_a_visitor_who_asks_for_reduced_motion_gets_moves_without_animation(page, browser, live_server):
+    """prefers-reduced-motion (WCAG 2.3.3): a zoom, fit or follow jumps to where it goes instead of gliding there; a
+    visitor who did not ask still gets the glide, which is at its start in the click's own task."""
+    open_explorer(page, live_server, "lab1-mlp")
+    fitted = scale(page)
+    assert page.evaluate(ZOOM_IN_AND_READ) == {"scale": fitted, "panning": "true"}
+    settle(page)
+    assert scale(page) == pytest.approx(fitted * 1.25, rel=0.01)
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, reduced_motion="reduce")
+    try:
+        still = context.new_page()
+        open_explorer(still, live_server, "lab1-mlp")
+        fitted = scale(still)
+        moved = still.evaluate(ZOOM_IN_AND_READ)
+        assert moved["panning"] is None and moved["scale"] == pytest.approx(fitted * 1.25, rel=0.01)
+        still.get_by_test_id("graph-fit").click()
+        assert still.evaluate("() => document.querySelector('[data-testid=graph]').dataset.panning ?? null") is None
+        assert scale(still) == pytest.approx(fitted)
+    finally:
+        context.close()
 
 
 def test_the_buttons_and_keys_zoom_fit_and_reset(page, live_server):

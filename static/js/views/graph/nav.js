@@ -13,6 +13,7 @@ const FIT_MAX_SCALE = 1.4;
 const [MIN_SCALE, MAX_SCALE] = [0.02, 4];
 const STEP_FACTOR = 1.25;           // one button press or key
 const PAN_MS = 350;
+const REDUCED_MOTION = window.matchMedia?.("(prefers-reduced-motion: reduce)");   // live: follows the setting
 const FOLLOW_MARGIN = 60;
 const FRAME_MARGIN = 12;            // layout px around the drawn boxes when Fit frames them
 const TOOLS_HEIGHT = 34;            // the search box and zoom buttons over the panel's top, and a top node's saved-bytes badge above it (past the layout's own margin)
@@ -108,10 +109,11 @@ export function createNavigator(svgElement, viewport, controls = {}) {
 
   let aim = null;   // where a running pan or zoom is headed: a second press zooms from there, not from midway
 
-  /** Move to `transform`, smoothly unless `instant`; data-panning is set while a move runs (tests wait on it). */
+  /** Move to `transform`, smoothly unless `instant` or the visitor asks for reduced motion (their system setting);
+   * data-panning is set while a move runs (tests wait on it). */
   function moveTo(transform, instant = false, ms = PAN_MS) {
     svg.interrupt();
-    if (instant) { svg.call(zoom.transform, transform); return; }
+    if (instant || REDUCED_MOTION?.matches) { svg.call(zoom.transform, transform); return; }
     aim = transform;
     svgElement.dataset.panning = "true";
     svg.transition().duration(ms).ease(d3.easeCubicOut).call(zoom.transform, transform)
