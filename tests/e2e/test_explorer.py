@@ -160,15 +160,17 @@ def test_clicking_a_node_inspects_it_with_values(page, live_server):
     assert page.locator(f"[data-testid=graph] [data-tensor-id='{x['id']}'].selected").count() == 1
     largest = max(trace["tensors"], key=lambda t: t["nbytes"])           # t2 [64,64] float32: 16 KiB
     page.evaluate("id => window.tapescope.select(id)", f"t{largest['id']}")
-    page.wait_for_function("""name => [...document.querySelectorAll("#inspector dl.facts > dt")]
-        .find((dt) => dt.textContent === "tensor")?.nextElementSibling.textContent.startsWith(name + " ")""", arg=largest["name"])
+    page.wait_for_function(f"name => ({INSPECTED_FACT})('tensor')?.startsWith(name + ' ')", arg=largest["name"])
     assert largest["nbytes"] == 16_384 and inspected_fact(page, "bytes") == "16.0 KiB (16,384 B)"
+
+
+INSPECTED_FACT = """term => [...document.querySelectorAll("#inspector dl.facts > dt")]
+  .find((dt) => dt.textContent === term)?.nextElementSibling.textContent"""
 
 
 def inspected_fact(page, term):
     """What the inspector's facts say beside `term`."""
-    return page.evaluate("""term => [...document.querySelectorAll("#inspector dl.facts > dt")]
-        .find((dt) => dt.textContent === term)?.nextElementSibling.textContent""", term)
+    return page.evaluate(INSPECTED_FACT, term)
 
 
 def test_the_inspectors_state_row_follows_the_cursor_through_every_step(page, live_server):
