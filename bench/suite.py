@@ -20,9 +20,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.suite_probe import PROBE_DIR, TICKS, process_stat  # noqa: E402
+
 GOAL_S = 300.0
 SAMPLE_S = 0.5
-TICKS = os.sysconf("SC_CLK_TCK")
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-n", "auto", "--dist", "loadgroup", "-p", "bench.suite_probe"]
 
 
@@ -69,14 +72,11 @@ class ProcessSampler:
         for name in os.listdir("/proc"):
             if not name.isdigit() or int(name) == os.getpid():
                 continue
-            try:
-                fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
+            stat = process_stat(name)
             known = self.last.get(int(name))
             kind = known[0] if known else process_kind(name)
-            if kind:
-                self.last[int(name)] = (kind, (int(fields[11]) + int(fields[12])) / TICKS)
+            if stat is not None and kind:
+                self.last[int(name)] = (kind, stat[1])
 
     def by_kind(self, before):
         """CPU s by kind since `before` (a copy of `last` taken at the start)."""
@@ -113,7 +113,7 @@ def main(arguments):
         busy0, idle0 = machine_cpu()
         started = time.perf_counter()
         sampler.thread.start()
-        run = subprocess.run(PYTEST + arguments, cwd=ROOT, env={**os.environ, "TAPESCOPE_SUITE_PROBE_DIR": probe_dir},
+        run = subprocess.run(PYTEST + arguments, cwd=ROOT, env={**os.environ, PROBE_DIR: probe_dir},
                              capture_output=True, text=True)
         wall = time.perf_counter() - started
         sampler.stopped.set()

@@ -22,7 +22,7 @@ _BEFORE_SESSION_TEARDOWN = pytest.StashKey()      # a worker's last test's readi
 _out = None
 
 
-def _stat(pid):
+def process_stat(pid):
     """(parent pid, own CPU s, reaped children's CPU s) of a process, or None once it is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -33,7 +33,7 @@ def _stat(pid):
 
 def _descendants_cpu(root):
     """CPU s of every live process under `root`, each with the children it reaped, plus root's reaped children."""
-    stats = {int(name): _stat(name) for name in os.listdir("/proc") if name.isdigit()}
+    stats = {int(name): process_stat(name) for name in os.listdir("/proc") if name.isdigit()}
     children = {}
     for pid, stat in stats.items():
         if stat is not None:
@@ -47,7 +47,7 @@ def _descendants_cpu(root):
 
 
 def _reaped_cpu(pid):
-    stat = _stat(pid)
+    stat = process_stat(pid)
     return stat[2] if stat else 0.0
 
 
