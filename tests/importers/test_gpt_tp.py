@@ -50,18 +50,28 @@ def gradients(model, batch, loss_fn, world=1):
     return grads
 
 
-def tp_gradients(sequence_parallel):
-    model, batch, loss_fn, _ = unpack_build(example("gpt_tp").build(sequence_parallel=sequence_parallel))
-    return gradients(without_dropout(model), batch, loss_fn, WORLD)
+def tp_gradients():
+    """{sequence_parallel: this rank's gradients} for tensor parallelism without and with sequence parallelism."""
+    by_mode = {}
+    for sequence_parallel in (False, True):
+        model, batch, loss_fn, _ = unpack_build(example("gpt_tp").build(sequence_parallel=sequence_parallel))
+        by_mode[sequence_parallel] = gradients(without_dropout(model), batch, loss_fn, WORLD)
+    return by_mode
+
+
+@pytest.fixture(scope="module")
+def tp_rank_gradients():
+    """Every rank's tp_gradients(), from one pair of ranks (each spawned rank imports torch anew: ~3 CPU-s a rank).
+    Fresh ranks: forked from a process that recorded a fake tensor-parallel step, the embedding's gradient comes out
+    wrong (a DTensor state of the fake world torch keeps; not found yet, see torch_fake)."""
+    return run_ranks(tp_gradients, WORLD, fresh=True)
 
 
 @pytest.mark.parametrize("sequence_parallel", [False, True], ids=["tp", "tp_sp"])
-def test_tensor_parallel_gradients_are_the_single_process_ones(sequence_parallel):
+def test_tensor_parallel_gradients_are_the_single_process_ones(sequence_parallel, tp_rank_gradients):
     model, batch, loss_fn, _ = unpack_build(example("gpt").build())
     reference = gradients(without_dropout(model), batch, loss_fn)
-    # fresh ranks: forked from a process that recorded a fake tensor-parallel step, the embedding's gradient comes
-    # out wrong (a DTensor state of the fake world torch keeps; not found yet, see torch_fake)
-    for grads in run_ranks(tp_gradients, WORLD, sequence_parallel, fresh=True):
+    for grads in (rank[sequence_parallel] for rank in tp_rank_gradients):
         assert set(grads) == set(reference)
         for name, expected in reference.items():
             torch.testing.assert_close(grads[name], expected, rtol=1e-4, atol=1e-6, msg=lambda m, name=name: f"{name}: {m}")
