@@ -3,6 +3,8 @@ run file on the page."""
 import json
 from pathlib import Path
 
+from playwright.sync_api import expect
+
 from backend.trace.document_versions import unpack
 
 ARTIFACTS = "test-artifacts"
@@ -43,6 +45,25 @@ def unfold_all(page):
     if button.is_visible() and button.text_content() == "Unfold all":
         button.click()
     page.wait_for_function("() => !document.querySelector('[data-testid=graph] .group-node')")
+
+
+def see_chart(page, test_id, timeout=None):
+    """The chart `test_id` as a reader sees it: scrolled to, and plotted with the run shown now (a chart is plotted once
+    it is on screen, static/js/views/charts/on-screen.js). Its locator."""
+    chart = page.get_by_test_id(test_id)
+    chart.scroll_into_view_if_needed(timeout=timeout)
+    expect(chart).to_have_attribute("data-drawn", "true", timeout=timeout)
+    return chart
+
+
+def see_charts(page):
+    """Every chart of the explorer plotted, scrolled to one by one: before a full-page screenshot, which does not
+    scroll. The Pareto chart only when it has schedules to show."""
+    for test_id in ("memory-chart", "lifetime-chart"):
+        see_chart(page, test_id)
+    if page.get_by_test_id("pareto-chart").is_visible():
+        see_chart(page, "pareto-chart")
+    page.evaluate("window.scrollTo(0, 0)")
 
 
 def go_to_step(page, step):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import open_explorer
+from tests.e2e.explorer_helpers import open_explorer, see_chart
 from tests.e2e.test_workspace import api_post, preset_trace
 
 AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
@@ -34,11 +34,12 @@ def why(node):
 def settle_explorer(page):
     """The explorer with every panel filled in: the charts drawn, and the panels that run when scrolled into view
     (the schedules, forward vs reverse mode) run to an answer, so their tables and buttons are scanned too."""
-    expect(page.get_by_test_id("memory-chart").locator(".main-svg").first).to_be_attached()
+    see_chart(page, "memory-chart")
+    see_chart(page, "lifetime-chart")
     page.get_by_test_id("modes-view").scroll_into_view_if_needed()
     expect(page.get_by_test_id("modes-view")).to_have_attribute("data-state", re.compile("ready|failed|stale"),
                                                                 timeout=60_000)
-    expect(page.get_by_test_id("pareto-chart").locator(".main-svg").first).to_be_attached(timeout=60_000)
+    see_chart(page, "pareto-chart", timeout=60_000)
     page.evaluate("window.scrollTo(0, 0)")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import ARTIFACTS, open_explorer
+from tests.e2e.explorer_helpers import ARTIFACTS, open_explorer, see_chart
 
 torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install -r requirements-torch.txt)")
 
@@ -28,10 +28,12 @@ def allocator_run(tmp_path_factory):
 
 
 def reserved_series(page):
+    see_chart(page, "memory-chart")
     return page.evaluate(f"() => {MEMORY_CHART}.data.filter(d => d.name === '{RESERVED}').map(d => Array.from(d.y))")
 
 
 def annotations(page):
+    see_chart(page, "memory-chart")
     return page.evaluate(f"() => {MEMORY_CHART}.layout.annotations.map(a => a.text)")
 
 

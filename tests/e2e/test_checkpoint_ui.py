@@ -10,7 +10,8 @@ from playwright.sync_api import expect
 
 from backend.models import presets as preset_specs
 from backend.trace.document_versions import unpack
-from tests.e2e.explorer_helpers import choose, go_to_step, open_explorer, presets, shown_trace, unfold_all, wait_schedule
+from tests.e2e.explorer_helpers import (choose, go_to_step, open_explorer, presets, see_chart, see_charts, shown_trace, unfold_all,
+                                        wait_schedule)
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 # every_k opens at k = 2: k = 2 first is that trace, and k = 1 the one edit after it
@@ -45,6 +46,8 @@ def shot(page, name, locator=None):
     ARTIFACTS.mkdir(exist_ok=True)
     if locator is not None:
         locator.scroll_into_view_if_needed()
+    else:
+        see_charts(page)                 # a full page does not scroll: the charts are plotted first
     page.screenshot(path=str(ARTIFACTS / f"checkpoint-{name}.png"), full_page=locator is None)
 
 
@@ -66,6 +69,7 @@ def test_sqrt_on_deep_mlp_shows_the_executed_peak_lower_than_none(page, live_ser
     expect(summary).to_contain_text("grads bitwise equal")
     expect(page.get_by_test_id("grad-mismatch")).to_be_hidden()
     # the memory chart ghosts the un-checkpointed run
+    see_chart(page, "memory-chart")
     names = page.evaluate("Array.from(document.querySelector('[data-testid=memory-chart]').data, d => d.name)")
     assert "previous run" in names
     shot(page, "deep-mlp-sqrt")
@@ -112,7 +116,7 @@ def test_recompute_steps_are_labelled_and_marked_in_the_graph(page, live_server,
 def test_pareto_chart_has_one_marker_per_schedule_and_clicking_one_switches(page, live_server, errors):
     open_explorer(page, live_server, "deep-mlp")
     trace = choose(page, "sqrt")
-    chart = page.get_by_test_id("pareto-chart")
+    chart = see_chart(page, "pareto-chart")
     points = chart.locator(".scatterlayer .trace:nth-of-type(1) .points path.point")
     expect(points).to_have_count(len(trace["schedules"]))
     expect(page.get_by_test_id("schedule-option")).to_have_count(len(trace["schedules"]))
@@ -251,7 +255,7 @@ def test_the_checkpoint_travels_with_edits_and_preset_loads(page, live_server, e
     page.get_by_test_id("checkpoint-policy").select_option("none")
     trace = wait_schedule(page, "none")
     expect(page.locator(".explorer")).to_have_attribute("data-schedules", "ready")
-    expect(page.get_by_test_id("pareto-chart").locator(".scatterlayer .trace:nth-of-type(1) .points path.point")) \
+    expect(see_chart(page, "pareto-chart").locator(".scatterlayer .trace:nth-of-type(1) .points path.point")) \
         .to_have_count(len(trace["schedules"]))
     expect(page.get_by_test_id("schedule-summary")).to_contain_text("no checkpointing")
 
@@ -275,7 +279,7 @@ def test_selective_recomputation_marks_the_ops_it_re_runs(page, live_server, err
 def test_pareto_panel_reads_small_overheads_and_says_why_a_schedule_raises_the_peak(page, live_server, errors):
     open_explorer(page, live_server, "deep-mlp")
     trace = choose(page, "sqrt")
-    chart = page.get_by_test_id("pareto-chart")
+    chart = see_chart(page, "pareto-chart")
     ticks = chart.locator(".xaxislayer-above .xtick text").evaluate_all("texts => texts.map(t => t.textContent)")
     assert ticks[0] == "0" and "1.0%" in ticks and "100%" in ticks        # log axis: 0.6% and 100% both readable
     x_range = page.evaluate("document.querySelector('[data-testid=pareto-chart]').layout.xaxis.range")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import go_to_step, open_explorer, shown_trace, unfold_all
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, see_chart, shown_trace, unfold_all
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PRESET = "gradient-penalty"
@@ -48,6 +48,7 @@ def test_stepping_into_backward_2_highlights_the_recorded_backward_ops(page, liv
 def test_the_memory_chart_and_the_peak_explanation_show_what_is_saved_for_backward_2(page, live_server):
     open_explorer(page, live_server, PRESET)
     trace = shown_trace(page)
+    see_chart(page, "memory-chart")
     series = page.evaluate("""() => document.querySelector('[data-testid=memory-chart]').data
         .filter(d => d.name === 'saved for backward-2').map(d => d.y)""")
     assert series == [[s["recorded_backward_bytes"] for s in trace["steps"]]]

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from backend.trace.document_versions import unpack
-from tests.e2e.explorer_helpers import shown_trace
+from tests.e2e.explorer_helpers import see_chart, shown_trace
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 XSS = "<img src=x onerror=alert(1)>"
@@ -284,7 +284,8 @@ def test_layer_name_renders_as_text(editor):
 
 
 def chart_optimizer_bytes(page):
-    """The memory chart's "optimizer" band, step by step, as Plotly drew it."""
+    """The memory chart's "optimizer" band, step by step, as Plotly drew it for the run shown."""
+    see_chart(page, "memory-chart")
     return page.evaluate("""() => document.querySelector('[data-testid=memory-chart]').data
         .find((series) => series.name === 'optimizer').y""")
 
@@ -306,8 +307,6 @@ def test_adamw_and_sgd_momentum_show_their_state_as_optimizer_memory(editor):
                         ("optimizer.weight_decay", "0.01")):
         expect(editor.field(path)).to_have_value(value)
     expect(editor.page.get_by_test_id("optimizer-state")).to_contain_text("m and v")
-    editor.page.wait_for_function("() => document.querySelector('[data-testid=memory-chart]').data"
-                                  ".find((s) => s.name === 'optimizer').y.some((y) => y > 0)")
     optimizer = chart_optimizer_bytes(editor.page)
     assert optimizer == [step["by_kind"]["optimizer"] for step in trace["steps"]]
     assert optimizer[-1] == 2 * param_bytes      # m and v for each of the three parameters
@@ -339,9 +338,9 @@ def test_adamw_and_sgd_momentum_show_their_state_as_optimizer_memory(editor):
     trace = editor.wait_traced(n)
     assert trace["spec"]["optimizer"] == {"type": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.0,
                                           "nesterov": False}
-    editor.page.wait_for_function(f"() => document.querySelector('[data-testid=memory-chart]').data"
-                                  f".find((s) => s.name === 'optimizer').y.at(-1) === {param_bytes}")
-    assert chart_optimizer_bytes(editor.page) == [step["by_kind"]["optimizer"] for step in trace["steps"]]
+    optimizer = chart_optimizer_bytes(editor.page)
+    assert optimizer == [step["by_kind"]["optimizer"] for step in trace["steps"]]
+    assert optimizer[-1] == param_bytes
     editor.shot("sgd-momentum", editor.page.locator("#editor-panel fieldset.optimizer-fields"))
 
 

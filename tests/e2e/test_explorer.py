@@ -3,7 +3,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.explorer_helpers import (at_every_step_there_and_back, current_node_ids, go_to_step, live_bytes, open_explorer,
-                                        shown_trace, trace_for, unfold_all)
+                                        see_chart, shown_trace, trace_for, unfold_all)
 
 
 @pytest.mark.parametrize("preset_id", ["seed-tape", "transformer-tiny"])
@@ -21,6 +21,7 @@ def test_one_op_node_per_tape_entry_and_one_leaf_per_leaf_tensor(page, live_serv
 def test_stepping_moves_the_highlight_and_the_memory_cursor_to_the_live_bytes(page, live_server):
     trace = trace_for(page, live_server, "seed-tape")
     open_explorer(page, live_server, "seed-tape")
+    see_chart(page, "memory-chart")
     cursor = page.locator("[data-testid=memory-chart] ~ .chart-cursor, .chart-wrap .chart-cursor").first
     seen_nodes, cursor_x = [], []
     for step in trace["steps"][:7]:
@@ -75,7 +76,7 @@ def test_the_lifetime_chart_has_one_bar_per_saved_tensor(page, live_server):
     trace = trace_for(page, live_server, "residual-unit")
     saved = [t for t in trace["tensors"] if t["saved_by"]]
     open_explorer(page, live_server, "residual-unit")
-    bars = page.locator("[data-testid=lifetime-chart] .bars .point")
+    bars = see_chart(page, "lifetime-chart").locator(".bars .point")
     # Small runs open every scope: one bar per saved activation, a header bar per scope, one resident band.
     keys = page.evaluate("() => document.querySelector('[data-testid=lifetime-chart]').data[0].customdata")
     assert bars.count() == len(keys)
@@ -257,6 +258,7 @@ def test_an_edit_replaces_the_graph_keeps_the_step_and_ghosts_the_previous_run(p
     delta = page.inner_text("[data-testid=peak-delta]")
     assert delta.startswith("peak ") and "→" in delta
     assert before["summary"]["peak_bytes"] != after["summary"]["peak_bytes"]
+    see_chart(page, "memory-chart")
     names = page.evaluate("Array.from(document.querySelector('[data-testid=memory-chart]').data, d => d.name)")
     assert "previous run" in names
 
@@ -268,7 +270,7 @@ def test_the_memory_legend_names_only_the_kinds_the_run_holds(page, live_server,
     open_explorer(page, live_server, preset_id)
     trace = shown_trace(page)
     held = {kind for step in trace["steps"] for kind, nbytes in step["by_kind"].items() if nbytes}
-    page.wait_for_selector("[data-testid=memory-chart] .legendtext")
+    see_chart(page, "memory-chart")
     legend = page.eval_on_selector_all("[data-testid=memory-chart] .legendtext", "ts => ts.map(t => t.textContent)")
     assert set(legend) == held and len(legend) == len(held), (legend, held)
     for name in legend:

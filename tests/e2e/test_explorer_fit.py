@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import open_explorer, trace_for
+from tests.e2e.explorer_helpers import open_explorer, see_chart, trace_for
 
 INSIDE = """() => {
   const box = document.querySelector('[data-testid=graph]').getBoundingClientRect();
@@ -38,6 +38,7 @@ def test_on_small_graphs_the_current_node_is_in_the_panel_at_every_step(page, li
 
 def test_the_memory_axis_counts_binary_bytes(page, live_server):
     open_explorer(page, live_server, "deep-mlp")
+    see_chart(page, "memory-chart")
     ticks = page.eval_on_selector_all("[data-testid=memory-chart] .ytick text", "ts => ts.map(t => t.textContent)")
     assert ticks and ticks[0] == "0"
     assert all(re.fullmatch(r"[\d.]+ (B|KiB|MiB|GiB)", t) for t in ticks[1:]), ticks
@@ -60,6 +61,7 @@ def test_the_lifetime_chart_names_every_tensor_and_has_a_legend(page, live_serve
     saved = [t for t in trace["tensors"] if t["saved_by"]]
     assert len(saved) > 40
     ticks = "[data-testid=lifetime-chart] .ytick text"
+    see_chart(page, "lifetime-chart")
     names = page.eval_on_selector_all(ticks, "ts => ts.map(t => t.textContent.trim())")
     params = [t for t in saved if t["kind"] == "param"]
     # The parameters are one resident band; the activations sit under their scopes' header rows, each named.

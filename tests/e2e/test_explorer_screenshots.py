@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.explorer_helpers import ARTIFACTS, go_to_step, live_bytes, open_explorer, trace_for
+from tests.e2e.explorer_helpers import ARTIFACTS, go_to_step, live_bytes, open_explorer, see_charts, trace_for
 
 
 def test_seed_tape_screenshots(page, live_server):
@@ -14,6 +14,7 @@ def test_seed_tape_screenshots(page, live_server):
     backward = next(s["index"] for s in trace["steps"] if s["phase"] == "backward" and s["index"] > summary["forward_end_step"] + 1)
     Path(ARTIFACTS).mkdir(exist_ok=True)
     open_explorer(page, live_server, "seed-tape")
+    see_charts(page)                # a full page does not scroll: the charts are plotted first
     shots = {"forward": 2, "peak": summary["peak_step"], "backward": backward}
     for label, step in shots.items():
         go_to_step(page, step)

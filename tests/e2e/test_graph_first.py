@@ -1,10 +1,10 @@
-"""The explorer opens graph first: the charts' library (Plotly, 4.8 MB) runs only after the graph is drawn, so with
-it held back the graph, the player, the sweep panel and the inspector already work and the page says "interactive"
-but not "ready"; once it arrives the charts are drawn at the step the person moved to; if it never does, the status
-line says so and the graph still works."""
+"""The explorer opens graph first: the charts' library (Plotly, 4.8 MB) runs only after the graph is drawn, and a chart
+is plotted only once it is on screen, so with Plotly held back the graph, the player, the sweep panel and the inspector
+already work; once it arrives a chart scrolled to is drawn at the step the person moved to; if it never does, the
+status line says so and the graph still works."""
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import live_bytes, trace_for
+from tests.e2e.explorer_helpers import live_bytes, see_chart, trace_for
 
 PLOTLY = "**/vendor/plotly.min.js"
 EXPLORER = ".explorer"
@@ -22,7 +22,6 @@ def test_the_graph_player_and_inspector_work_while_plotly_is_held_back(page, liv
     held = []
     page.route(PLOTLY, lambda route: held.append(route))
     open_without_waiting_for_plotly(page, live_server)
-    assert page.get_attribute(EXPLORER, "data-ready") == "false"
     assert page.evaluate("typeof window.Plotly") == "undefined"
     assert page.locator("[data-testid=graph] .node").count() == len(trace["tape"]) + len(trace["graph"]["leaves"])
 
@@ -34,23 +33,30 @@ def test_the_graph_player_and_inspector_work_while_plotly_is_held_back(page, liv
     assert live_bytes(page) == trace["steps"][3]["live_bytes"]
     assert page.locator("[data-testid=graph] .node.current").count() == 1
     expect(page.locator("#inspector")).to_contain_text("at step 3")
-    assert page.locator("[data-testid=memory-chart] .main-svg").count() == 0     # no chart yet
+    memory = page.get_by_test_id("memory-chart")
+    memory.scroll_into_view_if_needed()                                   # scrolled to, it waits for Plotly
+    expect(memory).to_have_attribute("data-drawn", "false")
+    assert memory.locator(".main-svg").count() == 0                       # no chart yet
 
     assert len(held) == 1                    # fetched ahead (the preload), and run once it arrives
     held[0].continue_()
-    page.wait_for_selector(".explorer[data-ready=true]")
+    see_chart(page, "memory-chart")
     cursor = page.locator("[data-testid=memory-chart] ~ .chart-cursor")
-    assert page.locator("[data-testid=memory-chart] .main-svg").count() >= 1
+    assert memory.locator(".main-svg").count() >= 1
     assert cursor.get_attribute("data-step") == "3"
     assert int(cursor.get_attribute("data-bytes")) == trace["steps"][3]["live_bytes"]
+    assert cursor.evaluate("line => line.style.transform") != ""          # drawn at step 3, where it waited
     page.wait_for_selector("#inspector .inspector-heatmap .main-svg")     # the selected x's values, drawn now
-    assert page.locator("[data-testid=lifetime-chart] .main-svg").count() >= 1
+    assert see_chart(page, "lifetime-chart").locator(".main-svg").count() >= 1
+    expect(page.locator(EXPLORER)).to_have_attribute("data-ready", "true")
 
 
 def test_without_plotly_the_status_says_so_and_the_graph_still_steps(page, live_server):
     page.route(PLOTLY, lambda route: route.abort())
     open_without_waiting_for_plotly(page, live_server)
+    memory = page.get_by_test_id("memory-chart")
+    memory.scroll_into_view_if_needed()
+    expect(memory).to_have_attribute("data-drawn", "failed")
     expect(page.locator("#status")).to_contain_text("the charts' library (Plotly) could not be loaded")
     page.get_by_test_id("step-forward").click()
     assert page.evaluate("window.tapescope.getStep()") == 1
-    assert page.get_attribute(EXPLORER, "data-ready") == "false"

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from backend.driver import trace_spec
 from bench.browser import deep_spec
-from tests.e2e.explorer_helpers import ARTIFACTS, choose, go_to_step, open_explorer, trace_for
+from tests.e2e.explorer_helpers import ARTIFACTS, choose, go_to_step, open_explorer, see_chart, trace_for
 
 GRAPH = "[data-testid=graph]"
 LABEL_HEIGHTS = """() => Array.from(document.querySelectorAll('[data-testid=graph] .node .label'),
@@ -131,7 +131,7 @@ def test_deep_in_a_5000_entry_model_nested_frame_names_never_overlap(page, live_
 
 def test_a_5000_entry_lifetime_chart_names_its_rows_and_opens_them(page, live_server, big_trace):
     open_trace(page, live_server, big_trace)
-    chart = page.get_by_test_id("lifetime-chart")
+    chart = see_chart(page, "lifetime-chart")
     names = page.evaluate(TICKS)
     assert 2 <= len(names) <= 20 and all(names), names
     params = [t for t in big_trace["tensors"] if t["saved_by"] and t["kind"] == "param"]
@@ -157,7 +157,7 @@ def test_a_5000_entry_lifetime_chart_names_its_rows_and_opens_them(page, live_se
 def selected_everywhere(page, tensor):
     """The selection as a person sees it: the node that made the tensor lit, its lifetime bar outlined, the inspector on it."""
     expect(page.locator(".explorer")).to_have_attribute("data-selected", f"t{tensor['id']}")
-    expect(page.get_by_test_id("lifetime-chart")).to_have_attribute("data-selected-tensor", str(tensor["id"]))
+    expect(see_chart(page, "lifetime-chart")).to_have_attribute("data-selected-tensor", str(tensor["id"]))
     expect(page.locator(f"{GRAPH} .node.selected")).to_have_count(1)
     expect(page.locator("#inspector")).to_contain_text(tensor["name"])
 
@@ -195,7 +195,7 @@ def test_the_sweep_panel_the_per_layer_table_and_the_peak_breakdown_select_every
     button.click()
     chosen = page.evaluate("window.tapescope.getSelected()")
     assert chosen and chosen.startswith("t")
-    expect(page.get_by_test_id("lifetime-chart")).to_have_attribute("data-selected-tensor", chosen[1:])
+    expect(see_chart(page, "lifetime-chart")).to_have_attribute("data-selected-tensor", chosen[1:])
     expect(page.locator("#inspector")).to_contain_text(tensors[int(chosen[1:])]["name"])
     cleared_everywhere(page)
 

@@ -5,7 +5,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import open_explorer, trace_for
+from tests.e2e.explorer_helpers import open_explorer, see_chart, trace_for
 
 OUTLINE = "[data-testid=lifetime-chart] .shapelayer path"
 
@@ -27,6 +27,7 @@ def test_a_lifetime_bar_and_a_graph_node_select_each_other(page, live_server):
     open_explorer(page, live_server, "seed-tape")
     saved = [t for t in trace["tensors"] if t["saved_by"]]
     tensor = next(t for t in saved if t["produced_by"] is not None)
+    see_chart(page, "lifetime-chart")
     keys = page.evaluate("() => document.querySelector('[data-testid=lifetime-chart]').data[0].customdata")
     bar = page.locator("[data-testid=lifetime-chart] .bars .point").nth(keys.index(f"t{tensor['id']}"))
     bar.scroll_into_view_if_needed()
@@ -48,5 +49,5 @@ def test_a_lifetime_bar_and_a_graph_node_select_each_other(page, live_server):
     node.scroll_into_view_if_needed()
     node.locator("rect").first.click()
     expect(page.locator(".explorer")).to_have_attribute("data-selected", f"e{producer['index']}")
-    expect(page.get_by_test_id("lifetime-chart")).to_have_attribute("data-selected-tensor", str(producer["output"]))
+    expect(see_chart(page, "lifetime-chart")).to_have_attribute("data-selected-tensor", str(producer["output"]))
     outline_on(page, producer["output"])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import open_explorer, shown_trace
+from tests.e2e.explorer_helpers import open_explorer, see_charts, shown_trace
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 READY = "document.querySelector('.explorer').dataset.ready === 'true'"
@@ -129,6 +129,7 @@ def test_manual_recompute_of_the_first_softmax(page, live_server, errors, bodies
     page.evaluate("step => window.tapescope.setStep(step)", softmax["index"] + 1)
     page.evaluate("id => window.tapescope.select(id)", f"e{softmax['index']}")
     ARTIFACTS.mkdir(exist_ok=True)
+    see_charts(page)                            # a full page does not scroll: the charts are plotted first
     page.screenshot(path=str(ARTIFACTS / "manual-recompute.png"), full_page=True)
     node.scroll_into_view_if_needed()
     page.wait_for_timeout(400)                  # the graph's follow pan settles on the selected node

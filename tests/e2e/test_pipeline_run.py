@@ -7,7 +7,7 @@ import re
 import pytest
 
 from backend.trace.document_versions import unpack
-from tests.e2e.explorer_helpers import drop, go_to_step, open_explorer
+from tests.e2e.explorer_helpers import drop, go_to_step, open_explorer, see_chart
 from tests.many_ranks import record_ranks
 
 pytestmark = pytest.mark.xdist_group("gpt-pipeline-ranks")    # one worker records the run, once
@@ -23,6 +23,7 @@ def pipeline_run(tmp_path_factory):
 
 def micro_batch_labels(page):
     """The memory chart's labels over each micro-batch's forward, as Plotly holds them: [(text, x)]."""
+    see_chart(page, "memory-chart")
     return page.evaluate("""() => document.querySelector("[data-testid=memory-chart]").layout.annotations
         .filter((a) => a.name === "micro-batch").map((a) => [a.text, a.x])""")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.explorer_helpers import ARTIFACTS, go_to_step, open_explorer, unfold_all
+from tests.e2e.explorer_helpers import ARTIFACTS, go_to_step, open_explorer, see_chart, unfold_all
 
 torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install -r requirements-torch.txt)")
 
@@ -94,7 +94,8 @@ def test_checkpointed_blocks_and_their_recompute_are_drawn_as_the_document_recor
     shot(page, "opened")
 
     # The memory chart shades each region's recompute, where torch ran it inside backward.
-    page.wait_for_function("() => document.querySelector('[data-testid=memory-chart]')?.layout")
+    see_chart(page, "memory-chart")
+    page.evaluate("window.scrollTo(0, 0)")
     runs = sorted([r["recompute_steps"][0], r["recompute_steps"][-1]] for r in regions)
     assert all(r["recompute_steps"] == list(range(r["recompute_steps"][0], r["recompute_steps"][-1] + 1)) for r in regions)
     assert sorted(page.evaluate(RECOMPUTE_BANDS)) == runs
@@ -112,7 +113,7 @@ def test_checkpointed_blocks_and_their_recompute_are_drawn_as_the_document_recor
     expect(current).to_have_attribute("data-node-id", str(region["recompute_entries"][1]))
     expect(current).to_have_class(re.compile(r"\brecompute-node\b"))
     shot(page, "recompute")
-    page.locator("[data-testid=memory-chart]").scroll_into_view_if_needed()
+    see_chart(page, "memory-chart")
     shot(page, "recompute-memory")
     page.evaluate("window.scrollTo(0, 0)")
 

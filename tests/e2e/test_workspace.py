@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from backend.models.caps import CAPS
 from backend.trace.document_versions import unpack
-from tests.e2e.explorer_helpers import go_to_step, live_bytes, open_explorer, shown_trace
+from tests.e2e.explorer_helpers import go_to_step, live_bytes, open_explorer, see_chart, shown_trace
 
 READY = "document.querySelector('.explorer').dataset.ready === 'true'"
 
@@ -276,6 +276,7 @@ def test_a_preset_switch_has_no_delta_and_no_ghost(page, live_server):
     page.select_option("[data-testid=preset]", "residual-unit")
     traced_after(page, count, "t.spec.name === 'residual-unit'")
     expect(page.get_by_test_id("peak-delta")).to_have_text("")
+    see_chart(page, "memory-chart")
     names = page.evaluate("Array.from(document.querySelector('[data-testid=memory-chart]').data, d => d.name)")
     assert "previous run" not in names
     assert page.evaluate("window.tapescope.getStep()") == 0
@@ -335,6 +336,7 @@ def test_a_slider_drag_compares_with_where_it_started_and_a_pin_holds(page, live
     before_total = int(page.get_attribute("[data-testid=saved-bytes-total] td.before", "data-bytes"))
     pinned_saved = sum(t["nbytes"] for t in {t["storage"]: t for t in expected["tensors"] if t["saved_by"] and t["scope"]}.values())
     assert before_total == pinned_saved
+    see_chart(page, "memory-chart")
     names = page.evaluate("Array.from(document.querySelector('[data-testid=memory-chart]').data, d => d.name)")
     assert "baseline" in names and "previous run" not in names
     ghost = page.evaluate("document.querySelector('[data-testid=memory-chart]').data.find(d => d.name === 'baseline').y")

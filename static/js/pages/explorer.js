@@ -247,6 +247,9 @@ function showConflict(conflict) {
   banner.hidden = !conflict;
 }
 
+// A chart plotted once scrolled to (views/charts/on-screen.js) that fails says so where a failed draw always has.
+root.addEventListener("plot-failed", (event) => setStatus(`Could not draw: ${event.detail.message}`, true));
+
 workspace.subscribe((kind, detail) => {
   if (kind === "trace") {
     showTrace(detail.trace, detail).catch((error) => setStatus(`Could not draw: ${error.message}`, true));

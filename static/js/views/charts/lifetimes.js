@@ -7,6 +7,7 @@ import { formatBytes, formatShape } from "../../lib/format.js";
 import { lifetimeRows, lifetimeTree, pathToTensor, RESIDENT } from "../../model/lifetime-rows.js";
 import { KIND_COLORS } from "../../lib/palette.js";
 import { loadPlotly } from "../../lib/plotly-loader.js";
+import { plottedOnScreen } from "./on-screen.js";
 
 const ROW_PX = 16;
 const GROUP_COLOR = "#94a3b8";
@@ -36,6 +37,7 @@ function describe(tensor, index) {
 
 export function createLifetimeChart(element, { onPick }) {
   const cursor = createChartCursor(element);
+  const screen = plottedOnScreen(element);
   let shown = null;        // {rows, index}
   let outlined = null;     // the selected tensor's row, or null
 
@@ -73,16 +75,18 @@ export function createLifetimeChart(element, { onPick }) {
     open = new Set(tree.defaultOpen);
     shown = { index, rows: [], drawn: false };
     await draw();
-    if (!element.dataset.bound) {
-      element.dataset.bound = "1";
-      element.on("plotly_click", (event) => {
-        const key = event.points[0]?.customdata;
-        if (!key) return;
-        if (key === RESIDENT || key.startsWith("g:")) toggle(key === RESIDENT ? RESIDENT : key.slice(2));
-        else onPick(key, event.points[0]);
-      });
-      element.on("plotly_afterplot", () => cursor.place());
-    }
+  }
+
+  function bind() {
+    if (element.dataset.bound) return;
+    element.dataset.bound = "1";
+    element.on("plotly_click", (event) => {
+      const key = event.points[0]?.customdata;
+      if (!key) return;
+      if (key === RESIDENT || key.startsWith("g:")) toggle(key === RESIDENT ? RESIDENT : key.slice(2));
+      else onPick(key, event.points[0]);
+    });
+    element.on("plotly_afterplot", () => cursor.place());
   }
 
   function toggle(id) {
@@ -96,7 +100,6 @@ export function createLifetimeChart(element, { onPick }) {
     const { index } = mine;
     const rows = lifetimeRows(index, groups, tree, open).map((r, row) => ({ ...r, row }));
     const color = (r) => (r.kind === "group" ? GROUP_COLOR : KIND_COLORS[r.kind]);
-    const outline = outlinedRow(rows, index);      // drawn with the chart, not laid over it after (a second render)
     const data = [{
       type: "bar", orientation: "h", y: rows.map((r) => r.row), base: rows.map((r) => r.born - 0.5),
       x: rows.map((r) => r.end - r.born + 1),
@@ -117,7 +120,7 @@ export function createLifetimeChart(element, { onPick }) {
     }
     showLegend(rows.filter((r) => r.tensor || r.band).map((r) => ({ tensor: r.tensor ?? { kind: "param" } })));
     const layout = {
-      height, margin: { l: 40, r: 12, t: 6, b: 30 }, showlegend: false, bargap: BAR_GAP, shapes: outlineShapes(rows[outline]),
+      height, margin: { l: 40, r: 12, t: 6, b: 30 }, showlegend: false, bargap: BAR_GAP,
       hovermode: "closest",
       xaxis: { range: [-0.5, index.trace.steps.length - 0.5], title: { text: "step", standoff: 2 }, zeroline: false },
       yaxis: { autorange: "reversed", tickvals: rows.map((r) => r.row),
@@ -126,14 +129,21 @@ export function createLifetimeChart(element, { onPick }) {
         // after placing each one: n² measurements, 0.3 s of each redraw at 143 rows
         ticklabeloverflow: "allow" },
     };
-    const Plotly = await loadPlotly();
-    if (shown !== mine) return;                    // a newer run arrived while Plotly loaded
-    await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
-    shown.rows = rows;
-    shown.drawn = true;
     element.dataset.rows = String(rows.length);
-    outlined = outline;
-    element.dataset.selectedTensor = outline === null ? "" : String(tensorOf(wanted, index));
+    // the rows, the height and the legend now (the page keeps its length); the bars once on screen (on-screen.js)
+    return screen.request(async () => {
+      const Plotly = await loadPlotly();
+      if (shown !== mine) return;                  // a newer run arrived while Plotly loaded
+      const outline = outlinedRow(rows, index);    // drawn with the chart, not laid over it after (a second render)
+      await Plotly.react(element, data, { ...layout, shapes: outlineShapes(rows[outline]) },
+        { displayModeBar: false, responsive: true });
+      bind();
+      cursor.place();                              // at the step shown now, which may have moved while it waited
+      shown.rows = rows;
+      shown.drawn = true;
+      outlined = outline;
+      element.dataset.selectedTensor = outline === null ? "" : String(tensorOf(wanted, index));
+    });
   }
 
   /** The row of the selected tensor among `rows`, or null. */
@@ -149,7 +159,7 @@ export function createLifetimeChart(element, { onPick }) {
    * a folded group (or the resident band) opens it first. */
   function select(id) {
     wanted = id;
-    if (!shown?.drawn) return;                     // outlined once drawn (explorer.js selects again then)
+    if (!shown) return;                            // outlined once drawn, with the run's rows
     const tensorId = tensorOf(id);
     const path = tensorId === null ? [] : pathToTensor(shown.index, tree, tensorId).filter((g) => !open.has(g));
     if (path.length) { for (const g of path) open.add(g); draw().then(() => reselect()); return; }

@@ -9,9 +9,11 @@ import { formatBytes } from "../../lib/format.js";
 import { allocatorFigures, RESERVED_NAME, reservedSeries } from "../../model/allocator.js";
 import { KIND_COLORS, MEMORY_KINDS } from "../../lib/palette.js";
 import { loadPlotly } from "../../lib/plotly-loader.js";
+import { plottedOnScreen } from "./on-screen.js";
 
 export function createMemoryChart(element, { onPick }) {
   const cursor = createChartCursor(element);
+  const screen = plottedOnScreen(element);
   let trace = null;
 
   /** One stacked band per memory kind; a kind this run never holds stays in the stack (at zero) but out of the
@@ -109,7 +111,8 @@ export function createMemoryChart(element, { onPick }) {
     });
   }
 
-  /** previous: the run to ghost (the pinned baseline when ghostName is "baseline", else the run before). */
+  /** previous: the run to ghost (the pinned baseline when ghostName is "baseline", else the run before). Plotted
+   * once on screen (on-screen.js). */
   async function load(doc, previous, ghostName = "previous run") {
     trace = doc;
     const { peak_bytes: peak, peak_step: peakStep } = doc.summary;
@@ -128,14 +131,17 @@ export function createMemoryChart(element, { onPick }) {
       annotations: [{ x: peakStep, y: peak, text: `${reservedPeak ? "live peak" : "peak"} ${formatBytes(peak)}`, showarrow: true,
         arrowhead: 2, ax: -56, ay: -14, font: { size: 11 }, bgcolor: "#fff" }, ...(reserved.length ? reservedPeakLabel(doc) : []), ...microBatchLabels(doc)],
     };
-    const Plotly = await loadPlotly();
-    if (trace !== doc) return;                     // a newer run arrived while Plotly loaded
-    await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
-    if (!element.dataset.bound) {
-      element.dataset.bound = "1";
-      element.on("plotly_click", (event) => { if (event.points.length) onPick(Math.round(event.points[0].x)); });
-      element.on("plotly_afterplot", () => cursor.place());
-    }
+    return screen.request(async () => {
+      const Plotly = await loadPlotly();
+      if (trace !== doc) return;                   // a newer run arrived while Plotly loaded
+      await Plotly.react(element, data, layout, { displayModeBar: false, responsive: true });
+      if (!element.dataset.bound) {
+        element.dataset.bound = "1";
+        element.on("plotly_click", (event) => { if (event.points.length) onPick(Math.round(event.points[0].x)); });
+        element.on("plotly_afterplot", () => cursor.place());
+      }
+      cursor.place();                              // at the step shown now, which may have moved while it waited
+    });
   }
 
   function update(stepIndex) {

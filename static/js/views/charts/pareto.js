@@ -7,6 +7,7 @@ import { byteAxis } from "./byte-axis.js";
 import { el } from "../../lib/dom.js";
 import { formatBytes } from "../../lib/format.js";
 import { loadPlotly } from "../../lib/plotly-loader.js";
+import { plottedOnScreen } from "./on-screen.js";
 import { overheadText, percentText, sameSchedule, scheduleLabel } from "../../model/schedule.js";
 
 const POLICY_COLORS = {
@@ -80,6 +81,7 @@ export function createParetoPanel(section, { onPick }) {
   const chart = section.querySelector("[data-testid=pareto-chart]");
   const table = section.querySelector(".schedule-table");
   const empty = section.querySelector(".schedules-empty");
+  const screen = plottedOnScreen(chart);
   let schedules = [];
 
   function renderTable(current) {
@@ -185,16 +187,19 @@ export function createParetoPanel(section, { onPick }) {
       xaxis: axis.axis,
       yaxis: byteAxis(Math.max(...peaks), { title: { text: "peak bytes" }, range: [0, Math.max(...peaks) * 1.18] }),
     };
-    const Plotly = await loadPlotly();
-    await Plotly.react(chart, data, layout, { displayModeBar: false, responsive: true });
-    if (!chart.dataset.bound) {
-      chart.dataset.bound = "1";
-      chart.on("plotly_click", (event) => {
-        const point = event.points?.[0];
-        if (point && point.curveNumber === 0) onPick(schedules[point.customdata]);
-        if (point && point.curveNumber === 2) onPick({ policy: "optimal", params: { budget_bytes: point.customdata } });
-      });
-    }
+    // the table above now, for the keyboard; the chart once on screen (on-screen.js)
+    return screen.request(async () => {
+      const Plotly = await loadPlotly();
+      await Plotly.react(chart, data, layout, { displayModeBar: false, responsive: true });
+      if (!chart.dataset.bound) {
+        chart.dataset.bound = "1";
+        chart.on("plotly_click", (event) => {
+          const point = event.points?.[0];
+          if (point && point.curveNumber === 0) onPick(schedules[point.customdata]);
+          if (point && point.curveNumber === 2) onPick({ policy: "optimal", params: { budget_bytes: point.customdata } });
+        });
+      }
+    });
   }
 
   /** While a trace has no schedules: say why, and offer to run them when they are not fetched on their own. */
