@@ -60,3 +60,33 @@ def test_without_plotly_the_status_says_so_and_the_graph_still_steps(page, live_
     expect(page.locator("#status")).to_contain_text("the charts' library (Plotly) could not be loaded")
     page.get_by_test_id("step-forward").click()
     assert page.evaluate("window.tapescope.getStep()") == 1
+
+
+def test_a_chart_below_the_first_screen_is_plotted_when_scrolled_to_and_one_in_view_with_each_run(page, live_server):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{live_server}/?preset=deep-mlp")
+    page.wait_for_selector(".explorer[data-ready=true]")
+    memory = page.get_by_test_id("memory-chart")
+    assert memory.bounding_box()["y"] > 800                           # below the first screen at 1280x800
+    expect(memory).to_have_attribute("data-drawn", "false")
+    assert memory.locator(".main-svg").count() == 0
+    assert page.evaluate("typeof window.Plotly") == "undefined"       # nothing on screen needed it
+
+    see_chart(page, "memory-chart")                                    # scrolled to: plotted, the run's peak named
+    peak = page.evaluate("window.tapescope.getTrace().summary.peak_bytes")
+    assert page.evaluate("document.querySelector('[data-testid=memory-chart]').layout.yaxis.range[1]") >= peak
+
+    # in view, a new run is plotted before the page says ready
+    shown = page.evaluate("window.tapescope.traceCount()")
+    page.evaluate("""() => { const box = document.querySelector('#editor-panel [data-path="batch"]');
+                             box.value = '128'; box.dispatchEvent(new Event('input', { bubbles: true })); }""")
+    page.wait_for_function("n => window.tapescope.traceCount() > n && document.querySelector('.explorer').dataset.ready === 'true'",
+                           arg=shown)
+    assert memory.get_attribute("data-drawn") == "true"
+    live = page.evaluate("window.tapescope.getTrace().steps.map((s) => s.live_bytes)")
+    assert max(live) < peak
+    plotted = page.evaluate("""() => Object.fromEntries(document.querySelector('[data-testid=memory-chart]').data
+        .map((d) => [d.name, Array.from(d.y)]))""")
+    stacked = [sum(plotted[kind][i] for kind in plotted if kind != "previous run") for i in range(len(live))]
+    assert stacked == live                                             # the new run's bands, the old one ghosted
+    assert max(plotted["previous run"]) == peak
