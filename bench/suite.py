@@ -121,7 +121,11 @@ def main(arguments):
         sampler.sample()
         busy, idle = (now - then for now, then in zip(machine_cpu(), (busy0, idle0)))
         costs, late = file_costs(probe_dir)
-    print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr[-2000:])
+    lines = run.stdout.strip().splitlines()
+    print(lines[-1] if lines else run.stderr[-2000:])
+    for line in lines:                             # what failed, by name: a run that is fast but red is no result
+        if line.startswith(("FAILED ", "ERROR ")):
+            print(f"  {line}")
     print(f"\nwall {wall:.0f} s = {wall / GOAL_S:.2f}× the {GOAL_S:.0f} s goal; machine CPU {busy:.0f} s busy, "
           f"{idle:.0f} s idle ({busy / (busy + idle):.0%} busy on {os.cpu_count()} cores)")
     print("\nCPU s by kind of process")
