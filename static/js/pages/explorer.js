@@ -166,8 +166,8 @@ function showComparison(trace, previous, label) {
 const ghostName = () => (ws.baseline ? "baseline" : "previous run");
 
 /** Show a trace: lay out and draw once, keep the step when it still exists, ghost what it is compared with. The graph,
- * the player and the panels come first ("interactive"); the Plotly charts are drawn after the graph is painted, and
- * "ready" once they are. */
+ * the player and the panels come first ("interactive"); the Plotly charts on screen are drawn after the graph is
+ * painted, and "ready" once they are (a chart below the screen is plotted when scrolled to: charts/on-screen.js). */
 async function showTrace(trace, { keepStep, previous, label } = {}) {
   root.dataset.ready = "false";
   root.dataset.interactive = "false";
