@@ -157,7 +157,8 @@ def test_clicking_a_node_inspects_it_with_values(page, live_server):
     text = inspector.inner_text()
     assert x["address"] in text and "[64,1]" in text and "float32" in text
     assert inspected_fact(page, "bytes") == "256 B"           # under a KiB, said once
-    assert page.locator("#inspector .inspector-heatmap .main-svg").count() >= 1
+    # the values' heatmap: the first Plotly on a page whose charts are all below the screen, so it may load Plotly first
+    expect(page.locator("#inspector .inspector-heatmap .main-svg").first).to_be_attached()
     assert page.locator(f"[data-testid=graph] [data-tensor-id='{x['id']}'].selected").count() == 1
     largest = max(trace["tensors"], key=lambda t: t["nbytes"])           # t2 [64,64] float32: 16 KiB
     page.evaluate("id => window.tapescope.select(id)", f"t{largest['id']}")
