@@ -82,7 +82,8 @@ class LentTab:
 
     def hand_back(self):
         """Forget cookies (the session), local, session and IndexedDB storage (drafts, an opened run.json), the
-        test's routes and listeners, its viewport; leave for about:blank, so no script of the test still runs."""
+        test's routes and listeners, its viewport and emulated media; leave for about:blank, so no script of the test
+        still runs."""
         tab = self.tab
         del tab.on
         for event, handler in self.added:
@@ -104,6 +105,7 @@ class LentTab:
             self._forget_storage((self.visited | {last}) - {None})
             self.context.clear_cookies()
             tab.set_viewport_size(DEFAULT_VIEWPORT)
+            tab.emulate_media(media="null", color_scheme="null", reduced_motion="null")
 
     def _forget_storage(self, origins):
         """Clear the storage of every origin the tab was at. Not context.storage_state() to find them: it opens a tab

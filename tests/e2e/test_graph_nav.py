@@ -214,6 +214,9 @@ def test_fit_frames_every_preset_folded_and_unfolded_at_both_sizes_with_legible_
     (the issue's sentence): every drawn label is >= 10 px tall, nothing is drawn outside the panel, and the whole is
     in view, so no minimap."""
     assert preset_id in presets(page, live_server)
+    # Where Fit frames is the question, not how it glides there (test_playing_pans_smoothly_... and the reduced-motion
+    # test below are about that): a visitor who asks for reduced motion gets the same frame at once, not 0.33 s later.
+    page.emulate_media(reduced_motion="reduce")
     open_explorer(page, live_server, preset_id)
     for unfolded in (False, True):
         if unfolded:

@@ -1,5 +1,6 @@
 """The visitor tab the browser tests share (conftest.LentTab): what one test stores there, at any origin its frames
-went to, is gone for the next one, and a save the test's page still had pending is never sent on its way out."""
+went to, is gone for the next one, so is the media it emulated, and a save the test's page still had pending is never
+sent on its way out."""
 import time
 
 from tests.e2e.conftest import LentTab
@@ -63,3 +64,23 @@ def test_a_save_pending_when_the_tab_is_handed_back_is_never_sent(_visitor_conte
     time.sleep(1.0)                                                     # what a keepalive save would take, and more
     assert requests_started(live_server) == asked
     assert _visitor_context.cookies() == []
+
+
+REDUCED_MOTION = "matchMedia('(prefers-reduced-motion: reduce)').matches"
+
+
+def test_media_a_test_emulated_is_the_browsers_own_again_after_it_hands_the_tab_back(_visitor_context, _visitor_tab, live_server):
+    lent = LentTab(_visitor_context, _visitor_tab)
+    _visitor_tab.goto(f"{live_server}/favicon.ico")
+    assert _visitor_tab.evaluate(REDUCED_MOTION) is False
+    _visitor_tab.emulate_media(reduced_motion="reduce", color_scheme="dark")
+    assert _visitor_tab.evaluate(REDUCED_MOTION) is True
+    lent.hand_back()
+
+    lent = LentTab(_visitor_context, _visitor_tab)
+    try:
+        _visitor_tab.goto(f"{live_server}/favicon.ico")
+        assert _visitor_tab.evaluate(REDUCED_MOTION) is False
+        assert _visitor_tab.evaluate("matchMedia('(prefers-color-scheme: dark)').matches") is False
+    finally:
+        lent.hand_back()
