@@ -74,7 +74,8 @@ class ProcessSampler:
                 continue
             stat = process_stat(name)
             known = self.last.get(int(name))
-            kind = known[0] if known else process_kind(name)
+            # a renderer forked from the zygote shows the zygote's command line until it renames itself: read again
+            kind = known[0] if known and known[0] != "chromium zygote" else process_kind(name)
             if stat is not None and kind:
                 self.last[int(name)] = (kind, stat[1])
 
