@@ -1,7 +1,7 @@
 // on-screen.js — a chart plotted only once it is on screen, or about to be. Plotly's drawing is about a third of what
-// the page spends showing a run, and the memory and lifetime charts start below the first screen at 1280×800 and at
-// 1920×1080 (the Pareto chart inside a closed panel): a run re-traced while the reader watches the graph, or a step
-// through the player, need not pay for charts nobody sees. A chart keeps the latest plot it was asked for and makes it
+// the page spends showing a run, and at 1280×800 the memory and lifetime charts start below the first screen (at
+// 1920×1080 the memory chart's top edge shows; the Pareto chart is further down): a run re-traced while the reader
+// watches the graph need not pay for charts nobody sees. A chart keeps the latest plot it was asked for and makes it
 // when its element comes within MARGIN_PX of the viewport (so it is drawn as the reader scrolls to it, not after).
 // Its element says which it shows: data-drawn "true" once the latest plot is made, "false" while that plot waits,
 // "failed" when it could not be made; a plot that fails once scrolled to (no caller waits for it then) is announced
@@ -22,15 +22,17 @@ function nearViewport(element) {
  * (resolving once made), else when it gets there (resolving now); a plot asked for later replaces one still waiting. */
 export function plottedOnScreen(element) {
   let waiting = null;                 // the latest plot asked for, not made yet
+  let asked = 0;                      // plots asked for so far: only the latest one's end says what is shown
   let making = Promise.resolve();     // the plots being made, one after another
 
   function make() {
     const plot = waiting;
+    const ticket = asked;
     waiting = null;
     making = making.catch(() => {}).then(plot).then(() => {
-      if (!waiting) element.dataset.drawn = "true";
+      if (ticket === asked) element.dataset.drawn = "true";
     }, (error) => {
-      element.dataset.drawn = "failed";
+      if (ticket === asked) element.dataset.drawn = "failed";
       throw error;
     });
     return making;
@@ -43,6 +45,7 @@ export function plottedOnScreen(element) {
 
   return {
     request(plot) {
+      asked += 1;
       waiting = plot;
       element.dataset.drawn = "false";
       return nearViewport(element) ? make() : Promise.resolve();
