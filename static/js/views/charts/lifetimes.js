@@ -86,7 +86,8 @@ export function createLifetimeChart(element, { onPick }) {
       if (key === RESIDENT || key.startsWith("g:")) toggle(key === RESIDENT ? RESIDENT : key.slice(2));
       else onPick(key, event.points[0]);
     });
-    element.on("plotly_afterplot", () => cursor.place());
+    element.on("plotly_afterplot", () => cursor.place());     // every plot from now on places the cursor
+    cursor.place();               // the first plot's afterplot came before the listener: at the step shown now
   }
 
   function toggle(id) {
@@ -138,7 +139,6 @@ export function createLifetimeChart(element, { onPick }) {
       await Plotly.react(element, data, { ...layout, shapes: outlineShapes(rows[outline]) },
         { displayModeBar: false, responsive: true });
       bind();
-      cursor.place();                              // at the step shown now, which may have moved while it waited
       shown.rows = rows;
       shown.drawn = true;
       outlined = outline;

@@ -138,9 +138,9 @@ export function createMemoryChart(element, { onPick }) {
       if (!element.dataset.bound) {
         element.dataset.bound = "1";
         element.on("plotly_click", (event) => { if (event.points.length) onPick(Math.round(event.points[0].x)); });
-        element.on("plotly_afterplot", () => cursor.place());
+        element.on("plotly_afterplot", () => cursor.place());     // every plot from now on places the cursor
+        cursor.place();           // this first one's afterplot came before the listener: at the step shown now
       }
-      cursor.place();                              // at the step shown now, which may have moved while it waited
     });
   }
 
