@@ -92,14 +92,17 @@ def drop(page, path, target="[data-testid=drop-zone]"):
 
 
 def wait_schedule(page, policy, **params):
-    """Wait until the explorer shows a trace whose schedule is `policy` (with `params`) and is interactive."""
-    page.wait_for_function(
+    """Wait until the explorer shows a trace whose schedule is `policy` (with `params`) and is interactive; that trace,
+    read in the same evaluation that saw it (read after, it could be the next one: a re-trace of the same request,
+    whose schedules follow it by half a second)."""
+    found = page.wait_for_function(
         """([policy, params]) => {
-             const s = window.tapescope.getTrace()?.schedule;
+             const trace = window.tapescope.getTrace();
+             const s = trace?.schedule;
              return s && s.policy === policy && Object.entries(params).every(([k, v]) => s.params[k] === v)
-               && document.querySelector('.explorer').dataset.ready === 'true';
+               && document.querySelector('.explorer').dataset.ready === 'true' && JSON.stringify(trace);
            }""", arg=[policy, params], timeout=30000)
-    return shown_trace(page)
+    return json.loads(found.json_value())
 
 
 def choose(page, policy, k=None, preserve=None):
