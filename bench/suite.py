@@ -26,6 +26,7 @@ from bench.suite_probe import PROBE_DIR, TICKS, process_stat  # noqa: E402
 
 GOAL_S = 300.0
 SAMPLE_S = 0.5
+PYTHON = "python (test workers, servers, ranks)"
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-n", "auto", "--dist", "loadgroup", "-p", "bench.suite_probe"]
 
 
@@ -51,7 +52,7 @@ def process_kind(pid):
     if "postgres" in command:
         return "postgresql"
     if "python" in command:
-        return "python (test workers, servers, ranks)"
+        return PYTHON
     return None
 
 
@@ -135,6 +136,17 @@ def main(arguments):
     print(f"\n{'test file':58} {'tests':>5} {'wall s':>8} {'worker CPU s':>13} {'beyond CPU s':>13}")
     for path, (tests, wall_s, worker, beyond) in sorted(costs.items(), key=lambda item: -(item[1][2] + item[1][3]))[:20]:
         print(f"{path:58} {tests:5} {wall_s:8.1f} {worker:13.1f} {beyond:13.1f}")
+    folders = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
+    for path, cost in costs.items():
+        folder = folders[str(Path(path).parent)]
+        for i, value in enumerate(cost):
+            folder[i] += value
+    print(f"\n{'test folder':58} {'tests':>5} {'wall s':>8} {'worker CPU s':>13} {'beyond CPU s':>13}")
+    for path, (tests, wall_s, worker, beyond) in sorted(folders.items(), key=lambda item: -(item[1][2] + item[1][3])):
+        print(f"{path:58} {tests:5} {wall_s:8.1f} {worker:13.1f} {beyond:13.1f}")
+    attributed = sum(cost[2] for cost in costs.values())
+    print(f"python CPU s in no test's worker: {sampler.by_kind(before).get(PYTHON, 0.0) - attributed:.1f} (the workers' start,"
+          " collection and teardown, and the ranks and commands the tests started)")
     print("wall s: the tests' own time, summed over workers; beyond: the browser and subprocesses the tests drove"
           f"\n(and {late:.1f} CPU s of children that lived through earlier tests, reaped during a later one: not attributed)")
     return run.returncode
