@@ -3,7 +3,9 @@
 `database_url` is a SQLite file unless a module asks for `each_database_url`: the store, session, snapshot and
 rate-limit tests run on SQLite and on a throwaway PostgreSQL cluster (tests/postgres.py) alike.
 """
+import gc
 import os
+import shutil
 
 # One BLAS thread per test process: pytest-xdist already puts a process on every core, and BLAS threads on top only
 # contend with it (set before numpy loads OpenBLAS; a value you export wins).
@@ -15,6 +17,8 @@ from sqlalchemy import create_engine  # noqa: E402
 
 from app import create_app  # noqa: E402
 from backend import driver  # noqa: E402
+from backend.store.engine import make_engine  # noqa: E402
+from backend.store.migrate import upgrade  # noqa: E402
 from tests.concurrency import engine_taken  # noqa: E402
 from tests.postgres import Unavailable, throwaway_cluster  # noqa: E402
 from tests.settings import app_config  # noqa: E402
@@ -23,6 +27,14 @@ from tests.settings import app_config  # noqa: E402
 # what a run *contains* must not fail because a neighbour was busy. tests/driver keeps the real figure.
 PRODUCTION_DEADLINE_S = driver.DEADLINE_S
 TEST_DEADLINE_S = 60.0
+
+
+def pytest_collection_finish(session):
+    """What is alive once the tests are collected (torch, transformers, every test module and its parameters) lives
+    until the process ends: moved out of the collector's reach, each full collection the tests' garbage triggers no
+    longer walks it again, nor does pytest's five at the session's end."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -65,10 +77,25 @@ def each_database_url(request):
     return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "empty_postgres")
 
 
+@pytest.fixture(scope="session")
+def _sqlite_at_head(tmp_path_factory):
+    """An empty SQLite store migrated to head once per test process, for `database_url` to copy."""
+    path = tmp_path_factory.mktemp("sqlite-at-head") / "tapescope.sqlite"
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    engine.dispose()                 # the last connection checkpoints the WAL into the file
+    return path
+
+
 @pytest.fixture
-def database_url(sqlite_url):
-    """The database a test's app uses: SQLite, unless the module overrides this with `each_database_url`."""
-    return sqlite_url
+def database_url(tmp_path, _sqlite_at_head):
+    """The database a test's app uses: an empty SQLite store already at head, unless the module overrides this with
+    `each_database_url` (an unmigrated SQLite file and PostgreSQL). A copy of `_sqlite_at_head`: create_app then only
+    reads its revision, where migrating a new file loads and runs every Alembic script again (~20 ms an app, with
+    hundreds of apps in the suite). The migrations themselves are tests/store's."""
+    path = tmp_path / "tapescope.sqlite"
+    shutil.copyfile(_sqlite_at_head, path)
+    return f"sqlite:///{path}"
 
 
 @pytest.fixture
