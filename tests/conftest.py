@@ -3,7 +3,6 @@
 `database_url` is a SQLite file unless a module asks for `each_database_url`: the store, session, snapshot and
 rate-limit tests run on SQLite and on a throwaway PostgreSQL cluster (tests/postgres.py) alike.
 """
-import gc
 import os
 import shutil
 
@@ -27,14 +26,6 @@ from tests.settings import app_config  # noqa: E402
 # what a run *contains* must not fail because a neighbour was busy. tests/driver keeps the real figure.
 PRODUCTION_DEADLINE_S = driver.DEADLINE_S
 TEST_DEADLINE_S = 60.0
-
-
-def pytest_collection_finish(session):
-    """What is alive once the tests are collected (torch, transformers, every test module and its parameters) lives
-    until the process ends: moved out of the collector's reach, each full collection the tests' garbage triggers no
-    longer walks it again, nor does pytest's five at the session's end."""
-    gc.collect()
-    gc.freeze()
 
 
 @pytest.fixture(autouse=True, scope="session")
