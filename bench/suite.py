@@ -5,7 +5,8 @@ the machine's busy and idle CPU seconds over the run (from /proc/stat: on two co
 suite that keeps both busy needs its CPU, not its scheduling, to shrink); CPU seconds by kind of process (Chromium's
 renderer, browser and GPU processes, Playwright's node driver, the Python test workers, PostgreSQL), sampled from
 /proc every half second; and the test files that cost most, each with its wall time, its workers' CPU and the CPU
-of the processes they drove (bench/suite_probe.py). Everything else on the machine counts too: run it idle.
+of the processes they drove (bench/suite_probe.py), the same summed by test folder, and the Python CPU no test's
+worker accounts for (collection, subprocesses). Everything else on the machine counts too: run it idle.
 
     .venv/bin/python bench/suite.py [pytest paths and options, e.g. tests/e2e -n 2]
 """
