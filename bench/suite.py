@@ -108,6 +108,13 @@ def file_costs(probe_dir):
     return costs, late
 
 
+def print_costs(title, costs, shown=None):
+    """A table of {name: [tests, wall s, worker CPU s, beyond CPU s]}, costliest (worker + beyond) first."""
+    print(f"\n{title:58} {'tests':>5} {'wall s':>8} {'worker CPU s':>13} {'beyond CPU s':>13}")
+    for name, (tests, wall_s, worker, beyond) in sorted(costs.items(), key=lambda item: -(item[1][2] + item[1][3]))[:shown]:
+        print(f"{name:58} {tests:5} {wall_s:8.1f} {worker:13.1f} {beyond:13.1f}")
+
+
 def main(arguments):
     sampler = ProcessSampler()
     with tempfile.TemporaryDirectory(prefix="tapescope-suite-") as probe_dir:
@@ -134,17 +141,13 @@ def main(arguments):
     print("\nCPU s by kind of process")
     for kind, cpu in sampler.by_kind(before).most_common():
         print(f"{cpu:8.1f}  {kind}")
-    print(f"\n{'test file':58} {'tests':>5} {'wall s':>8} {'worker CPU s':>13} {'beyond CPU s':>13}")
-    for path, (tests, wall_s, worker, beyond) in sorted(costs.items(), key=lambda item: -(item[1][2] + item[1][3]))[:20]:
-        print(f"{path:58} {tests:5} {wall_s:8.1f} {worker:13.1f} {beyond:13.1f}")
+    print_costs("test file", costs, shown=20)
     folders = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
     for path, cost in costs.items():
         folder = folders[str(Path(path).parent)]
         for i, value in enumerate(cost):
             folder[i] += value
-    print(f"\n{'test folder':58} {'tests':>5} {'wall s':>8} {'worker CPU s':>13} {'beyond CPU s':>13}")
-    for path, (tests, wall_s, worker, beyond) in sorted(folders.items(), key=lambda item: -(item[1][2] + item[1][3])):
-        print(f"{path:58} {tests:5} {wall_s:8.1f} {worker:13.1f} {beyond:13.1f}")
+    print_costs("test folder", folders)
     attributed = sum(cost[2] for cost in costs.values())
     print(f"python CPU s in no test's worker: {sampler.by_kind(before).get(PYTHON, 0.0) - attributed:.1f} (the workers' start,"
           " collection and teardown, and the ranks and commands the tests started)")
