@@ -196,19 +196,9 @@ UNTRACED = {"version-error"}
 PLANNABLE = [p for p in preset_specs.PRESETS if p not in UNTRACED]
 
 
-def _select_preset(page, live_server, preset_id):
-    page.set_viewport_size({"width": 1280, "height": 800})
-    page.goto(f"{live_server}/")
-    page.wait_for_selector(".explorer[data-ready=true]")
-    page.get_by_test_id("checkpoint-policy").select_option("none")
-    page.select_option("[data-testid=preset]", preset_id)
-    page.wait_for_function("id => window.tapescope.getTrace().spec.name === id"
-                           " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preset_id)
-
-
 @pytest.mark.parametrize("preset_id", PLANNABLE)
 def test_every_policy_steps_without_errors(page, live_server, errors, preset_id):
-    _select_preset(page, live_server, preset_id)
+    open_explorer(page, live_server, preset_id)        # a fresh visitor's: no checkpoint, the first of POLICIES
     unfold_all(page)
     for request in POLICIES:
         trace = choose(page, request["policy"], k=request.get("k"))
