@@ -133,9 +133,13 @@ def main(arguments):
         costs, late = file_costs(probe_dir)
     lines = run.stdout.strip().splitlines()
     print(lines[-1] if lines else run.stderr[-2000:])
-    for line in lines:                             # what failed, by name: a run that is fast but red is no result
-        if line.startswith(("FAILED ", "ERROR ")):
-            print(f"  {line}")
+    failed = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
+    for line in failed:                            # what failed, by name: a run that is fast but red is no result
+        print(f"  {line}")
+    if failed:                                     # and why: a flaky test may not fail again when run alone
+        log = Path(tempfile.gettempdir()) / "tapescope-suite.log"
+        log.write_text(run.stdout + run.stderr)
+        print(f"  pytest's whole output: {log}")
     print(f"\nwall {wall:.0f} s = {wall / GOAL_S:.2f}× the {GOAL_S:.0f} s goal; machine CPU {busy:.0f} s busy, "
           f"{idle:.0f} s idle ({busy / (busy + idle):.0%} busy on {os.cpu_count()} cores)")
     print("\nCPU s by kind of process")

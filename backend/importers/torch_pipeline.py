@@ -11,26 +11,27 @@ that micro-batch's phase. What the schedule holds between a micro-batch's forwar
 tape as it happened: under 1F1B, the first of P stages runs P forwards before its first backward and holds P
 micro-batches' activations at once, the last stage one."""
 import contextlib
+import sys
 
 import torch
 
 from backend.importers.mistakes import StepError
 from backend.importers.torch_recorder import LOSS_SCOPE
 
-try:
-    from torch.distributed.pipelining.schedules import PipelineScheduleSingle, _PipelineSchedule
-except ImportError:                     # a torch built without distributed
-    PipelineScheduleSingle = _PipelineSchedule = ()
+SCHEDULES = "torch.distributed.pipelining.schedules"
 
 
 def is_schedule(value):
-    """Whether build() gave a pipeline schedule (where a loss_fn goes)."""
-    return bool(_PipelineSchedule) and isinstance(value, _PipelineSchedule)
+    """Whether build() gave a pipeline schedule (where a loss_fn goes). A schedule is made by code that imported
+    torch.distributed.pipelining, so its module is loaded by then; it is not imported here (with torch._dynamo,
+    which it imports, ~1 CPU-s of every command's and every spawned rank's start)."""
+    schedules = sys.modules.get(SCHEDULES)
+    return schedules is not None and isinstance(value, schedules._PipelineSchedule)
 
 
 def stage_of(schedule):
     """The one stage this rank runs; a schedule of several stages per rank is refused in a sentence."""
-    if not isinstance(schedule, PipelineScheduleSingle):
+    if not isinstance(schedule, sys.modules[SCHEDULES].PipelineScheduleSingle):
         raise StepError(f"{type(schedule).__name__} runs several stages per rank, which is not recorded yet: use a "
                         "schedule of one stage per rank (Schedule1F1B or ScheduleGPipe)")
     return schedule._stage
