@@ -13,6 +13,7 @@ each a full trace document (schema_version 2, as run.json always is) with its `r
 """
 import gc
 import json
+import multiprocessing
 import os
 import pickle
 import socket
@@ -221,12 +222,17 @@ def free_port():
 def run_ranks(target, nproc, *args, fresh=False):
     """Run target(*args) on `nproc` local ranks (127.0.0.1, a free port), each with the process group up; returns
     every rank's result, in rank order (gathered to rank 0, handed back through a file). A rank's ImportMistake is
-    raised here as the same sentence. The ranks are forked from this process on CPU, or spawned fresh (`fresh`,
-    and always with CUDA): a forked rank inherits what this process's torch holds."""
+    raised here as the same sentence. On CPU the ranks are forked from this process, and a forked rank inherits what
+    this process's torch holds; `fresh` ranks are forked from a process that has run nothing but its imports (torch
+    and this module: multiprocessing's forkserver, started at the first fresh run and kept), so they start as a new
+    command's would without importing torch again. With CUDA the ranks are always spawned: nothing of CUDA may be
+    forked."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="tapescope-ranks-") as scratch:
         result_path = Path(scratch) / "ranks.pickle"
-        method = "spawn" if fresh or torch.cuda.is_available() else "fork"      # nothing of CUDA may be forked
+        method = "spawn" if torch.cuda.is_available() else "forkserver" if fresh else "fork"
+        if method == "forkserver":
+            multiprocessing.get_context(method).set_forkserver_preload([__name__])
         try:
             torch.multiprocessing.start_processes(_rank_entry, args=(nproc, port, str(result_path), target, args),
                                                   nprocs=nproc, start_method=method, join=True)

@@ -24,7 +24,7 @@ SCHEDULES = "torch.distributed.pipelining.schedules"
 def is_schedule(value):
     """Whether build() gave a pipeline schedule (where a loss_fn goes). A schedule is made by code that imported
     torch.distributed.pipelining, so its module is loaded by then; it is not imported here (with torch._dynamo,
-    which it imports, ~1 CPU-s of every command's and every spawned rank's start)."""
+    which it imports, ~1 CPU-s of the start of every command and torchrun rank)."""
     schedules = sys.modules.get(SCHEDULES)
     return schedules is not None and isinstance(value, schedules._PipelineSchedule)
 
