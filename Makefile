@@ -13,12 +13,13 @@ test: install torch-deps
 
 install: system-deps python-deps frontend-deps
 
-# Debian's chromium drives the browser tests (Playwright never downloads a browser here); Debian's postgresql gives
-# the suite a throwaway cluster per test process (tests/postgres.py; its service is not started, nor needed).
+# Debian's chromium-headless-shell drives the browser tests (tests/conftest.py's CHROMIUM; Playwright never downloads a
+# browser here); Debian's postgresql gives the suite a throwaway cluster per test process (tests/postgres.py; its
+# service is not started, nor needed).
 system-deps:
-	@{ command -v chromium >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || { \
+	@{ command -v chromium-headless-shell >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || { \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium postgresql; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium-headless-shell postgresql; }
 
 python-deps: .venv/.installed
 .venv/.installed: requirements.txt

@@ -39,7 +39,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 from backend.driver import trace_spec  # noqa: E402
 from bench.synthetic_trace import synthetic_trace  # noqa: E402
-from tests.conftest import CHROMIUM_ARGS  # noqa: E402
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 FRAMES = 120
 TARGETS = {"ready_s": {1000: 1.5, 5000: 3.0}, "fold_ms": 100, "frame_ms": 16.7, "heap_mb": 150}
@@ -267,7 +267,7 @@ def main():
     servers = [("this", *serve(ROOT))] + ([("main", *serve(args.baseline.resolve()))] if args.baseline else [])
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             print(f"load average (1 / 5 / 15 min): {load_average()}")
             for label, entries, body in documents:
                 DOCUMENT_FILE.write_text(body)

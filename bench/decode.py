@@ -28,7 +28,7 @@ from bench.browser import ROOT, serve  # noqa: E402
 from bench.scale import issue_spec  # noqa: E402
 from bench.wire_bytes import SIZES  # noqa: E402
 from backend.trace.document_versions import pack  # noqa: E402
-from tests.conftest import CHROMIUM_ARGS  # noqa: E402
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 ROUNDS = 5
 FORMS = ("v1", "v1 + gzip", "v2", "v2 + gzip")
@@ -97,7 +97,7 @@ def main(inners, policies):
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for policy in policies:
                 for inner in inners:
                     expanded = driver.trace_spec(issue_spec(inner), {"policy": policy} if policy else None,

@@ -20,8 +20,8 @@ from werkzeug.serving import make_server  # noqa: E402
 
 from app import create_app  # noqa: E402
 from backend.models import presets  # noqa: E402
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 
 ONE_CHANGE = """async (value) => {
   const slider = document.querySelector('#editor-panel .dials input[data-mode="batch"]');
@@ -66,7 +66,7 @@ def main(rounds=30):
     times = []
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"http://127.0.0.1:{server.server_port}/")
             page.wait_for_selector(".explorer[data-ready=true]", timeout=30000)

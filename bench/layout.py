@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from app import create_app  # noqa: E402
-from tests.conftest import CHROMIUM_ARGS  # noqa: E402
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.e2e.explorer_helpers import choose, open_explorer, unfold_all  # noqa: E402
 from tests.e2e.test_layout_as_dagre import CAPTURE  # noqa: E402
 from tests.live import serving  # noqa: E402
@@ -51,7 +51,7 @@ def main(argv=None):
     folder = tempfile.mkdtemp()
     app = create_app({"TESTING": True, "DATABASE_URL": f"sqlite:///{folder}/bench.sqlite"})
     with serving(app) as url, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page()
         page.add_init_script(CAPTURE)
         open_explorer(page, url, "grad-accumulation")
