@@ -114,8 +114,8 @@ def runner(app):
 
 # Debian's chromium-headless-shell: the same Blink and V8 as its chromium (one source package, one version), built as
 # the headless-only shell Playwright itself drives in headless mode. Measured against chromium --headless opening the
-# explorer (tab kept, bench/browser.py's way): the browser process's CPU halves, 0.13 -> 0.07 CPU-s an open, and a
-# whole open costs 16-20% less CPU.
+# explorer in a kept tab, as tests/e2e does: the browser process's CPU halves, 0.13 -> 0.07 CPU-s an open, and a whole
+# open costs 16-20% less CPU; tests/e2e with -n 2, 214 -> 203 s.
 CHROMIUM = "/usr/bin/chromium-headless-shell"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

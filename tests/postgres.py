@@ -1,10 +1,10 @@
 """A throwaway PostgreSQL cluster on 127.0.0.1 for the suite, started per test process and removed at its end.
 
 `$TAPESCOPE_TEST_POSTGRES_URL` wins when set (a database you made). Otherwise Debian's `postgresql` binaries
-(/usr/lib/postgresql/<version>/bin, installed by `make test` beside chromium-headless-shell) initialise a cluster in a temporary
-folder on a free port; initdb refuses to run as root, so as root the cluster belongs to the `postgres` user. Each
-pytest-xdist worker has its own cluster, so no two workers share a database. Without the binaries the PostgreSQL
-cases skip, saying how to get them.
+(/usr/lib/postgresql/<version>/bin, installed by `make test` beside chromium-headless-shell) initialise a cluster in
+a temporary folder on a free port; initdb refuses to run as root, so as root the cluster belongs to the `postgres`
+user. Each pytest-xdist worker has its own cluster, so no two workers share a database. Without the binaries the
+PostgreSQL cases skip, saying how to get them.
 """
 import glob
 import os

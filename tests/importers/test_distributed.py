@@ -182,14 +182,16 @@ def test_the_peak_is_torch_profilers_on_that_rank(ranks, wrap):
 
     Measured, the least of 3 plain steps: DDP and ZeRO-1 12 B over ours (scalars a kernel makes inside another op,
     div's 0-dim `to`, which no op of the step is), FSDP2 both ways 0 B, tensor parallel with or without sequence
-    parallel 0 B and, in some runs, up to two gathered activations either way (LATE_ALL_GATHER) that a gloo thread let
-    go of late, in all 3 plain steps (the profiler's peak is higher) or in the recorded one (ours is); without
-    sequence parallel seen once in about 20 runs of this file (4,096 B over ours, 329,212 against 325,116). Under FSDP2 the recorded step's peak itself moves: in some runs it lands on a
-    reduce-scatter, with the all-gather buffer a gloo thread still holds, 6,528 B (1.6%) to 10,632 B (2.2%, resharding
-    off; 2 runs in 10 on an idle machine) above the plain steps' (its other runs: equal); and in a full parallel suite (the torch tests on one core beside the
-    browser tests on the other) the plain steps' own peak was once 30,152 B (7.3%) over ours on one rank, in all 3
-    steps: gloo's staging copy of one all-gather, which its thread, running late, attributes to no op. A staging copy
-    is at most one gather's output: one block's parameters whole (unit_bytes, 33,664 B), the bound either way."""
+    parallel 0 B and, in some runs, up to two gathered activations either way (LATE_ALL_GATHER) that a gloo thread
+    let go of late, in all 3 plain steps (the profiler's peak is higher) or in the recorded one (ours is); without
+    sequence parallel seen once in about 20 runs of this file (4,096 B over ours, 329,212 against 325,116). Under
+    FSDP2 the recorded step's peak itself moves: in some runs it lands on a reduce-scatter, with the all-gather
+    buffer a gloo thread still holds, 6,528 B (1.6%) to 10,632 B (2.2%, resharding off; 2 runs in 10 on an idle
+    machine) above the plain steps' (its other runs: equal); and in a full parallel suite (the torch tests on one
+    core beside the browser tests on the other) the plain steps' own peak was once 30,152 B (7.3%) over ours on one
+    rank, in all 3 steps: gloo's staging copy of one all-gather, which its thread, running late, attributes to no
+    op. A staging copy is at most one gather's output: one block's parameters whole (unit_bytes, 33,664 B), the
+    bound either way."""
     for results in ranks:
         ours, measured = results[wrap]["document"]["summary"]["peak_bytes"], results[wrap]["profiled_peak"]
         if wrap.startswith("fsdp"):
