@@ -62,8 +62,10 @@ def test_the_explorer_page_preloads_the_closure_of_its_entries(client):
     preloaded = re.findall(r'<link rel="modulepreload" href="/assets/\w+/js/([\w./-]+\.js)">', page)
     assert preloaded[:2] == ["pages/explorer.js", "views/editor/editor.js"] and len(preloaded) == len(set(preloaded))
     assert "pages/ledger.js" not in preloaded            # the ledger page's own module
-    # Plotly is fetched ahead but not run as a parser-blocking script (plotly-loader.js runs it after the graph)
-    assert re.search(r'<link rel="preload" as="script" href="/assets/\w+/vendor/plotly.min.js">', page)
+    # Plotly is fetched ahead, neither parsed nor run (a prefetch: plotly-loader.js runs it after the graph, when a
+    # chart needs it); not a parser-blocking script, nor a preload (which Chromium parses at once)
+    assert re.search(r'<link rel="prefetch" href="/assets/\w+/vendor/plotly.min.js">', page)
+    assert not re.search(r'<link rel="preload"[^>]*plotly.min.js', page)
     assert not re.search(r'<script src="[^"]*plotly.min.js">', page)
 
 

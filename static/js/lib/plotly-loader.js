@@ -1,5 +1,5 @@
-// plotly-loader.js — Plotly, run when a chart first needs it and after the page has painted: explorer.html preloads
-// the bundle without running it, because running it before the graph could start took a second when it was the full
+// plotly-loader.js — Plotly, run when a chart first needs it and after the page has painted: explorer.html prefetches
+// the bundle without parsing or running it, because running it before the graph could start took a second when it was the full
 // 4.8 MB build (the cartesian build the page has now still costs ~0.2 s of a first load's script); the graph and the
 // player come first and the charts follow.
 
