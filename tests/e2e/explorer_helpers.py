@@ -91,34 +91,41 @@ def drop(page, path, target="[data-testid=drop-zone]"):
     }""", [Path(path).read_text(), Path(path).name, target])
 
 
-def wait_schedule(page, policy, **params):
+WHOLE = "(trace) => trace"
+
+
+def wait_schedule(page, policy, read=WHOLE, **params):
     """Wait until the explorer shows a trace whose schedule is `policy` (with `params`) and is interactive; that trace,
     read in the same evaluation that saw it (read after, it could be the next one: a re-trace of the same request,
-    whose schedules follow it by half a second)."""
+    whose schedules follow it by half a second). `read`, a JavaScript function of the trace, picks what comes back:
+    the whole trace unless told (a 3.8 MB one, grad-accumulation's unfolded under every_k=1, costs ~0.25 CPU-s in the
+    browser, the driver and here to carry over)."""
     found = page.wait_for_function(
         """([policy, params]) => {
              const trace = window.tapescope.getTrace();
              const s = trace?.schedule;
              return s && s.policy === policy && Object.entries(params).every(([k, v]) => s.params[k] === v)
-               && document.querySelector('.explorer').dataset.ready === 'true' && JSON.stringify(trace);
-           }""", arg=[policy, params], timeout=30000)
+               && document.querySelector('.explorer').dataset.ready === 'true' && JSON.stringify((READ)(trace));
+           }""".replace("READ", read), arg=[policy, params], timeout=30000)
     return json.loads(found.json_value())
 
 
-def choose(page, policy, k=None, preserve=None):
-    """Pick a checkpoint policy (and k, and whether RNG state is kept) as a person would; the trace it shows."""
+def choose(page, policy, k=None, preserve=None, read=WHOLE):
+    """Pick a checkpoint policy (and k, and whether RNG state is kept) as a person would; the trace it shows (or what
+    `read` picks from it, as wait_schedule)."""
     page.get_by_test_id("checkpoint-policy").select_option(policy)
     params = {}
     if k is not None:
-        if wait_schedule(page, policy)["schedule"]["params"]["k"] != k:    # a person leaves k alone when it is right
+        shown_k = wait_schedule(page, policy, read="(trace) => trace.schedule.params.k")
+        if shown_k != k:                                                 # a person leaves k alone when it is right
             page.get_by_test_id("checkpoint-k").fill(str(k))
         params["k"] = k
     if preserve is not None:
-        wait_schedule(page, policy, **params)
+        wait_schedule(page, policy, read="(trace) => null", **params)
         page.get_by_test_id("checkpoint-rng").set_checked(preserve)
         page.wait_for_function("p => window.tapescope.getTrace()?.schedule?.preserve_rng_state === p"
                                " && document.querySelector('.explorer').dataset.ready === 'true'", arg=preserve, timeout=30000)
-    return wait_schedule(page, policy, **params)
+    return wait_schedule(page, policy, read=read, **params)
 
 
 def at_every_step_there_and_back(page, read):
