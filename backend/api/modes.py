@@ -5,13 +5,16 @@ executed scaled down to the chain_executed_width cap, so it needs no work price)
 /api/modes runs under a trace's guards (backend/driver): it is priced as one trace per sweep it will run (a sweep
 is never dearer than a recorded training step); a model whose n + m sweeps are over the budget runs on the largest
 sub-batch that fits (backend/sweeps/slice.py, named in the report's "slice"), and only one whose single row is over
-gets 413 "work".
+gets 413 "work". A report is a function of the model and the direction, so it is kept as a trace is (api/trace.py's
+`answered`: the same request again is sent the report without the engine, header X-Modes-Cache: hit).
 """
 from flask import Blueprint, jsonify
 
 from backend.api.bodies import json_object_body
+from backend.api.compression import json_answer
 from backend.api.errors import ApiError
-from backend.api.trace import engine_limits
+from backend.api.trace import MODES_CACHE, answered, engine_limits
+from backend.api.trace_cache import request_key
 from backend.driver import run_bounded, run_on_engine
 from backend.models import fields, validate_spec
 from backend.models.caps import cap
@@ -37,8 +40,10 @@ def modes():
     counts = sweep_counts(normalized)
     element = _direction(body.get("direction"), counts["inputs"])
     try:
-        report = run_on_engine(normalized, None, lambda spec, limits: modes_report(spec, element),
-                               runs=sweeps_needed(counts), **engine_limits())
+        answer, kept = answered(MODES_CACHE, request_key(normalized, {"direction": element}), lambda: {
+            **run_on_engine(normalized, None, lambda spec, limits: modes_report(spec, element),
+                            runs=sweeps_needed(counts), **engine_limits()),
+            "slice": sliced})
     except RuntimeError as error:
         if not is_version_error(error):
             raise
@@ -46,7 +51,7 @@ def modes():
             "path": "spec.layers", "message": "an in-place op overwrites a tensor an earlier op saved for backward: "
                                               "make it out of place (\"inplace\": false) to compare the modes; "
                                               f"the engine said: {str(error)[:300]}"}]) from None
-    return jsonify({**report, "slice": sliced})
+    return json_answer(answer.body, answer.compressed, {"X-Modes-Cache": "hit" if kept else "miss"})
 
 
 @modes_api.post("/api/matrix-chain")

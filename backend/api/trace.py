@@ -1,5 +1,5 @@
 """Trace API: GET /api/presets and POST /api/trace (a spec in, the trace document out; the same request answered
-again from the app's TraceCache, api/trace_cache.py)."""
+again from the app's TraceCache, api/trace_cache.py, as `answered` does for every request that runs the engine)."""
 from flask import Blueprint, current_app, jsonify
 
 from backend import driver
@@ -12,11 +12,13 @@ from backend.trace.document_versions import pack
 
 trace_api = Blueprint("trace_api", __name__)
 CACHE = "tapescope.trace_cache"
+MODES_CACHE = "tapescope.modes_cache"      # POST /api/modes' reports (api/modes.py), under the same byte cap
 
 
 @trace_api.record_once
-def _make_cache(state):
-    state.app.extensions[CACHE] = TraceCache(state.app.config.get("TRACE_CACHE_BYTES", DEFAULT_MAX_BYTES))
+def _make_caches(state):
+    for name in (CACHE, MODES_CACHE):
+        state.app.extensions[name] = TraceCache(state.app.config.get("TRACE_CACHE_BYTES", DEFAULT_MAX_BYTES))
 
 
 def engine_limits():
@@ -47,11 +49,19 @@ def traced(spec, checkpoint):
     asker that ran it accepted gzip; True when this request ran nothing, TraceCache having the answer). Raises what
     trace_spec raises."""
     limits = engine_limits()
+    return answered(CACHE, request_key(spec, checkpoint),
+                    lambda: pack(driver.trace_spec(spec, checkpoint=checkpoint, **limits)))
 
-    def run():
-        body = current_app.json.response(pack(driver.trace_spec(spec, checkpoint=checkpoint, **limits))).get_data()
+
+def answered(cache, key, run):
+    """(the Answer kept in the app's cache `cache` for `key`, or run()'s, a JSON-able object, sent as this request's
+    answer: its JSON, and its gzip when the asker accepts gzip; True when this request ran nothing)."""
+    limits = engine_limits()
+
+    def answer():
+        body = current_app.json.response(run()).get_data()
         return Answer(body, gzipped(body) if accepts_gzip() else None)
     # an asker behind a run of the same request waits as long as the engine would have kept it waiting, and the run
     wait_s = driver.ENGINE_WAIT_S if limits["wait_s"] is None else limits["wait_s"]
     deadline_s = driver.DEADLINE_S if limits["deadline_s"] is None else limits["deadline_s"]
-    return current_app.extensions[CACHE].answer(request_key(spec, checkpoint), run, wait_s + deadline_s)
+    return current_app.extensions[cache].answer(key, answer, wait_s + deadline_s)

@@ -1,5 +1,5 @@
 """The answers of recent POST /api/trace requests, by what was asked: a class opening one preset at one address runs
-it once.
+it once. POST /api/modes keeps its reports the same way, in a cache of its own.
 
 A trace is a function of its request (the spec, seeds included, and the checkpoint request): the same body gets the
 same document, so the answer's JSON is kept (least recently used first out, under a byte cap) and sent again without
@@ -31,9 +31,10 @@ class Answer:
         return len(self.body) + len(self.compressed or b"")
 
 
-def request_key(spec, checkpoint):
-    """A digest of the request as asked (keys in any order): the same body, the same key."""
-    text = json.dumps({"spec": spec, "checkpoint": checkpoint}, sort_keys=True, separators=(",", ":"))
+def request_key(spec, asked):
+    """A digest of the request as asked (keys in any order): the same body, the same key. `asked`: what the request
+    names besides its spec (a trace's checkpoint request, the modes' direction)."""
+    text = json.dumps({"spec": spec, "checkpoint": asked}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -1,6 +1,6 @@
 """POST /api/trace answers a request it has answered before from the app's TraceCache, without the engine (and a
 share of it stores that document); a class asking for one model at once gets one run and the same document each; a
-refused or stopped request keeps nothing."""
+refused or stopped request keeps nothing. POST /api/modes keeps its reports the same way."""
 import gzip
 import http.client
 import json
@@ -92,6 +92,25 @@ def test_a_class_asking_for_one_model_at_once_gets_one_run_and_thirty_documents(
     assert sorted(kept for _, kept, _ in answers) == ["hit"] * 29 + ["miss"]
     assert len({body for _, _, body in answers}) == 1
     assert json.loads(answers[0][2])["schedule"]["policy"] == "sqrt"
+
+
+def test_the_same_modes_request_again_is_the_same_report_without_the_engine(client, monkeypatch):
+    """The forward-vs-reverse report is a function of the model and the direction: asked again (in other words: its
+    spec's keys in another order), it needs none of the engine; another direction or model is another run."""
+    spec = presets.get("seed-tape")
+    first = client.post("/api/modes", json={"spec": spec, "direction": {"element": 1}})
+    assert first.status_code == 200 and first.headers["X-Modes-Cache"] == "miss"
+    assert first.get_json()["jacobians"]["loss"]["forward"]["sweeps"] > 1
+    monkeypatch.setattr(driver, "ENGINE_WAIT_S", 0.05)
+    with engine_taken():
+        reordered = json.dumps({"direction": {"element": 1}, "spec": dict(reversed(list(spec.items())))})
+        again = client.post("/api/modes", data=reordered, content_type="application/json")
+        assert again.status_code == 200 and again.headers["X-Modes-Cache"] == "hit"
+        assert again.get_data() == first.get_data()
+        for other in ({"spec": spec, "direction": {"element": 0}}, {"spec": {**spec, "batch": spec["batch"] * 2}}):
+            assert client.post("/api/modes", json=other).status_code == 503, other
+    refused = client.post("/api/modes", json={"spec": presets.get("version-error")})      # 400: nothing kept
+    assert refused.status_code == 400 and "X-Modes-Cache" not in refused.headers
 
 
 def test_refused_and_stopped_requests_keep_nothing(client, monkeypatch):
