@@ -32,10 +32,11 @@ TEST_DEADLINE_S = 60.0
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session):
     """Every test has run and every fixture is torn down: collect the garbage once, then freeze what is left. pytest's
-    unraisable-exception check collects five times more as the process ends (~3 s of the suite's wall time, each
-    collection walking torch's and transformers' objects), to run finalizers and report what they raise; frozen, those
-    collections walk only what the finalizers freed and made, which is all they can find after this one (not during
-    the tests: test_torch_loop's profiler window is sensitive to which garbage is still alive when it opens)."""
+    unraisable-exception check collects five times more as the process ends (a worker's exit after its last test took
+    1.0 s, 0.3 s now: each collection walks torch's and transformers' objects), to run finalizers and report what
+    they raise; frozen, those collections walk only what the finalizers freed and made, which is all they can find
+    after this one (not during the tests: test_torch_loop's profiler window is sensitive to which garbage is still
+    alive when it opens)."""
     gc.collect()
     gc.freeze()
 

@@ -40,9 +40,9 @@ def modes():
     counts = sweep_counts(normalized)
     element = _direction(body.get("direction"), counts["inputs"])
     try:
-        answer, kept = answered(MODES_CACHE, request_key(normalized, {"direction": element}), lambda: {
-            **run_on_engine(normalized, None, lambda spec, limits: modes_report(spec, element),
-                            runs=sweeps_needed(counts), **engine_limits()),
+        answer, kept = answered(MODES_CACHE, request_key(normalized, {"direction": element}), lambda limits: {
+            **run_on_engine(normalized, None, lambda spec, _: modes_report(spec, element), runs=sweeps_needed(counts),
+                            **limits),
             "slice": sliced})
     except RuntimeError as error:
         if not is_version_error(error):

@@ -48,18 +48,17 @@ def traced(spec, checkpoint):
     """(the Answer of `spec` and `checkpoint`: the document's JSON as POST /api/trace sends it, and its gzip when the
     asker that ran it accepted gzip; True when this request ran nothing, TraceCache having the answer). Raises what
     trace_spec raises."""
-    limits = engine_limits()
     return answered(CACHE, request_key(spec, checkpoint),
-                    lambda: pack(driver.trace_spec(spec, checkpoint=checkpoint, **limits)))
+                    lambda limits: pack(driver.trace_spec(spec, checkpoint=checkpoint, **limits)))
 
 
 def answered(cache, key, run):
-    """(the Answer kept in the app's cache `cache` for `key`, or run()'s, a JSON-able object, sent as this request's
-    answer: its JSON, and its gzip when the asker accepts gzip; True when this request ran nothing)."""
+    """(the Answer kept in the app's cache `cache` for `key`, or run(engine_limits())'s, a JSON-able object, sent as
+    this request's answer: its JSON, and its gzip when the asker accepts gzip; True when this request ran nothing)."""
     limits = engine_limits()
 
     def answer():
-        body = current_app.json.response(run()).get_data()
+        body = current_app.json.response(run(limits)).get_data()
         return Answer(body, gzipped(body) if accepts_gzip() else None)
     # an asker behind a run of the same request waits as long as the engine would have kept it waiting, and the run
     wait_s = driver.ENGINE_WAIT_S if limits["wait_s"] is None else limits["wait_s"]

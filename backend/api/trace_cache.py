@@ -34,7 +34,7 @@ class Answer:
 def request_key(spec, asked):
     """A digest of the request as asked (keys in any order): the same body, the same key. `asked`: what the request
     names besides its spec (a trace's checkpoint request, the modes' direction)."""
-    text = json.dumps({"spec": spec, "checkpoint": asked}, sort_keys=True, separators=(",", ":"))
+    text = json.dumps({"spec": spec, "asked": asked}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

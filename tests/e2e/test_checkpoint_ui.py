@@ -193,7 +193,7 @@ def test_scale_up_link_carries_the_models_shape_to_the_ledger(page, live_server,
 # Left out: the version-error preset's backward stops at a version error, nothing to checkpoint
 # (tests/e2e/test_layer_knobs.py).
 UNTRACED = {"version-error"}
-# What test_every_policy_steps_without_errors reads of each trace: its schedule, its tape's kinds of entry and its leaves
+# What test_every_policy_steps_without_errors reads of each trace: its schedule, its tape's kinds of entry, its leaves
 STEPPED = """(trace) => ({schedule: trace.schedule, graph: {leaves: trace.graph.leaves.map((leaf) => ({id: leaf.id}))},
                        tape: trace.tape.map(({index, op, phase}) => ({index, op, phase}))})"""
 PLANNABLE = [p for p in preset_specs.PRESETS if p not in UNTRACED]

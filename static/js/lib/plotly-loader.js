@@ -1,7 +1,7 @@
 // plotly-loader.js — Plotly, run when a chart first needs it and after the page has painted: explorer.html prefetches
-// the bundle without parsing or running it, because running it before the graph could start took a second when it was the full
-// 4.8 MB build (the cartesian build the page has now still costs ~0.2 s of a first load's script); the graph and the
-// player come first and the charts follow.
+// the bundle without parsing or running it, because running it before the graph could start took a second when it
+// was the full 4.8 MB build (the cartesian build the page has now still costs ~0.2 s of a first load's script); the
+// graph and the player come first and the charts follow.
 
 const PLOTLY_SRC = new URL("../../vendor/plotly.min.js", import.meta.url).href;   // the bundle of this page's version
 const PAINT_WAIT_MS = 200;   // a page that gets no animation frames (a background tab) does not wait longer than this
