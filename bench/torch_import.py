@@ -15,7 +15,9 @@ checkpoints itself, a Sequential of residual blocks, T5 tiny (random config; lef
 Plain and recorded steps are measured alike: one untimed warm-up each, then per repeat a fresh build() (not
 timed) for each, the two interleaved so a busy machine slows both; the medians are printed. `hooked ms` is
 record(): the recorder's setup, the step under its hooks and their removal; `bare mode` is the same step under a
-dispatch mode and saved-tensor hooks that record nothing (÷ plain: the floor); `build ms` is document_of() on that
+dispatch mode and saved-tensor hooks that record nothing (÷ plain: the floor); `profiler` is the same step under
+torch's own C++ profiler recording input shapes and memory events, its results handed over (÷ plain: what a
+recorder below Python dispatch, built on torch's instrument, pays before doing anything); `build ms` is document_of() on that
 recorder (statistics of the copies the hooks took, live bytes, the peak explanation). torch runs on --threads
 intra-op threads (default 1: the hooks' Python is single-threaded whatever the plain step uses, and on a shared
 machine a multi-threaded plain step's time mostly measures the neighbours). `--cpu` times with the process's CPU
@@ -33,6 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+from torch._C._profiler import ProfilerActivity, ProfilerConfig, ProfilerState, _ExperimentalConfig  # noqa: E402
+from torch.autograd.profiler import _disable_profiler, _enable_profiler, _prepare_profiler  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from backend.importers.torch_distributed import record_rank, run_ranks  # noqa: E402
@@ -60,6 +64,10 @@ RANKS = 2
 class BareMode(TorchDispatchMode):
     """Every op through Python and back, nothing recorded: the floor any dispatch-mode recorder stands on."""
 
+    @classmethod
+    def _should_skip_dynamo(cls):
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))
 
@@ -69,9 +77,23 @@ def bare_step(model, batch, loss_fn, optimizer):
         run_step(model, batch, loss_fn, optimizer)
 
 
+def profiled_step(model, batch, loss_fn, optimizer):
+    """The step under torch's own C++ recorder, as a recorder below Python dispatch would use it: the profiler
+    collecting every op's input shapes and the allocator's events, and its results handed over (_disable_profiler,
+    no Python event objects made)."""
+    config = ProfilerConfig(ProfilerState.KINETO, True, True, False, False, False, _ExperimentalConfig())
+    _prepare_profiler(config, {ProfilerActivity.CPU})
+    _enable_profiler(config, {ProfilerActivity.CPU})
+    try:
+        run_step(model, batch, loss_fn, optimizer)
+    finally:
+        _disable_profiler()
+
+
 def step_times(build, repeats, clock):
-    """Median seconds of (plain step, bare mode, step under the hooks, document build), and the last document."""
-    plain, bare, hooked, built = [], [], [], []
+    """Median seconds of (plain step, bare mode, profiler, step under the hooks, document build), and the last
+    document."""
+    plain, bare, profiled, hooked, built = [], [], [], [], []
     for repeat in range(repeats + 1):                    # repeat 0 warms up, untimed
         step = unpack_build(build())
         start = clock()
@@ -83,14 +105,20 @@ def step_times(build, repeats, clock):
         bare_s = clock() - start
         step = unpack_build(build())
         start = clock()
+        profiled_step(*step)
+        profiled_s = clock() - start
+        step = unpack_build(build())
+        start = clock()
         recorder, loss = record(*step)
         hooked_s = clock() - start
         start = clock()
         document = document_of(recorder, loss, *step)
         built_s = clock() - start
         if repeat:
-            plain.append(plain_s), bare.append(bare_s), hooked.append(hooked_s), built.append(built_s)
-    return (*(statistics.median(times) for times in (plain, bare, hooked, built)), document)
+            for times, value in ((plain, plain_s), (bare, bare_s), (profiled, profiled_s), (hooked, hooked_s),
+                                 (built, built_s)):
+                times.append(value)
+    return (*(statistics.median(times) for times in (plain, bare, profiled, hooked, built)), document)
 
 
 def check_times(text, repeats, clock):
@@ -197,20 +225,22 @@ def main(argv=None):
     clock = time.process_time if args.cpu else time.perf_counter
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), median of {args.repeats}, "
           f"{'CPU' if args.cpu else 'wall'} clock")
-    print(f"{'example':18} {'plain ms':>9} {'bare mode':>10} {'hooked ms':>10} {'overhead':>9} {'build ms':>9} "
+    print(f"{'example':18} {'plain ms':>9} {'bare mode':>10} {'profiler':>9} {'hooked ms':>10} {'overhead':>9} {'build ms':>9} "
           f"{'build/plain':>11} {'goal':>26} {'ops':>6} {'run.json KiB':>13} {'check ms':>9} {'check/parse':>12}")
     models = [(example, load_build(ROOT / "examples" / "torch" / f"{example}.py")) for example in EXAMPLES]
     for example, build in models + test_model_builds():
-        plain, bare, hooked, built, document = step_times(build, args.repeats, clock)
+        plain, bare, profiled, hooked, built, document = step_times(build, args.repeats, clock)
         text = json.dumps(pack(document), separators=(",", ":"))       # what the command line writes and posts
         parse, check = check_times(text, args.repeats, clock)
-        print(f"{example:18} {plain * 1e3:9.2f} {bare / plain:9.1f}× {hooked * 1e3:10.2f} {hooked / plain:8.1f}× "
+        print(f"{example:18} {plain * 1e3:9.2f} {bare / plain:9.1f}× {profiled / plain:8.1f}× {hooked * 1e3:10.2f} {hooked / plain:8.1f}× "
               f"{built * 1e3:9.2f} {built / plain:10.1f}× {goal(plain, bare, hooked, built):>26} "
               f"{document['summary']['entries']:6d} {len(text) / 1024:13.1f} {check * 1e3:9.1f} "
               f"{check / parse:11.1f}×")
     print(f"overhead = hooked ÷ plain; goal (issue 28): overhead ≤ {GOAL_OVERHEAD:g}× and build ≤ {GOAL_BUILD:g}× plain, "
           f"with the floor beside it (* = a plain step under {GOAL_MIN_PLAIN_MS:g} ms, outside the goal); bare mode = a pass-through "
-          "dispatch mode and saved-tensor hooks ÷ plain, the floor no dispatch-mode recorder goes below; build = the "
+          "dispatch mode and saved-tensor hooks ÷ plain, the floor no dispatch-mode recorder goes below; profiler = torch's "
+          "C++ profiler recording every op's input shapes and the allocator's events, its results handed over, ÷ plain "
+          "(what a recorder below Python dispatch built on it would pay before any work of its own); build = the "
           "document from the recorder; check = parse + schema + consistency of the run.json, as POST /api/traces")
     if args.overhead_only:
         return

@@ -13,6 +13,12 @@ _next_sequence_nr = torch._C._autograd._get_sequence_nr
 class OpRecording(TorchDispatchMode):
     """The dispatch mode's half of TorchRecorder: reads and writes its tape, steps and tensor records."""
 
+    @classmethod
+    def _should_skip_dynamo(cls):
+        """No torch.compile frame runs inside the recorder's dispatch: torch's disable-Dynamo wrapper (two Python
+        frames and two eval-frame switches around every op) is left off, as torch's own docstring shows."""
+        return False
+
     def _init_ops(self):
         self._entry_of_seq = {}     # autograd sequence_nr -> tape index
         self._last_seq = _next_sequence_nr()
