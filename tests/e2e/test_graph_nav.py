@@ -5,7 +5,7 @@ a visitor who asks for reduced motion gets every move without the glide."""
 import pytest
 
 from backend.models.presets import PRESETS
-from tests.e2e.explorer_helpers import open_explorer, presets, trace_for, unfold_all
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, presets, trace_for, unfold_all
 
 SCALE = "() => Number(document.querySelector('[data-testid=graph]').dataset.scale)"
 LABEL_HEIGHTS = """() => Array.from(document.querySelectorAll('[data-testid=graph] .node .label'),
@@ -107,6 +107,25 @@ def test_the_buttons_and_keys_zoom_fit_and_reset(page, live_server):
     page.keyboard.press("f")
     settle(page)
     assert scale(page) == pytest.approx(fitted)
+
+
+TOOLS_OVER_DRAWING = """() => {
+  const drawing = document.querySelector('[data-testid=graph]').getBoundingClientRect();
+  const tools = ['graph-search', 'graph-unfold-all', 'graph-fit', 'graph-zoom-out', 'graph-zoom-in', 'graph-actual-size'];
+  return tools.map((id) => [id, document.querySelector(`[data-testid=${id}]`).getBoundingClientRect()])
+    .filter(([, r]) => r.width && r.bottom > drawing.top + 0.5).map(([id]) => id);
+}"""
+
+
+def test_the_graphs_tools_sit_above_the_drawing_never_over_a_node(page, live_server):
+    """deep-mlp's step 58 pans a node to the drawing's top edge: its label was under the zoom buttons at 1280x800."""
+    open_explorer(page, live_server, "deep-mlp")
+    go_to_step(page, 58)
+    assert page.get_by_test_id("graph-unfold-all").is_visible()
+    for size in ((1280, 800), (1920, 1080)):
+        page.set_viewport_size({"width": size[0], "height": size[1]})
+        settle(page)
+        assert page.evaluate(TOOLS_OVER_DRAWING) == [], size
 
 
 def test_stepping_through_backward_2_keeps_the_current_node_in_view_and_legible(page, live_server):

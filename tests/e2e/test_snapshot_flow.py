@@ -51,3 +51,27 @@ def test_a_shared_backward_step_opens_the_same_in_a_fresh_browser_and_copies_int
         assert other.locator("[data-testid=preset]").input_value() == "residual-unit"
     finally:
         stranger.close()
+
+
+def test_a_shared_selection_inside_a_folded_module_opens_drawn_not_folded_away(page, browser, live_server):
+    """transformer-tiny opens with its modules folded: a tensor selected from the lifetime chart or the inspector can
+    be an op no box shows. The link's reader gets that op drawn (its modules unfolded) and selected."""
+    open_explorer(page, live_server, "transformer-tiny")
+    trace = page.evaluate("window.tapescope.getTrace().tape.map((e) => e.index)")
+    drawn = set(page.eval_on_selector_all("[data-testid=graph] .node[data-node-id]", "ns => ns.map((n) => Number(n.dataset.nodeId))"))
+    hidden = next(index for index in trace if index not in drawn)
+    page.evaluate("id => window.tapescope.select(id)", f"e{hidden}")
+    assert page.evaluate("window.tapescope.getSelected()") == f"e{hidden}"
+    page.click("[data-testid=share]")
+    link = page.locator("[data-testid=share-link]")
+    link.wait_for()
+
+    stranger = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        other = stranger.new_page()
+        other.goto(link.get_attribute("href"))
+        other.wait_for_selector(".explorer[data-ready=true]")
+        assert other.locator("[data-testid=graph] .node.selected").get_attribute("data-node-id") == str(hidden)
+        assert other.get_by_test_id("graph-unfold-all").text_content() == "Unfold all"     # only its modules opened
+    finally:
+        stranger.close()

@@ -176,8 +176,8 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   const shown = view.index?.trace;
   if (shown && shown !== trace && !ws.run) keepStep = matchingStep(shown, keepStep, trace) ?? keepStep;
   view.index = indexTrace(trace);
-  // The first trace opens where the saved session left the graph (its folds and zoom); later ones fit.
-  const savedView = view.firstTrace ? { unfolded: ws.unfolded, zoom: ws.zoom } : {};
+  // The first trace opens where the saved session left the graph (its folds, zoom and selected node); later ones fit.
+  const savedView = view.firstTrace ? { unfolded: ws.unfolded, zoom: ws.zoom, selected: ws.selected } : {};
   view.firstTrace = false;
   await graph.load(trace, view.index, savedView);
   if (ws.trace !== trace) return;                  // a newer trace arrived while this one was laid out

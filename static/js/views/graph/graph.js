@@ -119,7 +119,8 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
   }
 
   const layoutOptions = (index) => ({ height: GROUP_HEIGHT, charWidth: CHAR_WIDTH, weight: (target, link) => edgeWeight(index, target, link) });
-  /** A new trace: `view` is the workspace's saved view ({unfolded, zoom}) to open on, when it names this graph. */
+  /** A new trace: `view` is the workspace's saved view ({unfolded, zoom, selected}) to open on, when it names this
+   * graph. */
   async function load(trace, index, view = {}) {
     const nodes = nodeModels(trace, index);
     const edges = trace.graph.edges.concat(checkpointLinks(trace, index))
@@ -136,8 +137,14 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
     performance.mark("tapescope:layout-start");
     // A small graph opens plain (dagre's clusters would stretch it); a double backward's is framed from the start, so
     // its recorded backward reads as a second tape.
-    const { fold, laid } = await openingFold(next, { saved, scaleIn: nav.scaleToFit, layoutOptions: layoutOptions(index),
+    const opened = await openingFold(next, { saved, scaleIn: nav.scaleToFit, layoutOptions: layoutOptions(index),
       framed: index.recordedBackward.size > 0 });
+    if (model !== next) return;
+    const { fold } = opened;
+    // The node the saved view selected (a shared snapshot's, a reload's) is drawn itself, not folded into a group: a
+    // smaller panel than the sharer's may open a level up.
+    const laid = view.selected && revealNode(fold, next.byId.get(nodeFor(view.selected)))
+      ? await layoutFolded(next, fold, layoutOptions(index)) : opened.laid;
     if (model !== next) return;
     next.fold = fold;
     showFoldState();
