@@ -46,3 +46,42 @@ def test_a_custom_functions_saves_are_counted_and_named():
         assert entry["op"] == "mul"                 # the op that made the Function's output, not its first op
         assert len(entry["saved"]) == 2
         assert "keeps nothing" not in entry["why"] and "saved_tensors[1]" in entry["why"]
+
+
+def _swish(x):
+    return x * torch.sigmoid(x)
+
+
+class CompiledSwish(nn.Module):
+    """Calls a torch.compile'd function, as models with compiled kernels do (`compiled=False`: the same, eager)."""
+
+    def __init__(self, compiled=True):
+        super().__init__()
+        self.swish = torch.compile(_swish, backend="eager") if compiled else _swish
+
+    def forward(self, x):
+        return self.swish(x)
+
+
+def test_a_compiled_function_inside_the_model_is_recorded_op_by_op_as_eager():
+    """The recorder's dispatch mode leaves torch's disable-Dynamo wrapper off (torch_dispatch.py): Dynamo must still
+    not compile the recorder's own frames. Under the mode, torch runs the compiled function eagerly (it warns once),
+    so each of its ops is an entry with its saves, and the gradients are the eager model's."""
+    def step(compiled=True):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), CompiledSwish(compiled), nn.Linear(16, 1))
+        return model, (torch.randn(4, 8), torch.randn(4, 1)), nn.functional.mse_loss
+
+    eager = step(compiled=False)
+    run_step(*eager)
+    packed_bytes, _ = packed_during(lambda: run_step(*step(compiled=False)))
+    recorded = step()
+    for _ in range(2):                      # the second call is the one Dynamo would have cached a graph for
+        for p in recorded[0].parameters():
+            p.grad = None
+        document = record_step(*recorded)
+        ops = [e["op"] for e in document["tape"]]
+        assert ops.count("sigmoid") == 1 and ops.count("mul") == 1, ops
+        assert document["summary"]["saved_bytes"] == packed_bytes
+        for mine, theirs in zip(recorded[0].parameters(), eager[0].parameters()):
+            assert torch.equal(mine.grad, theirs.grad)
