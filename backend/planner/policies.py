@@ -100,7 +100,7 @@ def manual_entries(selective_base, tensor_ids):
             reason = f"it is a mask or statistic {selective_base.tape[producer]['op']} keeps beside its output"
         else:
             reason = refusal(selective_base.tape[producer], selective_base.tensors,
-                             selective_base.saved_on_storage, require_saved=False)
+                             selective_base.use, require_saved=False)
         if reason:
             problems.add("checkpoint.recompute", f"tensor {uid} ({tensor['name']}) cannot be recomputed: {reason}")
         else:

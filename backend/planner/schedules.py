@@ -83,12 +83,29 @@ class Planner:
         raise AssertionError(policy)
 
     def _regions(self, regions):
-        """Regions as tuples, without the blocks the base run recorded nothing for (a relu or dropout on the
-        raw input, before any parameter): they have nothing to recompute, and the predictor has no steps
-        to place their checkpoint on."""
-        recorded = set(self.base.entry_block)
-        kept = (tuple(b for b in region if b in recorded) for region in regions)
-        return tuple(region for region in kept if region)
+        """Regions as tuples, without the blocks whose ops backward never runs: those the base run recorded nothing
+        for (a relu or dropout on the raw input, before any parameter) and those before a detach or a no_grad cut
+        (their ops are recorded, but no gradient reaches them). Nothing of theirs is recomputed in backward, and the
+        predictor has no backward steps to place their checkpoint's on. A block holding both (a residual around a
+        detach) is left out too when an op no gradient reaches saves something in it."""
+        reached, cut_off = set(), set()
+        for entry, block in enumerate(self.base.entry_block):
+            if entry in self.base.first_backward_step:
+                reached.add(block)
+            elif entry in self.base.saving_entries:
+                cut_off.add(block)
+        kept, runs = reached - cut_off, []
+        for region in regions:              # a region with a block left out splits into the runs around it
+            run = []
+            for block in region:
+                if block in kept:
+                    run.append(block)
+                elif run:
+                    runs.append(tuple(run))
+                    run = []
+            if run:
+                runs.append(tuple(run))
+        return tuple(runs)
 
     def heuristic_plans(self):
         n = self.base.n_blocks

@@ -17,7 +17,7 @@ last op, or, when a recorded op saved it (or a view of it), until backward-2 rea
 original, which the recorded ops no longer pin. In backward-2 the recipes are evaluated once more, as transients.
 """
 from backend.trace.memory import add_changes, lifetime_changes, live_from_deltas, release_point, step_deltas
-from backend.trace.recompute import refusal, saved_by_storage
+from backend.trace.recompute import refusal, tape_use
 
 
 class SelectiveBase:
@@ -41,7 +41,7 @@ class SelectiveBase:
         self.double_backward = run.double_backward
         self.recorded_for = run.recorded_for
         self.vjp_end = _vjp_ends(self, run) if self.double_backward else {}
-        self.saved_on_storage = saved_by_storage(self.tensors.values())
+        self.use = tape_use(self.tensors.values(), self.sweep_steps)
         self.tensors_on_storage = {}
         for t in self.tensors.values():
             self.tensors_on_storage.setdefault(t["storage"], []).append(t["id"])
@@ -54,7 +54,7 @@ class SelectiveBase:
 
     def recomputable(self, entry, saved=True):
         """The trace's rule (backend/trace/recompute.py); with `saved`, the output must also be worth it."""
-        return refusal(self.tape[entry], self.tensors, self.saved_on_storage, require_saved=saved) is None
+        return refusal(self.tape[entry], self.tensors, self.use, require_saved=saved) is None
 
     def bytes_of(self, entry):
         return self.output(entry)["nbytes"]
@@ -134,7 +134,12 @@ def _tensor_held_release(base, storage_id, st, produced):
         if uid not in produced:
             for saver in base.pinned_by.get(uid, ()):
                 if not (copied and saver in base.recorded_for):
-                    end = max(end, base.backward_step[saver])
+                    # a saver no gradient reaches (before a detach or no_grad cut) holds it until its graph goes,
+                    # as the base run saw: nothing it saves is recomputed (recompute.refusal)
+                    held = base.backward_step[saver] if saver in base.backward_step else st["freed"]
+                    if held is None:
+                        return None
+                    end = max(end, held)
     return end
 
 

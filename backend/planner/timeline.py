@@ -204,7 +204,9 @@ def _first_copy_freed(base, st, own_region, t, input_of, savers):
     else:
         steps = [t.new[dropped]]
     for entry in savers.get(st["id"], ()):
-        if t.region_of_entry.get(entry) != own_region or own_region is None:
+        if entry not in base.last_sweep_step:       # no gradient reaches it (a detach or no_grad cut): its graph
+            steps.append(_outside_release(base, st["freed"], t))       # goes as in the base run, no region near it
+        elif t.region_of_entry.get(entry) != own_region or own_region is None:
             steps.append(t.released_by(entry, input_of.get(st["id"])))
     if st["id"] in input_of and input_of[st["id"]] != own_region:
         steps.append(t.input_held_until(input_of[st["id"]]))

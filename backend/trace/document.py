@@ -43,7 +43,8 @@ def build_document(recorder: RecordedRun, spec, engine_version, loss, cuts=(), b
     """The document of a recorded run; `cuts` are the model's detach / no_grad layers ({path, type}) and
     `backward_error` the engine's text when backward stopped at the last step (backend/trace/run.py)."""
     recorder.values.fill()
-    mark_recomputable(recorder.tape, recorder.tensors.values())
+    # which entries backward reached, unless it stopped short (then every saver counts as reached)
+    mark_recomputable(recorder.tape, recorder.tensors.values(), None if backward_error else recorder.sweep)
     storages, steps, tensors, live, by_kind = _intervals(recorder)
     peak_bytes, peak_step = peak(live)
     forward_end = max((s["index"] for s in steps if s["phase"] == "forward"), default=0)

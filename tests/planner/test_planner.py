@@ -143,3 +143,53 @@ def test_blocks_before_the_first_parameter_are_never_checkpointed(prefix):
         assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"], raw
         assert schedule["grads_match"] is True, raw
     assert planner.pareto()
+
+
+def test_an_output_an_in_place_op_overwrites_is_never_recomputed():
+    """gelu's output is then relu_'d in place: recomputing gelu gives the value before the write, and the next
+    linear's weight gradient came out wrong under selective and optimal (found by a PyTorch-oracle fuzz)."""
+    spec = validate_spec({"dtype": "float32", "seed": 225, "batch": 4, "input": {"kind": "features", "size": 3},
+                          "loss": {"type": "sum"}, "layers": [{"type": "linear", "out": 4}, {"type": "gelu"},
+                                                              {"type": "relu", "inplace": True}, {"type": "linear", "out": 2}]})
+    planner = Planner(spec)
+    gelu = next(e for e in planner.base_document["tape"] if e["op"] == "gelu")
+    assert gelu["recompute"]["ok"] is False
+    assert gelu["recompute"]["reason"].startswith("an in-place op writes into it at step 3")
+    for raw in ({"policy": "selective"}, {"policy": "optimal", "budget_bytes": 1}):
+        schedule = planner.schedule(validate(raw, planner.base.n_blocks, set(planner.entry_activations)))
+        assert gelu["index"] not in schedule["recompute_entries"] and schedule["grads_match"] is True, raw
+    with pytest.raises(PolicyError) as bad:
+        planner.plan({"policy": "manual", "params": {"recompute": [gelu["output"]]}})
+    assert "an in-place op writes into it" in bad.value.problems[0]["message"]
+
+
+CUT_MODELS = {
+    "detach": [{"type": "linear", "out": 2}, {"type": "detach"}, {"type": "linear", "out": 2}],
+    "no_grad": [{"type": "linear", "out": 3}, {"type": "tanh"}, {"type": "no_grad", "layers": [{"type": "linear", "out": 3}]},
+                {"type": "linear", "out": 3}, {"type": "tanh"}, {"type": "linear", "out": 1}],
+    "residual around a detach": [{"type": "linear", "out": 3}, {"type": "residual", "layers": [
+        {"type": "tanh"}, {"type": "linear", "out": 3}, {"type": "detach"}]}, {"type": "tanh"}, {"type": "linear", "out": 1}],
+}
+
+
+@pytest.mark.parametrize("name", list(CUT_MODELS))
+def test_every_policy_plans_a_model_cut_by_a_detach_or_no_grad(name):
+    """The ops before a cut are recorded but no gradient reaches them: no region holds them, nothing they save is
+    recomputed, and their saves go when their graph does. Every policy once raised a KeyError here (a 500)."""
+    planner = Planner(validate_spec({"dtype": "float32", "batch": 2, "input": {"kind": "features", "size": 2},
+                                     "layers": CUT_MODELS[name], "loss": {"type": "sum"}}))
+    n = planner.base.n_blocks
+    reached = {planner.base.entry_block[e] for e in planner.base.first_backward_step}
+    for raw in [{"policy": "sqrt"}, {"policy": "selective"}, {"policy": "optimal", "budget_bytes": 1},
+                *({"policy": "every_k", "k": k} for k in range(1, n + 1))]:
+        schedule = planner.schedule(validate(raw, n, set(planner.entry_activations)))
+        assert schedule["predicted_peak_bytes"] == schedule["executed_peak_bytes"], raw
+        assert schedule["grads_match"] is True, raw
+        assert {b for region in schedule["block_regions"] for b in region} <= reached, raw
+    tape = planner.base_document["tape"]
+    saved_cut_off = {uid for e in tape if e["phase"] == "forward" and e["index"] not in planner.base.first_backward_step
+                     for uid in e["saved"]}
+    producers = [e for e in tape if e["phase"] == "forward" and e["output"] in saved_cut_off]
+    assert not any(e["recompute"]["ok"] for e in producers)
+    if name != "detach":                # its cut-off linear saves only the model's input and its weight
+        assert any(e["recompute"]["reason"].startswith("no gradient reaches entry") for e in producers)
