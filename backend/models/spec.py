@@ -129,15 +129,20 @@ def plan(spec, problems=None):
     """Shape-infer the whole model: the Tally of entries and bytes, and `tally.output_shape`."""
     problems = Problems() if problems is None else problems
     vocab = spec["input"]["vocab"] if spec["input"]["kind"] == "tokens" else 0
-    tally = Tally(np.dtype(spec["dtype"]).itemsize, vocab)
+    penalized = "gradient_penalty" in spec["loss"]
+    tally = Tally(np.dtype(spec["dtype"]).itemsize, vocab, input_requires_grad=penalized)
     tally.op(int(np.prod(input_shape(spec))), entries=0)            # the input batch is a tensor too
     shape = plan_layers(spec["layers"], input_shape(spec), "layers", problems, tally, tokens=vocab)
     tally.output_shape = shape
     if shape is not None:
         _check_loss_fits(spec, shape, problems)
         tally.op(int(np.prod(shape)), entries=3)
-        if "gradient_penalty" in spec["loss"]:
+        if penalized:
             tally.add_recorded_backward()
+            if tally.input_cut is not None:
+                problems.add("loss.gradient_penalty", f"differentiates the loss with respect to the input, but "
+                                                      f"{tally.input_cut} cuts the input off from the loss: remove "
+                                                      "that layer or loss.gradient_penalty")
         if tally.param_elements == 0:
             problems.add("layers", "have no parameters, so backward has nothing to differentiate: "
                                    "add a linear, embedding or norm layer")

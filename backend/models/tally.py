@@ -15,11 +15,16 @@ class Tally:
     matmul FLOPs and elements its forward computes (what the work cap in backend/driver/work.py prices).
 
     `grad_flows` follows whether the running value requires grad (so backward has something to do);
-    `grad_enabled` is False inside a no_grad wrapper.
+    `grad_enabled` is False inside a no_grad wrapper. For a gradient penalty (∂loss/∂input, `input_requires_grad`):
+    `input_cut` is the first layer that cut the running value off from the input (a detach, a no_grad), None while
+    it depends on it; `on_input` is True while the running value is still the input itself (no op has run on it).
     """
 
-    def __init__(self, itemsize, vocab=0):
+    def __init__(self, itemsize, vocab=0, input_requires_grad=False):
         self.itemsize = itemsize
+        self.input_requires_grad = input_requires_grad
+        self.input_cut = None
+        self.on_input = True
         self.vocab = vocab
         self.entries = 0
         self.activation_bytes = 0

@@ -58,6 +58,34 @@ def test_a_penalty_refuses_what_cannot_be_differentiated_twice():
     assert "needs a features input" in problems_of(tokens)["loss.gradient_penalty"]
 
 
+def penalized(layers):
+    return {"dtype": "float32", "batch": 2, "input": {"kind": "features", "size": 2}, "layers": layers,
+            "loss": {"type": "sum", "gradient_penalty": {"weight": 0.5}}}
+
+
+@pytest.mark.parametrize("cut", [{"type": "detach"}, {"type": "no_grad", "layers": [{"type": "tanh"}]}])
+def test_a_penalty_refuses_a_model_that_cuts_the_input_off_the_loss(cut):
+    """∂loss/∂x of a loss that does not depend on x: the engine raised torch's "appears to not have been used in
+    the graph" (a 500) on a spec that had passed validation. A cut inside a residual is fine: the skip carries x."""
+    found = problems_of(penalized([{"type": "tanh"}, cut, {"type": "linear", "out": 3}]))
+    assert found["loss.gradient_penalty"] == (f"differentiates the loss with respect to the input, but layers[1] "
+                                              f"({cut['type']}) cuts the input off from the loss: remove that layer or "
+                                              "loss.gradient_penalty")
+    validate_spec(penalized([{"type": "residual", "layers": [{"type": "tanh"}, cut]}, {"type": "linear", "out": 3}]))
+
+
+@pytest.mark.parametrize("first", [[], [{"type": "residual", "layers": []}]])
+def test_a_penalty_refuses_relu_in_place_on_the_input(first):
+    """torch refuses an in-place op on a leaf that requires grad, and the penalty makes the input one (a 500 once)."""
+    layers = [{"type": "relu", "inplace": True}, {"type": "linear", "out": 2}]
+    if first:                           # the same relu_, first inside a residual: it still writes into x
+        layers = [{"type": "residual", "layers": [layers[0]]}, layers[1]]
+    found = problems_of(penalized(layers))
+    path = "layers[0].layers[0].inplace" if first else "layers[0].inplace"
+    assert found[path].startswith("relu_ here would overwrite the model's input, which loss.gradient_penalty")
+    validate_spec(penalized([{"type": "tanh"}, {"type": "relu", "inplace": True}, {"type": "linear", "out": 2}]))
+
+
 def test_the_tally_and_the_work_price_count_the_extra_sweep():
     spec = validate_spec(presets.get(GP))
     plain = validate_spec(without_penalty(spec))

@@ -105,6 +105,8 @@ def plan_layer(layer, shape, path, problems, tally, tokens):
         problems.add(path, f"an {kind.name} must be the first layer, on a tokens input")
         return None
     out = kind.plan(layer, shape, path, problems, tally)
+    if kind.inner is None:
+        tally.on_input = False          # a wrapper's own layers say whether it ran an op on the input
     if kind.params and not layer.get("frozen") and tally.grad_enabled:
         tally.grad_flows = True
     return out

@@ -21,11 +21,19 @@ def _activation(fn):
     return build
 
 
+def _plan_relu(layer, shape, path, problems, tally):
+    if layer.get("inplace") and tally.on_input and tally.input_requires_grad and tally.grad_enabled:
+        problems.add(f"{path}.inplace", "relu_ here would overwrite the model's input, which loss.gradient_penalty "
+                                        "differentiates (torch refuses an in-place op on a leaf that requires grad): "
+                                        "untick inplace, or put a layer before it")
+    return _plan_same_shape(layer, shape, path, problems, tally)
+
+
 def _build_relu(layer, width, ctx, path):
     return scoped(path, (lambda h: h.relu_()) if layer.get("inplace") else T.relu), width
 
 
-register(Kind("relu", "max(x, 0): saves its output (relu_ too)", _plan_same_shape, _build_relu, fields=(INPLACE,)))
+register(Kind("relu", "max(x, 0): saves its output (relu_ too)", _plan_relu, _build_relu, fields=(INPLACE,)))
 register(Kind("gelu", "x·Φ(x): saves its input", _plan_same_shape, _activation(T.gelu)))
 register(Kind("tanh", "tanh(x): saves its output", _plan_same_shape, _activation(T.tanh)))
 register(Kind("sigmoid", "σ(x): saves its output", _plan_same_shape, _activation(T.sigmoid)))
@@ -49,6 +57,7 @@ register(Kind("dropout", "zeroes each element with probability p (scaling the re
 
 def _plan_detach(layer, shape, path, problems, tally):
     tally.grad_flows = False          # a view, no new bytes: nothing before it gets a gradient through here
+    tally.input_cut = tally.input_cut or f"{path} (detach)"
     return shape
 
 

@@ -13,8 +13,9 @@ def _check_inner(layer, path, problems, out, depth):
 
 
 def _plan_residual(layer, shape, path, problems, tally):
-    flows = tally.grad_flows
+    flows, cut = tally.grad_flows, tally.input_cut
     out = plan_layers(layer["layers"], shape, f"{path}.layers", problems, tally)
+    tally.input_cut, tally.on_input = cut, False        # the skip carries the input on; h + out is a new tensor
     if out is not None and out != shape:
         problems.add(f"{path}.layers", f"must keep the shape {list(shape)} so the skip can be added; "
                                        f"they end at {list(out)}")
@@ -67,6 +68,7 @@ def _plan_no_grad(layer, shape, path, problems, tally):
     tally.grad_enabled = False
     out = plan_layers(layer["layers"], shape, f"{path}.layers", problems, tally)
     tally.grad_enabled, tally.grad_flows = enabled, False
+    tally.input_cut = tally.input_cut or f"{path} (no_grad)"
     return out
 
 
