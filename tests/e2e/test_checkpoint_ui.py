@@ -98,6 +98,9 @@ def test_recompute_steps_are_labelled_and_marked_in_the_graph(page, live_server,
     checkpoints = [e for e in trace["tape"] if e["op"] == "checkpoint"]
     expect(page.locator("[data-testid=graph] .node.fam-checkpoint")).to_have_count(len(checkpoints))
     expect(page.locator(f"[data-testid=graph] [data-node-id='{checkpoints[0]['index']}'] .label")).to_have_text("ckpt blocks 0–3")
+    for checkpoint, region in zip(checkpoints, trace["schedule"]["block_regions"]):    # named by its first block's module
+        expect(page.locator(f"[data-testid=graph] [data-node-id='{checkpoint['index']}'] > title")).to_contain_text(
+            f" from {trace['blocks'][region[0]]['path']}: saves only its input")
     shot(page, "recompute-step")
 
     # an op inside a checkpoint's forward runs without the tape

@@ -12,17 +12,11 @@ import { isAlive } from "./live-bytes.js";
 function checkpointRegions(trace) {
   const regions = trace.schedule?.block_regions ?? [];
   const entries = trace.tape.filter((e) => e.op === "checkpoint" && e.phase === "forward").map((e) => e.index);
-  // trace.blocks lists the blocks the forward visited in order: a region's first block, or an unregioned block.
-  const startPath = new Map();
-  const regionAt = new Map(regions.map((r) => [r[0], r]));
-  for (let i = 0, j = 0; j < (trace.blocks ?? []).length; j += 1) {
-    startPath.set(i, trace.blocks[j].path);
-    i = regionAt.has(i) ? regionAt.get(i)[regionAt.get(i).length - 1] + 1 : i + 1;
-  }
+  // trace.blocks lists every block by its number: a region is named by its first block's module
   const out = new Map();
   entries.forEach((entry, ordinal) => {
     const blocks = regions[ordinal] ?? null;
-    out.set(entry, { ordinal, blocks, path: blocks ? startPath.get(blocks[0]) ?? null : null });
+    out.set(entry, { ordinal, blocks, path: blocks ? trace.blocks?.[blocks[0]]?.path ?? null : null });
   });
   return out;
 }
