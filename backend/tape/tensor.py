@@ -198,6 +198,13 @@ def parameter(data, name=None, requires_grad=True):
     return Tensor.allocate(array, "param", requires_grad=requires_grad, name=name)
 
 
+def constant(array):
+    """A Python number or array used as an operand: a constant leaf, named by its value when it is one number
+    (`const 0.125`: two constants in one graph are told apart), else `const`."""
+    name = f"const {array.item():.4g}" if array.ndim == 0 and array.dtype.kind in "biuf" else "const"
+    return Tensor.allocate(array, "input", name=name)
+
+
 def _check_can_require_grad(array, requires_grad):
     """Checked before the tensor exists: an allocation's listeners read requires_grad as it is born."""
     if requires_grad and not differentiable(array.dtype):

@@ -34,6 +34,8 @@ class Recorder:
         self._running = []           # sweep items of the nodes running now (a checkpoint's backward nests)
         self._phases = []            # the phase to return to when a recompute ends
         self._aliases = {}           # (gradient storage uid, tensor uid) -> the record naming it that tensor's
+        self._storage_names = {}     # storage id -> [the name of the first tensor over it, views of it named since]
+        self._unrecorded_op = None   # the last op that ran without an entry: it made the next unnamed tensor
         self.micro_batch = None      # 1..N while an accumulated step runs its micro-batches, else None
         self.scaler = None           # the loss scaler's step, when the run used mixed precision
         self._handlers = events.handlers(self, every=True)     # kind -> on_<kind>: every declared kind has one
@@ -64,9 +66,11 @@ class Recorder:
 
     def _tensor(self, uid, storage, shape, dtype, name, kind, node=None, array=None, **extra):
         produced_by = self.entry_of.get(node.seq) if node is not None else None
+        storage_record_ = self._storage(storage)
+        name = name or self._unnamed(storage_record_["id"], produced_by, extra.get("view"))
+        self._storage_names.setdefault(storage_record_["id"], [name, 0])
         record = tensor_record(
-            uid, name or (f"t{produced_by}" if produced_by is not None else f"t{uid}"), kind, shape,
-            _dtype_name(dtype), self._storage(storage), self.step, produced_by,
+            uid, name, kind, shape, _dtype_name(dtype), storage_record_, self.step, produced_by,
             # unrecorded ops (a checkpoint's forward) have no node: the layer being run then is the scope
             node.scope if node is not None else (grad_mode.scope or None), **extra)
         if array is not None:
@@ -74,6 +78,18 @@ class Recorder:
             self.values.add(record["value"], array, array.size <= SMALL_TENSOR_ELEMENTS)
         self.tensors[uid] = record
         return record
+
+    def _unnamed(self, storage_id, produced_by, view):
+        """The name of a tensor its maker did not name: an op's output is t<entry>; a view of a named tensor that no
+        entry made (a micro-batch's rows of x) is x.view1, x.view2, ...; else the op that ran without an entry and the
+        step (cast@0: autocast's copy of x). Never t<id>, which reads as some entry's output."""
+        if produced_by is not None:
+            return f"t{produced_by}"
+        base = self._storage_names.get(storage_id)
+        if view and base is not None:
+            base[1] += 1
+            return f"{base[0]}.view{base[1]}"
+        return f"{self._unrecorded_op or 'tensor'}@{self.step}"
 
     def _held(self, storage):
         """One more Tensor over `storage`; `dropped` becomes the step its last one goes (see on_drop)."""
@@ -108,6 +124,7 @@ class Recorder:
         self._block_cursor += 1
 
     def on_op(self, op, attrs):
+        self._unrecorded_op = op.name
         if self._in_checkpoint:       # the region's forward, unrecorded: a step per op keeps its transients apart
             self._new_step(self._checkpoints[-1], op=op.name, recorded=False)
         elif self.phase == "forward" and self.blocks:

@@ -24,10 +24,19 @@ RUNS = [(preset, None) for preset in presets.PRESETS] + [("deep-mlp", {"policy":
 
 
 def without_function_reprs(document):
-    """A checkpoint entry's attrs.fn is the repr of a Python function (its memory address changes every run)."""
+    """A checkpoint entry's attrs.fn is the repr of a Python function (its memory address changes every run). And
+    what the engine calls a tensor no entry made (an op of a checkpoint's region run without the tape, a view of one):
+    t<id> until 2026-12-05, which read as some entry's output; its op and step since (matmul@1, add@2.view1)."""
     for entry in document["tape"]:
         if "fn" in entry.get("attrs", {}):
             entry["attrs"]["fn"] = "<function>"
+    unmade = {t["id"] for t in document["tensors"] if t["produced_by"] is None and (t["kind"] == "activation" or t.get("view"))}
+    for tensor in document["tensors"]:
+        if tensor["id"] in unmade or tensor.get("grad_of") in unmade:      # and their gradients' names, d<name>
+            tensor["name"] = "<made by no entry>"
+    for leaf in document["graph"]["leaves"]:
+        if leaf.get("tensor") in unmade:
+            leaf["name"] = "<made by no entry>"
     return document
 
 

@@ -115,3 +115,17 @@ def test_optimizer_state_is_optimizer_memory_born_at_each_parameters_step(optimi
 
 def document_tensor_name(document, uid):
     return next(t["name"] for t in document["tensors"] if t["id"] == uid)
+
+
+@pytest.mark.parametrize("preset_id", presets.PRESETS)
+def test_no_two_tensors_share_a_name_and_t_n_is_always_entry_ns_output(preset_id):
+    """t<n> is the output of entry n: lab1-mlp's x² target was also called t4 beside sub's output t4 (found by a
+    newcomer's walk), and so were frozen-backbone's unrecorded prefix, a micro-batch's rows and autocast's copy of x.
+    Only a gradient's parts share d<name> (told apart by id), and constants of one value share `const <value>`."""
+    document = trace_spec(presets.get(preset_id), measure=False)
+    named = {}
+    for t in document["tensors"]:
+        if t["name"].startswith("t") and t["name"][1:].isdigit():
+            assert t["produced_by"] == int(t["name"][1:]), t
+        if t["kind"] != "grad" and not t["name"].startswith(("const ", "dt")):    # dt: a recorded backward's
+            assert named.setdefault(t["name"], t["id"]) == t["id"], (t["name"], named[t["name"]], t["id"])
