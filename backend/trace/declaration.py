@@ -290,6 +290,8 @@ SUMMARY = record(
         Field("holders", array(HOLDER)),
         Field("verdict", STR),
         optional("recomputed_bytes", COUNT, "activation bytes alive at the peak that were recomputed in backward"),
+        optional("param_grad_bytes", COUNT, ("of by_kind.grad, the parameters' own gradients (.grad); the rest are "
+                                             "activations' gradients backward is passing along")),
         optional("checkpointed", BOOL),
         optional("recorded_backward_bytes", COUNT, (
             "double backward only: bytes alive at the peak that are the first backward's intermediates saved for the "

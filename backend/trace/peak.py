@@ -56,6 +56,7 @@ def explain_peak(document):
             "checkpointed": bool(recompute_steps)}
     if "recorded_backward_bytes" in record:
         peak["recorded_backward_bytes"] = record["recorded_backward_bytes"]
+    peak["param_grad_bytes"] = _param_grad_bytes(holders, document)
     peak["verdict"] = verdict(peak, document)
     return peak
 
@@ -106,7 +107,27 @@ def _verdict_by_kind(peak, document):
     tail = ("checkpointing can trim the activations' part" if activations and activations >= 0.2 * total
             else "checkpointing can do little here")
     return (f"The peak is {where}, where {MEMORY_KIND_WORDS[dominant]} ({format_bytes(by_kind[dominant])}, {share:.0%} of "
-            f"{format_bytes(total)}) {_weigh(share, dominant)}; {tail} ({format_bytes(activations)} of activations).")
+            f"{format_bytes(total)}) {_weigh(share, dominant)}{_which_gradients(peak) if dominant == 'grad' else ''}; "
+            f"{tail} ({format_bytes(activations)} of activations).")
+
+
+def _which_gradients(peak):
+    """Which gradients: in backward most are the activations' (an adjoint each, the size of its activation, passed
+    from node to node and gone once used), not the parameters' .grad, which "gradients" alone suggests."""
+    params = peak["param_grad_bytes"]
+    carried = peak["by_kind"]["grad"] - params
+    if not carried:
+        return ": all of them the parameters' .grad"
+    return (f": {format_bytes(carried)} of them the activations' gradients backward is passing along (each the size of "
+            f"its activation, gone once used), {format_bytes(params)} the parameters' .grad")
+
+
+def _param_grad_bytes(holders, document):
+    """Of the gradients held at a step, the bytes of the parameters' own (.grad), by the storages' first tensors."""
+    kinds = {t["id"]: t["kind"] for t in document["tensors"]}
+    params = {t["storage"] for t in document["tensors"] if t["kind"] == "grad" and kinds.get(t.get("grad_of")) == "param"}
+    nbytes = {s["id"]: s["nbytes"] for s in document["storages"]}
+    return sum(nbytes[sid] for group in holders if group["kind"] == "grad" for sid in group["storages"] if sid in params)
 
 
 def _sharding(peak, document):

@@ -102,3 +102,16 @@ def test_the_verdicts_words_match_its_numbers():
             units = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
             whole, part = float(most.group(1)) * units[most.group(2)], float(most.group(4)) * units[most.group(5)]
             assert (part > whole / 2) == (most.group(3) == "most of them"), (preset, verdict)
+
+
+def test_the_verdict_says_which_gradients_hold_a_backward_peak():
+    """seed-tape's verdict said "gradients dominate", which a learner reads as the weights' gradients: at its
+    backward peak they are the activations' gradients in flight (dt0..., [64,64] each), the parameters' .grad a
+    sliver. At an optimizer step's peak every gradient left is a parameter's."""
+    seed = trace_spec(presets.get("seed-tape"), measure=False)["summary"]["peak"]
+    assert seed["phase"] == "backward" and 0 < seed["param_grad_bytes"] < seed["by_kind"]["grad"] / 10
+    carried = format_bytes(seed["by_kind"]["grad"] - seed["param_grad_bytes"])
+    assert (f"dominate: {carried} of them the activations' gradients backward is passing along (each the size of its "
+            f"activation, gone once used), {format_bytes(seed['param_grad_bytes'])} the parameters' .grad") in seed["verdict"]
+    at_update = trace_spec(presets.get("transformer-tiny"), measure=False)["summary"]["peak"]
+    assert at_update["phase"] == "optimizer" and at_update["param_grad_bytes"] == at_update["by_kind"]["grad"] > 0
