@@ -226,7 +226,8 @@ def test_a_tensor_two_nodes_saved_is_held_until_the_later_has_run(page, live_ser
 @pytest.mark.parametrize("preset_id", ["seed-tape", "transformer-tiny"])
 def test_the_sweep_strikes_out_only_the_released_tensors_whose_memory_goes(page, live_server, preset_id):
     """A node lets go of what it saved once it has run; the sweep panel lists those as released and strikes out only
-    the ones whose memory is freed at that step (not a parameter, an input, or a tensor another node still holds)."""
+    the ones whose memory is freed at that step (not a parameter, an input, or a tensor another node still holds),
+    and says beside each other one why it stays (a newcomer read "released" as memory given back)."""
     open_explorer(page, live_server, preset_id)
     trace = shown_trace(page)
     tensors = {t["id"]: t for t in trace["tensors"]}
@@ -235,13 +236,21 @@ def test_the_sweep_strikes_out_only_the_released_tensors_whose_memory_goes(page,
         const term = [...document.querySelectorAll("[data-testid=sweep] dl.facts > dt")].find((dt) => dt.textContent === "released");
         const chips = term ? [...term.nextElementSibling.querySelectorAll(".chip")] : [];
         return { step, released: chips.map((c) => Number(c.dataset.select.slice(1))),
-                 struck: chips.filter((c) => c.classList.contains("freed-chip")).map((c) => Number(c.dataset.select.slice(1))) };
+                 struck: chips.filter((c) => c.classList.contains("freed-chip")).map((c) => Number(c.dataset.select.slice(1))),
+                 notes: chips.map((c) => c.nextElementSibling?.classList.contains("chip-note") ? c.nextElementSibling.textContent : null) };
       })""", [item["step"] for item in trace["sweep"]])
     kept_somewhere = 0
     for item, row in zip(trace["sweep"], shown):
         assert row["released"] == item["freed"], item["step"]
         assert row["struck"] == [i for i in item["freed"] if tensors[i]["freed"] == item["step"]], item["step"]
         kept_somewhere += len(row["released"]) - len(row["struck"])
+        for uid, note in zip(row["released"], row["notes"]):        # released is not freed: the page says why it stays
+            if uid in row["struck"]:
+                assert note is None
+            elif tensors[uid]["kind"] == "param":
+                assert note == "stays: a parameter", (item["step"], uid, note)
+            else:
+                assert note and note.startswith("stays: "), (item["step"], uid, note)
     assert kept_somewhere, "some released tensor stays in memory (a parameter, an input, or saved twice)"
 
 

@@ -11,31 +11,38 @@ const name = (index, id) => index.nameOf(id);
 /** Gradients often share a name (x*x makes two "dx"), so the sweep writes each with its tensor id. */
 const gradName = (index, id) => `${name(index, id)}#${id}`;
 
-/** One chip per tensor id (a click selects it); `look(tensor)` may give a chip its own class and title. */
+/** One chip per tensor id (a click selects it); `look(tensor)` may give a chip its own class and title, and a note
+ * written after it. */
 function tensorChips(index, ids, look = () => ({})) {
   if (!ids.length) return el("span", { class: "none", text: "none" });
-  return el("span", {}, ids.map((id) => {
+  return el("span", {}, ids.flatMap((id) => {
     const tensor = index.tensor(id);
-    const { chipClass = "chip", title = "select this tensor" } = look(tensor);
-    return el("span", { class: chipClass, "data-select": `t${id}`, role: "button", tabindex: 0, title,
+    const { chipClass = "chip", title = "select this tensor", note = null } = look(tensor);
+    const chip = el("span", { class: chipClass, "data-select": `t${id}`, role: "button", tabindex: 0, title,
       text: `${tensor.name} ${formatShape(tensor.shape)} · ${formatBytes(tensor.nbytes)}` });
+    return note ? [chip, el("span", { class: "chip-note", text: note })] : [chip];
   }));
 }
 
-/** The saved tensors this node lets go of once it has run. Only some of them leave memory now (struck through): a
- * parameter or an input stays, another node that saved it may still hold it, and a tensor still in use stays too. */
+/** The saved tensors this node lets go of once it has run. Only some of them leave memory now (struck through); each
+ * other says, beside it, why its memory stays: a parameter or an input, another node that saved it, a Tensor the
+ * program still holds. Released is not freed: a learner reads the list as memory given back otherwise. */
 function releasedChips(index, ids, step) {
-  return tensorChips(index, ids, (tensor) => tensor.freed === step
-    ? { chipClass: "chip freed-chip", title: "released by the tape; its memory is freed now (click to select)" }
-    : { title: `released by the tape; ${whyItStays(tensor, index, step)} (click to select)` });
+  return tensorChips(index, ids, (tensor) => {
+    if (tensor.freed === step) {
+      return { chipClass: "chip freed-chip", title: "released by the tape; its memory is freed now (click to select)" };
+    }
+    const stays = whyItStays(tensor, index, step);
+    return { title: `released by the tape; its memory stays: ${stays} (click to select)`, note: `stays: ${stays}` };
+  });
 }
 
-/** Why a released tensor's memory is not freed at `step`. */
+/** Why a released tensor's memory is not freed at `step`, in a few words. */
 function whyItStays(tensor, index, step) {
-  if (tensor.kind === "param") return "its memory stays: a parameter";
-  if (tensor.kind === "input") return "its memory stays: an input";
-  if (index.held(tensor, step)) return "its memory stays: another node that saved it has not run yet";
-  return tensor.freed === null ? "its memory stays: still in use to the end of the step" : `its memory stays until step ${tensor.freed}`;
+  if (tensor.kind === "param") return "a parameter";
+  if (tensor.kind === "input") return "an input";
+  if (index.held(tensor, step)) return "another node saved it too";
+  return tensor.freed === null ? "in use to the end of the step" : `freed at step ${tensor.freed}`;
 }
 
 function accumulation(index, item) {
