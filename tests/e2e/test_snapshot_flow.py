@@ -1,5 +1,5 @@
 """Sharing by link in a real browser: a snapshot opens read-only at the same step and selection; a copy is editable."""
-from tests.e2e.explorer_helpers import go_to_step, open_explorer, trace_for
+from tests.e2e.explorer_helpers import go_to_step, open_explorer, shown_trace, trace_for
 
 
 def test_a_shared_backward_step_opens_the_same_in_a_fresh_browser_and_copies_into_a_session(page, browser, live_server):
@@ -53,15 +53,17 @@ def test_a_shared_backward_step_opens_the_same_in_a_fresh_browser_and_copies_int
         stranger.close()
 
 
-def test_a_shared_selection_inside_a_folded_module_opens_drawn_not_folded_away(page, browser, live_server):
-    """transformer-tiny opens with its modules folded: a tensor selected from the lifetime chart or the inspector can
-    be an op no box shows. The link's reader gets that op drawn (its modules unfolded) and selected."""
+def test_a_shared_step_and_selection_inside_folded_modules_open_drawn_not_folded_away(page, browser, live_server):
+    """transformer-tiny opens with its modules folded: the op at a shared step, and a tensor selected from the lifetime
+    chart or the inspector, can be ops no box shows. The link's reader gets both drawn (their modules unfolded): the
+    sharer's player had unfolded the step's, a newcomer's walk found the reader looking at a folded box."""
     open_explorer(page, live_server, "transformer-tiny")
-    trace = page.evaluate("window.tapescope.getTrace().tape.map((e) => e.index)")
+    trace = shown_trace(page)
     drawn = set(page.eval_on_selector_all("[data-testid=graph] .node[data-node-id]", "ns => ns.map((n) => Number(n.dataset.nodeId))"))
-    hidden = next(index for index in trace if index not in drawn)
+    step = next(s for s in trace["steps"] if s["phase"] == "backward" and s["entry"] is not None and s["entry"] not in drawn)
+    hidden = next(e["index"] for e in trace["tape"] if e["index"] not in drawn and e["scope"] != trace["tape"][step["entry"]]["scope"])
+    go_to_step(page, step["index"])
     page.evaluate("id => window.tapescope.select(id)", f"e{hidden}")
-    assert page.evaluate("window.tapescope.getSelected()") == f"e{hidden}"
     page.click("[data-testid=share]")
     link = page.locator("[data-testid=share-link]")
     link.wait_for()
@@ -71,7 +73,9 @@ def test_a_shared_selection_inside_a_folded_module_opens_drawn_not_folded_away(p
         other = stranger.new_page()
         other.goto(link.get_attribute("href"))
         other.wait_for_selector(".explorer[data-ready=true]")
+        assert other.evaluate("window.tapescope.getStep()") == step["index"]
         assert other.locator("[data-testid=graph] .node.selected").get_attribute("data-node-id") == str(hidden)
-        assert other.get_by_test_id("graph-unfold-all").text_content() == "Unfold all"     # only its modules opened
+        assert other.locator("[data-testid=graph] .node.current").get_attribute("data-node-id") == str(step["entry"])
+        assert other.get_by_test_id("graph-unfold-all").text_content() == "Unfold all"     # only their modules opened
     finally:
         stranger.close()

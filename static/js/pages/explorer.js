@@ -176,8 +176,9 @@ async function showTrace(trace, { keepStep, previous, label } = {}) {
   const shown = view.index?.trace;
   if (shown && shown !== trace && !ws.run) keepStep = matchingStep(shown, keepStep, trace) ?? keepStep;
   view.index = indexTrace(trace);
-  // The first trace opens where the saved session left the graph (its folds, zoom and selected node); later ones fit.
-  const savedView = view.firstTrace ? { unfolded: ws.unfolded, zoom: ws.zoom, selected: ws.selected } : {};
+  // The first trace opens where the saved session left the graph (its folds and zoom, its selected node and step
+  // drawn); later ones fit.
+  const savedView = view.firstTrace ? { unfolded: ws.unfolded, zoom: ws.zoom, selected: ws.selected, step: keepStep } : {};
   view.firstTrace = false;
   await graph.load(trace, view.index, savedView);
   if (ws.trace !== trace) return;                  // a newer trace arrived while this one was laid out

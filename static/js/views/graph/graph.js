@@ -119,8 +119,8 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
   }
 
   const layoutOptions = (index) => ({ height: GROUP_HEIGHT, charWidth: CHAR_WIDTH, weight: (target, link) => edgeWeight(index, target, link) });
-  /** A new trace: `view` is the workspace's saved view ({unfolded, zoom, selected}) to open on, when it names this
-   * graph. */
+  /** A new trace: `view` is the workspace's saved view ({unfolded, zoom, selected, step}) to open on, when it names
+   * this graph. */
   async function load(trace, index, view = {}) {
     const nodes = nodeModels(trace, index);
     const edges = trace.graph.edges.concat(checkpointLinks(trace, index))
@@ -141,10 +141,12 @@ export function createGraphView(svgElement, { onSelect, onFoldChange = null, onZ
       framed: index.recordedBackward.size > 0 });
     if (model !== next) return;
     const { fold } = opened;
-    // The node the saved view selected (a shared snapshot's, a reload's) is drawn itself, not folded into a group: a
-    // smaller panel than the sharer's may open a level up.
-    const laid = view.selected && revealNode(fold, next.byId.get(nodeFor(view.selected)))
-      ? await layoutFolded(next, fold, layoutOptions(index)) : opened.laid;
+    // The nodes a saved view points at (a shared snapshot's, a reload's: its selected node and the op at its step) are
+    // drawn themselves, not folded into a group: the sharer had them open, and a smaller panel may open a level up.
+    const entry = view.step > 0 ? trace.steps[view.step]?.entry : null;
+    const pointed = [view.selected && nodeFor(view.selected), entry !== null && entry !== undefined && `e${entry}`];
+    const revealed = pointed.filter((id) => id && revealNode(fold, next.byId.get(id)));
+    const laid = revealed.length ? await layoutFolded(next, fold, layoutOptions(index)) : opened.laid;
     if (model !== next) return;
     next.fold = fold;
     showFoldState();
