@@ -41,7 +41,7 @@ def levers(spec, checkpoint=None, limits=SolveLimits()):
     for budget in optimal_budgets(planner.pareto(), current_peak, heuristic_points):
         request = {"policy": "optimal", "budget_bytes": budget}
         point = planner.schedule(validate({**request, "preserve_rng_state": True}, n_blocks, activations))
-        found.append(_lever(f"checkpoint: optimal ≤ {format_bytes(budget)}",
+        found.append(_lever(f"checkpoint: optimal ≤ {format_bytes(budget, digits=2)}",    # as the page labels it
                             "the least recompute whose predicted peak fits this budget (the integer program over "
                             "recompute units; a point on the Pareto frontier)",
                             {"checkpoint": request}, point["document"], current_peak, current_flops,

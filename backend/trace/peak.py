@@ -188,12 +188,16 @@ def _where(peak, document):
     return f"{phase} at step {peak['step']} ({name}{scope})"
 
 
-def format_bytes(nbytes):
-    """As the page writes bytes: 512 B, 49.3 KiB, 1.4 MiB (no decimals from 100 up)."""
+def format_bytes(nbytes, digits=None):
+    """As the page writes bytes: 512 B, 49.3 KiB, 1.4 MiB (no decimals from 100 up); with `digits`, up to that many
+    decimals, trailing zeros dropped, as the page's formatBytes(bytes, {digits}) (1.13 MiB)."""
     value, unit = float(nbytes), 0
     units = ("B", "KiB", "MiB", "GiB")
     while abs(value) >= 1024 and unit < len(units) - 1:
         value /= 1024
         unit += 1
+    if digits is not None:
+        text = f"{value:,.{0 if unit == 0 else digits}f}"
+        return f"{text.rstrip('0').rstrip('.') if '.' in text else text} {units[unit]}"
     decimals = 0 if unit == 0 or abs(value) >= 100 else 1
     return f"{value:.{decimals}f} {units[unit]}"

@@ -136,7 +136,7 @@ def test_efficient_attention_lowers_peak_and_table_shows_where(editor):
     editor.shot("efficient", table)
 
 
-def test_adding_a_layer_adds_graph_nodes(editor):
+def test_adding_a_layer_adds_graph_nodes_and_a_linear_keeps_the_width(editor):
     editor.open("lab1-mlp")
     nodes = editor.page.locator("[data-testid=graph] [data-node-id]")
     before = nodes.count()
@@ -148,6 +148,12 @@ def test_adding_a_layer_adds_graph_nodes(editor):
     assert [layer["type"] for layer in trace["spec"]["layers"]][-1] == "tanh"
     expect(nodes).to_have_count(len(trace["tape"]))
     assert nodes.count() > before
+    # a linear keeps the width it comes after (out=1: lab1-mlp's x² target needs it), so the model still traces
+    n = editor.traces()
+    editor.page.get_by_label("type of the layer to add to layers", exact=True).select_option("linear")
+    editor.page.get_by_role("button", name="Add layer to layers", exact=True).click()
+    trace = editor.wait_traced(n)
+    assert trace["spec"]["layers"][-1] == {"type": "linear", "out": 1, "bias": True}, trace["spec"]["layers"][-1]
 
 
 def test_out_of_zero_shows_field_error_and_keeps_the_graph(editor):

@@ -84,6 +84,9 @@ def test_the_deep_mlp_verdict_names_activations():
 
 def test_format_bytes_writes_what_the_page_writes():
     assert [format_bytes(n) for n in (512, 50483, 1451532, 229776)] == ["512 B", "49.3 KiB", "1.4 MiB", "224 KiB"]
+    # an optimal schedule's budget (levers, Pareto points): two budgets 6% apart once both read "1.1 MiB"
+    assert [format_bytes(n, digits=2) for n in (1189388, 1123852, 512, 1048576, 947007)] == [
+        "1.13 MiB", "1.07 MiB", "512 B", "1 MiB", "924.81 KiB"]
 
 
 def test_the_verdicts_words_match_its_numbers():

@@ -51,8 +51,14 @@ function listAt(spec, listPath) {
   return list;
 }
 
+/** Append a new layer of `type`: its defaults, but a layer with a width (`out`) keeps the width of the last layer before
+ * it that has one, so the model still fits its loss (a linear out=16 after lab1-mlp's out=1 broke its x² target). */
 export function addLayer(spec, listPath, type, schema) {
-  listAt(spec, listPath).push(newLayer(schema, type));
+  const list = listAt(spec, listPath);
+  const layer = newLayer(schema, type);
+  const before = list.findLast((other) => Number.isInteger(other?.out));
+  if ("out" in layer && before) layer.out = before.out;
+  list.push(layer);
 }
 
 export function removeLayer(spec, path) {

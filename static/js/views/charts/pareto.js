@@ -8,7 +8,7 @@ import { el } from "../../lib/dom.js";
 import { formatBytes } from "../../lib/format.js";
 import { loadPlotly } from "../../lib/plotly-loader.js";
 import { plottedOnScreen } from "./on-screen.js";
-import { overheadText, percentText, sameSchedule, scheduleLabel } from "../../model/schedule.js";
+import { optimalLabel, overheadText, percentText, sameSchedule, scheduleLabel } from "../../model/schedule.js";
 
 const POLICY_COLORS = {
   none: "#999999", every_k: "#0072B2", sqrt: "#E69F00", selective: "#009E73", optimal: "#CC79A7", manual: "#D55E00",
@@ -159,7 +159,7 @@ export function createParetoPanel(section, { onPick }) {
     }, {
       type: "scatter", mode: "markers", name: "optimal at a budget", x: budgets.map((p) => axis.x(p.overhead)),
       y: budgets.map((p) => p.predicted_peak_bytes), customdata: budgets.map((p) => p.budget_bytes),
-      hovertext: budgets.map((p) => `<b>optimal ≤ ${formatBytes(p.budget_bytes)}</b><br>peak ${formatBytes(p.predicted_peak_bytes)} predicted`
+      hovertext: budgets.map((p) => `<b>${optimalLabel(p.budget_bytes)}</b><br>peak ${formatBytes(p.predicted_peak_bytes)} predicted`
         + `<br>${overheadText(p.overhead)}<br>click to run the optimal schedule at this budget`),
       hovertemplate: "%{hovertext}<extra></extra>",
       marker: { symbol: "diamond-open", size: 9, color: "#374151", line: { width: 1.5 } },
