@@ -2,6 +2,7 @@
 document decodes to the records Python's unpack gives, field by field, and a snapshot stored as schema_version 1
 (before version 2 existed) opens at its step and shows what the same run shared today shows."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,8 @@ def shown(page):
             "live": page.get_attribute("[data-testid=live-bytes]", "data-bytes"),
             "peak": page.get_attribute("[data-testid=peak-bytes]", "data-bytes"),
             "sweep": page.inner_text("[data-testid=sweep]"), "verdict": page.inner_text("[data-testid=peak-verdict]"),
-            "nodes": page.locator("[data-testid=graph] [data-node-id]").count()}
+            "nodes": page.locator("[data-testid=graph] [data-node-id]").count(),
+            "current": page.locator("[data-testid=graph] .node.current").get_attribute("data-node-id")}
 
 
 def test_a_snapshot_stored_as_version_1_opens_at_its_step_like_one_shared_today(page, browser, live_server,
@@ -78,7 +80,14 @@ def test_a_snapshot_stored_as_version_1_opens_at_its_step_like_one_shared_today(
         finally:
             context.close()
     assert seen["v1"]["step"] == step and seen["v1"]["nodes"] == len(v1["tape"])
+    assert seen["v1"]["current"] == str(v1["steps"][step]["entry"])
     assert int(seen["v1"]["peak"]) == v1["summary"]["peak_bytes"]
     assert int(seen["v1"]["live"]) == v1["steps"][step]["live_bytes"]
     assert v1["tape"][v1["steps"][step]["entry"]]["backward"] in seen["v1"]["label"]
+    # What changed since version 1 was stored, on purpose: today's verdict says which gradients hold a backward peak
+    # (a clause the stored one lacks), and today's names of the checkpoint's detached inputs (x.view1, not t48) are
+    # longer, so the graph may open a level folded; the step's op is drawn either way.
+    old_verdict, new_verdict = seen["v1"].pop("verdict"), seen["v2"].pop("verdict")
+    assert re.sub(r": [^;]* the parameters' \.grad;", ";", new_verdict) == old_verdict
+    seen["v1"].pop("nodes"), seen["v2"].pop("nodes")
     assert seen["v1"] == seen["v2"]

@@ -54,7 +54,9 @@ export function groupProgress(nodes, index) {
         element.dataset.state = state;
         element.dataset.heldBytes = String(heldBytes);
         const line = element.querySelector("text.group-state");
-        if (line) line.textContent = state === "future" ? "" : `${WORDS[state]}${heldBytes ? ` · holds ${formatBytes(heldBytes)}` : ""}`;
+        // A leading space: SVG drops it on screen, and it keeps the label's last word and this line's first apart where
+        // a tool joins the two texts drawn on the box (axe's label-content-name-mismatch read "KiBrecorded").
+        if (line) line.textContent = state === "future" ? "" : ` ${WORDS[state]}${heldBytes ? ` · holds ${formatBytes(heldBytes)}` : ""}`;
       }
     },
   };
