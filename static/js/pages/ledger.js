@@ -157,7 +157,8 @@ function renderPerGpu(ledger) {
   document.getElementById("ledger-megatron").textContent =
     `Megatron-LM's theoretical memory for the same layout: ${formatBytes(m.total_bytes)} (weights and optimizer ${formatBytes(m.weight_and_optimizer_bytes)}, `
     + `activations ${formatBytes(m.activation_bytes)}${m.overhead_factor > 1 ? `, with its flat ${Math.round((m.overhead_factor - 1) * 100)}% for temporaries` : ""}). `
-    + "It assumes a 16-bit model with 18 B per parameter (6 + 12/dp with its distributed optimizer), knows no ZeRO-2 or 3, and counts the first stage.";
+    + "It assumes a 16-bit model with 18 B per parameter (6 + 12/dp with its distributed optimizer), knows no ZeRO-2 or 3, and counts the first stage; "
+    + "its activations are always those of selective recomputation (attention's scores re-run in backward: s·b·h·(10 + 24/tp) a layer), so they do not move with this page's recompute choice.";
   const record = gpu.record;
   document.getElementById("ledger-record-lede").textContent = record.example
     ? "Record this configuration on the tape, fake (shapes and bytes, no GPUs), with the example model that is this model; open run.json in the Explorer to step through rank 0:"
