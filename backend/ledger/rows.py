@@ -115,8 +115,9 @@ def _flash_attention_rows(config):
         Row("attn.q", (b, a, s, d), dt, "attention", ("attn.flash",), ACTIVATION, "q, kept to recompute scores", TP),
         Row("attn.k", (b, kv, s, d), dt, "attention", ("attn.flash",), ACTIVATION, "k, kept to recompute scores", TP),
         Row("attn.v", (b, kv, s, d), dt, "attention", ("attn.flash",), ACTIVATION, "v", TP),
-        Row("attn.out_heads", (b, a, s, d), dt, "attention", ("attn.flash",), ACTIVATION,
-            "the fused output per head (its backward needs Σ g·out); merging heads for the projection copies it", TP),
+        Row("attn.out_heads", (b, a, s, d), dt, "attention", ("attn.flash", "attn.proj"), ACTIVATION,
+            "the fused output per head (its backward needs Σ g·out), written [b, s, heads, d] as torch's kernels do: "
+            "merging heads for the projection is a view, so the projection saves this same storage", TP),
         Row("attn.logsumexp", (b, a, s), dt, "attention", ("attn.flash",), STATISTICS,
             "one log-sum-exp per row: the seq×seq matrices are recomputed in backward", TP),
     ]
@@ -127,9 +128,12 @@ def layer_rows(config, attention=None):
     attention = attention or config.attention
     b, s, h, m, dt = config.batch, config.seq, config.hidden, config.mlp_hidden, config.dtype_name
     rows = _layernorm_rows(config, "ln1", ("attn.q", "attn.k", "attn.v"), "matmul")
-    rows += _naive_attention_rows(config) if attention == "naive" else _flash_attention_rows(config)
-    rows.append(Row("attn.output", (b, s, h), dt, "matmul", ("attn.proj",), ACTIVATION,
-                    "heads merged: the projection's input", TP))
+    if attention == "naive":
+        rows += _naive_attention_rows(config)
+        rows.append(Row("attn.output", (b, s, h), dt, "matmul", ("attn.proj",), ACTIVATION,
+                        "heads merged (a copy: probs@v is laid out per head): the projection's input", TP))
+    else:
+        rows += _flash_attention_rows(config)     # its output per head is the projection's input too
     if config.dropout:
         rows.append(Row("attn.proj_dropout_mask", (b, s, h), config.mask_dtype, "dropout", ("attn.proj_dropout",),
                         MASK, "dropout after the projection", SEQUENCE))

@@ -22,7 +22,8 @@ LEDGER_DTYPE = {name: key for key, name in DTYPE_NAMES.items()}  # "float32" -> 
 LAYERS = ("layers[1]", "layers[2]")                               # layers[0] is the embedding
 
 # What the cross-check pins for transformer-tiny (b=2, s=16, h=32, a=4, MLP 128, fp32, dropout on).
-EXPECTED = {"naive": (20, 86_532), "efficient": (18, 72_704)}    # (rows per layer, bytes per layer)
+# (rows per layer, bytes per layer); efficient's heads are merged by a view since torch's layout (was 18, 72,704)
+EXPECTED = {"naive": (20, 86_532), "efficient": (17, 68_608)}
 CAUSAL_MASK_BYTES = 16 * 16                                       # one bool (s, s) storage for the network
 
 
@@ -56,7 +57,9 @@ def in_layer(scope, layer):
 
 def saved_storages(doc, select):
     """{storage id: {"key": (shape, dtype, nbytes), "names", "ops", "entries"}} for non-parameter tensors saved
-    by the tape entries whose scope passes `select`, in order of first saving (tape order, then saved order)."""
+    by the tape entries whose scope passes `select`, in order of first saving (tape order, then saved order). A
+    storage's key is its first saved view; a later one may see it in another shape (fused attention's output per
+    head, then heads merged for the projection: a view), never in other bytes or another dtype."""
     tensors = {tensor["id"]: tensor for tensor in doc["tensors"]}
     storage_bytes = {storage["id"]: storage["nbytes"] for storage in doc["storages"]}
     found = {}
@@ -73,7 +76,7 @@ def saved_storages(doc, select):
                 f"{tensor['name']} (saved by {entry['op']} #{entry['index']}) is {tensor['nbytes']} B of a "
                 f"{storage_bytes[tensor['storage']]} B storage")
             item = found.setdefault(tensor["storage"], {"key": key, "names": [], "ops": [], "entries": []})
-            assert item["key"] == key, f"storage {tensor['storage']} saved as {item['key']} and as {key}"
+            assert item["key"][1:] == key[1:], f"storage {tensor['storage']} saved as {item['key']} and as {key}"
             item["names"].append(tensor["name"])
             item["ops"].append(entry["op"])
             item["entries"].append(entry["index"])

@@ -41,15 +41,19 @@ def test_attention_matrix_rows_are_1152_mib_per_layer(ledger):
 def test_flash_attention_removes_exactly_the_attention_matrix_rows(reference):
     naive = {row.name: row for row in layer_rows(reference, "naive")}
     flash = {row.name: row for row in layer_rows(reference, "flash")}
-    # Besides the three matrices, naive's q@kᵀ path saves the 4-byte 1/√d scalar; the fused op keeps it as an attribute.
-    assert set(naive) - set(flash) == ATTENTION_MATRIX_ROWS | {"attn.scale"}
+    # Besides the three matrices, naive's q@kᵀ path saves the 4-byte 1/√d scalar; the fused op keeps it as an
+    # attribute. Naive's probs@v is laid out per head, so merging heads for the projection copies it (attn.output);
+    # the fused kernels write [b, s, heads, d], so their output per head is the projection's input too (a view).
+    assert set(naive) - set(flash) == ATTENTION_MATRIX_ROWS | {"attn.scale", "attn.output"}
     assert naive["attn.scale"].bytes == 4
-    # What flash keeps instead: its output per head (the engine merges heads with a copy) and a log-sum-exp per row.
+    assert flash["attn.out_heads"].saved_by == ("attn.flash", "attn.proj")
+    assert flash["attn.out_heads"].bytes == naive["attn.output"].bytes
+    # What flash keeps instead: that output and a log-sum-exp per row.
     assert set(flash) - set(naive) == {"attn.out_heads", "attn.logsumexp"}
     assert flash["attn.logsumexp"].bytes == 8 * 16 * 1024 * 4
     for name in set(naive) & set(flash):
         assert naive[name].bytes == flash[name].bytes, name
-    removed = sum(naive[name].bytes for name in ATTENTION_MATRIX_ROWS | {"attn.scale"})
+    removed = sum(naive[name].bytes for name in ATTENTION_MATRIX_ROWS | {"attn.scale", "attn.output"})
     added = flash["attn.out_heads"].bytes + flash["attn.logsumexp"].bytes
     assert total_bytes(flash.values()) == total_bytes(naive.values()) - removed + added
 

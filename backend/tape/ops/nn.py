@@ -241,7 +241,12 @@ def _attention_forward(attrs, q, k, v):
         # Drawn from the live generator, whose state the caller put in attrs: backward replays it.
         keep = generator().random(probs.shape) >= attrs["dropout_p"]
         probs = probs * keep * (1.0 / (1.0 - attrs["dropout_p"]))
-    out = (probs @ v).astype(q.dtype, copy=False)
+    values = (probs @ v).astype(q.dtype, copy=False)
+    # torch's fused kernel allocates its output like the query (empty_like: its memory order): a query that is a
+    # model's [B, L, H, E] projection seen as [B, H, L, E] gives an output the usual permute(0, 2, 1, 3).reshape(B, L,
+    # H·E) merges by a view, not a copy (torch 2.13's CPU flash kernel; a contiguous query, a contiguous output)
+    out = np.empty_like(q) if values.shape == q.shape else np.empty_like(values)
+    out[...] = values
     return out, {"lse": lse[..., 0].astype(q.dtype, copy=False)}
 
 
