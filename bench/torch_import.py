@@ -39,6 +39,7 @@ from torch._C._profiler import ProfilerActivity, ProfilerConfig, ProfilerState, 
 from torch.autograd.profiler import _disable_profiler, _enable_profiler, _prepare_profiler  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
+from backend.importers.torch_dispatch import _set_eval_frame  # noqa: E402
 from backend.importers.torch_distributed import record_rank, run_ranks  # noqa: E402
 from backend.importers.torch_step import document_of, load_build, record, run_step, step_of, unpack_build, warm_up  # noqa: E402
 from backend.importers.torch_checkpoint import parse_policies, schedule_label, what_ifs  # noqa: E402
@@ -69,7 +70,11 @@ class BareMode(TorchDispatchMode):
         return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return func(*args, **(kwargs or {}))
+        prior = _set_eval_frame(None)           # as the recorder does: no Dynamo in its frames, one switch each way
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            _set_eval_frame(prior)
 
 
 def bare_step(model, batch, loss_fn, optimizer):

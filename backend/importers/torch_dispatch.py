@@ -8,6 +8,7 @@ from backend.importers.torch_ops import TAPESCOPE, flops, op_info, op_tensors
 from backend.trace.records import entry_record
 
 _next_sequence_nr = torch._C._autograd._get_sequence_nr
+_set_eval_frame = torch._C._dynamo.eval_frame.set_eval_frame
 
 
 class OpRecording(TorchDispatchMode):
@@ -15,8 +16,10 @@ class OpRecording(TorchDispatchMode):
 
     @classmethod
     def _should_skip_dynamo(cls):
-        """No torch.compile frame runs inside the recorder's dispatch: torch's disable-Dynamo wrapper (two Python
-        frames and two eval-frame switches around every op) is left off, as torch's own docstring shows."""
+        """torch's disable-Dynamo wrapper (two Python frames, an export check and four eval-frame switches around
+        every op) is left off, as torch's own docstring shows; __torch_dispatch__ turns Dynamo off itself, with one
+        switch each way: an op of a torch.compile'd function of the model lands here, and Dynamo must not compile the
+        recorder's own frames (it did, 58 of them, without any switch)."""
         return False
 
     def _init_ops(self):
@@ -25,7 +28,13 @@ class OpRecording(TorchDispatchMode):
         self._awaiting_output = {}  # sequence_nr of a node made between ops (a custom Function's) -> next tape index
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+        prior = _set_eval_frame(None)       # no Dynamo in the recorder's frames (see _should_skip_dynamo)
+        try:
+            return self._dispatch(func, args, kwargs or {})
+        finally:
+            _set_eval_frame(prior)
+
+    def _dispatch(self, func, args, kwargs):
         if self._busy or self.phase in ("setup", "done") or func in _MARKERS:
             return func(*args, **kwargs)
         info = op_info(func)        # what the recorder reads of the op, worked out once per op overload

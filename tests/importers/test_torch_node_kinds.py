@@ -64,18 +64,20 @@ class CompiledSwish(nn.Module):
 
 
 def test_a_compiled_function_inside_the_model_is_recorded_op_by_op_as_eager():
-    """The recorder's dispatch mode leaves torch's disable-Dynamo wrapper off (torch_dispatch.py): Dynamo must still
-    not compile the recorder's own frames. Under the mode, torch runs the compiled function eagerly (it warns once),
+    """The recorder's dispatch mode leaves torch's disable-Dynamo wrapper off and switches Dynamo off itself
+    (torch_dispatch.py): Dynamo must not compile the recorder's own frames. Under the mode, torch runs the compiled function eagerly (it warns once),
     so each of its ops is an entry with its saves, and the gradients are the eager model's."""
     def step(compiled=True):
         torch.manual_seed(0)
         model = nn.Sequential(nn.Linear(8, 16), CompiledSwish(compiled), nn.Linear(16, 1))
         return model, (torch.randn(4, 8), torch.randn(4, 1)), nn.functional.mse_loss
 
+    from torch._dynamo.utils import counters
     eager = step(compiled=False)
     run_step(*eager)
     packed_bytes, _ = packed_during(lambda: run_step(*step(compiled=False)))
     recorded = step()
+    compiled_before = counters["frames"]["total"]
     for _ in range(2):                      # the second call is the one Dynamo would have cached a graph for
         for p in recorded[0].parameters():
             p.grad = None
@@ -85,3 +87,5 @@ def test_a_compiled_function_inside_the_model_is_recorded_op_by_op_as_eager():
         assert document["summary"]["saved_bytes"] == packed_bytes
         for mine, theirs in zip(recorded[0].parameters(), eager[0].parameters()):
             assert torch.equal(mine.grad, theirs.grad)
+    # Dynamo converted the model's own function at most: without the recorder's switch it compiled 62 of its frames
+    assert counters["frames"]["total"] - compiled_before <= 1
