@@ -10,9 +10,9 @@ RECOMPUTABLE_FAMILIES = ("elementwise", "binary", "reduce", "random", "matmul", 
 
 class TapeUse(NamedTuple):
     """What the rest of the tape says about recomputing an op's output."""
-    saved: dict             # storage id -> ids of the tensors on it that some entry saves
-    written: dict           # storage id -> the first step an in-place op wrote into it
-    swept: frozenset        # the entries whose node ran in backward (every entry, when not known)
+    saved: dict                 # storage id -> ids of the tensors on it that some entry saves
+    written: dict               # storage id -> the first step an in-place op wrote into it
+    swept: frozenset | None     # the entries whose node ran in backward; None when not known (all count as reached)
 
 
 def tape_use(tensors, swept=None):
