@@ -77,6 +77,14 @@ def test_the_lifetime_chart_has_one_bar_per_saved_tensor(page, live_server):
     saved = [t for t in trace["tensors"] if t["saved_by"]]
     open_explorer(page, live_server, "residual-unit")
     bars = see_chart(page, "lifetime-chart").locator(".bars .point")
+    # a tooltip at the step cursor is read whole: Plotly's hover layer stacks above the cursor line (it once hid
+    # "KiB" and "freed at step 11")
+    assert page.evaluate("""() => {
+        const chart = document.querySelector('[data-testid=lifetime-chart]');
+        const hover = [...chart.querySelectorAll('.svg-container > .main-svg')].find((svg) => svg.querySelector('.hoverlayer'));
+        const cursor = chart.parentElement.querySelector('.chart-cursor');
+        return Number(getComputedStyle(hover).zIndex) > Number(getComputedStyle(cursor).zIndex);
+      }""")
     # Small runs open every scope: one bar per saved activation, a header bar per scope, one resident band.
     keys = page.evaluate("() => document.querySelector('[data-testid=lifetime-chart]').data[0].customdata")
     assert bars.count() == len(keys)
