@@ -87,14 +87,15 @@ class Planner:
         for (a relu or dropout on the raw input, before any parameter) and those before a detach or a no_grad cut
         (their ops are recorded, but no gradient reaches them). Nothing of theirs is recomputed in backward, and the
         predictor has no backward steps to place their checkpoint's on. A block holding both (a residual around a
-        detach) is left out too when an op no gradient reaches saves something in it."""
+        detach) is left out too when an op no gradient reaches saves something in it; so is a block that writes in
+        place into a storage made before it (relu_ on its input): its recompute would start from the written value."""
         reached, cut_off = set(), set()
         for entry, block in enumerate(self.base.entry_block):
             if entry in self.base.first_backward_step:
                 reached.add(block)
             elif entry in self.base.saving_entries:
                 cut_off.add(block)
-        kept, runs = reached - cut_off, []
+        kept, runs = reached - cut_off - self._overwriting_blocks(), []
         for region in regions:              # a region with a block left out splits into the runs around it
             run = []
             for block in region:
@@ -106,6 +107,23 @@ class Planner:
             if run:
                 runs.append(tuple(run))
         return tuple(runs)
+
+    def _overwriting_blocks(self):
+        """The blocks with an in-place op writing into a storage born before the block's first op (its input, or
+        earlier): checkpointed, the block's recompute would read what the write left, not what forward read."""
+        base, blocks = self.base, set()
+        first_step = {}
+        for entry, block in enumerate(base.entry_block):
+            if block is not None and entry in base.forward_step:
+                first_step[block] = min(first_step.get(block, base.forward_step[entry]), base.forward_step[entry])
+        born = {st["id"]: st["born"] for st in base.storages}
+        for tensor in self.base_document["tensors"]:
+            for write in tensor.get("versions", ()):
+                phase, entry = base.steps[write["step"]]
+                block = base.entry_block[entry] if phase == "forward" and entry is not None and entry < len(base.entry_block) else None
+                if block is not None and born[tensor["storage"]] < first_step.get(block, -1):
+                    blocks.add(block)
+        return blocks
 
     def heuristic_plans(self):
         n = self.base.n_blocks

@@ -34,7 +34,7 @@ class Recorder:
         self._running = []           # sweep items of the nodes running now (a checkpoint's backward nests)
         self._phases = []            # the phase to return to when a recompute ends
         self._aliases = {}           # (gradient storage uid, tensor uid) -> the record naming it that tensor's
-        self._storage_names = {}     # storage id -> [the name of the first tensor over it, views of it named since]
+        self._storage_names = {}     # storage id -> (the first tensor over it, [the views named after it])
         self._unrecorded_op = None   # the last op that ran without an entry: it made the next unnamed tensor
         self.micro_batch = None      # 1..N while an accumulated step runs its micro-batches, else None
         self.scaler = None           # the loss scaler's step, when the run used mixed precision
@@ -67,8 +67,8 @@ class Recorder:
     def _tensor(self, uid, storage, shape, dtype, name, kind, node=None, array=None, **extra):
         produced_by = self.entry_of.get(node.seq) if node is not None else None
         storage_record_ = self._storage(storage)
-        name = name or self._unnamed(storage_record_["id"], produced_by, extra.get("view"))
-        self._storage_names.setdefault(storage_record_["id"], [name, 0])
+        name = name or self._unnamed(uid, storage_record_["id"], produced_by, extra.get("view"))
+        self._storage_names.setdefault(storage_record_["id"], (uid, []))
         record = tensor_record(
             uid, name, kind, shape, _dtype_name(dtype), storage_record_, self.step, produced_by,
             # unrecorded ops (a checkpoint's forward) have no node: the layer being run then is the scope
@@ -79,17 +79,26 @@ class Recorder:
         self.tensors[uid] = record
         return record
 
-    def _unnamed(self, storage_id, produced_by, view):
+    def _unnamed(self, uid, storage_id, produced_by, view):
         """The name of a tensor its maker did not name: an op's output is t<entry>; a view of a named tensor that no
         entry made (a micro-batch's rows of x) is x.view1, x.view2, ...; else the op that ran without an entry and the
         step (cast@0: autocast's copy of x). Never t<id>, which reads as some entry's output."""
         if produced_by is not None:
             return f"t{produced_by}"
         base = self._storage_names.get(storage_id)
-        if view and base is not None:
-            base[1] += 1
-            return f"{base[0]}.view{base[1]}"
+        if view and base is not None:           # and renamed with its base (_rename: a gradient becomes d<owner>)
+            base[1].append(uid)
+            return f"{self._name_of(base[0])}.view{len(base[1])}"
         return f"{self._unrecorded_op or 'tensor'}@{self.step}"
+
+    def _rename(self, uid, name):
+        """A tensor's name from now on, and its views' (x.view1 follows x)."""
+        record = self.tensors[uid]
+        record["name"] = name
+        base, views = self._storage_names.get(record["storage"], (None, ()))
+        if base == uid:
+            for k, view in enumerate(views, start=1):
+                self.tensors[view]["name"] = f"{name}.view{k}"
 
     def _held(self, storage):
         """One more Tensor over `storage`; `dropped` becomes the step its last one goes (see on_drop)."""
@@ -175,7 +184,7 @@ class Recorder:
             self._tensor(storage.uid, storage, tensor.grad.shape, tensor.grad.dtype, f"{tensor.name}.grad",
                          "grad", None, tensor.grad)
         self.tensors[storage.uid]["grad_of"] = tensor.uid
-        self.tensors[storage.uid]["name"] = f"{self.tensors[tensor.uid]['name']}.grad"
+        self._rename(storage.uid, f"{self.tensors[tensor.uid]['name']}.grad")
 
     def on_free(self, storage):
         record = self.storages.get(storage.address)
@@ -267,7 +276,7 @@ class Recorder:
                 return uid                  # a forward value (never an adjoint, but never renamed either)
             record["grad_of"] = owner
             if not record["name"].endswith(".grad"):
-                record["name"] = f"d{self._name_of(owner)}"
+                self._rename(uid, f"d{self._name_of(owner)}")
             return uid
         alias = self._aliases.get((uid, owner))
         if alias is None:

@@ -129,3 +129,7 @@ def test_no_two_tensors_share_a_name_and_t_n_is_always_entry_ns_output(preset_id
             assert t["produced_by"] == int(t["name"][1:]), t
         if t["kind"] != "grad" and not t["name"].startswith(("const ", "dt")):    # dt: a recorded backward's
             assert named.setdefault(t["name"], t["id"]) == t["id"], (t["name"], named[t["name"]], t["id"])
+    names = {t["name"] for t in document["tensors"]}
+    for t in document["tensors"]:       # x.view1 is named after a tensor that has that name (renamed with it)
+        if ".view" in t["name"]:
+            assert t["name"].rsplit(".view", 1)[0] in names, t["name"]
