@@ -95,7 +95,7 @@ class Planner:
                 reached.add(block)
             elif entry in self.base.saving_entries:
                 cut_off.add(block)
-        kept, runs = reached - cut_off - self._overwriting_blocks(), []
+        kept, runs = reached - cut_off - self._overwriting_blocks() - self._blocks_opening_unrecorded(), []
         for region in regions:              # a region with a block left out splits into the runs around it
             run = []
             for block in region:
@@ -107,6 +107,20 @@ class Planner:
             if run:
                 runs.append(tuple(run))
         return tuple(runs)
+
+    def _blocks_opening_unrecorded(self):
+        """The blocks whose first op runs under no_grad (a no_grad first in a repeated block): the predictor does not
+        place such a block's checkpointed forward (it was 48 B under on a repeat of [no_grad, linear]), so they are
+        not checkpointed. Autocast's unrecorded cast of an input, first in the first block, is placed: it stays."""
+        base, first = self.base, {}
+        for step, (_micro, block) in base.unrecorded_block.items():
+            first[block] = min(first.get(block, step), step)
+        for entry, block in enumerate(base.entry_block):
+            if block is not None and entry in base.forward_step:
+                first[block] = min(first.get(block, base.forward_step[entry]), base.forward_step[entry])
+        steps = self.base_document["steps"]
+        return {block for step, (_micro, block) in base.unrecorded_block.items()
+                if first.get(block) == step and "autocast" not in steps[step]}
 
     def _overwriting_blocks(self):
         """The blocks with an in-place op writing into a storage born before the block's first op (its input, or
