@@ -10,7 +10,7 @@ Masks, indices and gates are never differentiated: `constant` reads a value's ar
 """
 import numpy as np
 
-from backend.tape.tensor import Tensor, constant
+from backend.tape.tensor import Tensor, constant_leaf
 
 
 def _apply(name, inputs, attrs):
@@ -27,7 +27,7 @@ def constant(x):
 def like(array, reference):
     """`array` as a value of `reference`'s kind: a constant Tensor beside a Tensor, the array itself otherwise."""
     if isinstance(reference, Tensor) and not isinstance(array, Tensor):
-        return constant(np.asarray(array))
+        return constant_leaf(np.asarray(array))
     return array
 
 

@@ -9,14 +9,14 @@ from backend.tape.dispatch import apply
 from backend.tape.ops.nn import REDUCTIONS
 from backend.tape.promotion import DEFAULT_FLOAT, FLOATING, binary_operands, category, operand_as
 from backend.tape.registry import OPS
-from backend.tape.tensor import Tensor, constant
+from backend.tape.tensor import Tensor, constant_leaf
 
 
 def as_tensor(value, like):
     """A Python number or array used as an operand: a constant leaf in the other operand's dtype."""
     if isinstance(value, Tensor):
         return value
-    return constant(np.asarray(value, dtype=like.data.dtype))
+    return constant_leaf(np.asarray(value, dtype=like.data.dtype))
 
 
 def _unary(name):

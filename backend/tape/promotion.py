@@ -15,7 +15,7 @@ import numpy as np
 from backend.tape import amp
 from backend.tape.dispatch import apply
 from backend.tape.registry import OPS
-from backend.tape.tensor import Tensor, constant, differentiable
+from backend.tape.tensor import Tensor, constant_leaf, differentiable
 
 BOOL, INTEGER, FLOATING = 0, 1, 2
 DEFAULT_FLOAT = np.dtype(np.float32)        # torch.get_default_dtype(): what a Python float is
@@ -89,7 +89,7 @@ def operand_as(value, dtype):
         if value.data.dtype == dtype:
             return value
         return apply(OPS["cast"], (value,), {"dtype": dtype.name, "source": value.data.dtype.name})
-    return constant(np.asarray(value, dtype=dtype))
+    return constant_leaf(np.asarray(value, dtype=dtype))
 
 
 def binary_operands(op, a, b):

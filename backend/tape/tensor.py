@@ -198,7 +198,7 @@ def parameter(data, name=None, requires_grad=True):
     return Tensor.allocate(array, "param", requires_grad=requires_grad, name=name)
 
 
-def constant(array):
+def constant_leaf(array):
     """A Python number or array used as an operand: a constant leaf, named by its value when it is one number
     (`const 0.125`: two constants in one graph are told apart), else `const`."""
     name = f"const {array.item():.4g}" if array.ndim == 0 and array.dtype.kind in "biuf" else "const"

@@ -300,3 +300,12 @@ def test_a_relu_gated_gradient_keeps_a_history_whose_derivative_is_zero():
     assert not linear.requires_grad
     with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
         grad(linear.sum(), y)
+
+
+def test_a_vjps_array_beside_a_recorded_value_is_a_named_constant_tensor():
+    """arrays.like turns a vjp's ndarray into a constant leaf beside a Tensor (relu's backward under create_graph):
+    a same-named import once shadowed the constructor, and it handed back the bare array."""
+    from backend.tape import arrays
+    value = arrays.like(np.zeros(2), T.tensor(np.ones(2)))
+    assert isinstance(value, T.Tensor) and value.name == "const"
+    assert isinstance(arrays.like(np.zeros(2), np.ones(2)), np.ndarray)
