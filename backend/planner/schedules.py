@@ -6,6 +6,7 @@ recomputation); each has its own exact predictor over the same base run.
 import math
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from backend.planner import ilp, policies
 from backend.planner.base_run import BaseRun
@@ -83,20 +84,10 @@ class Planner:
         raise AssertionError(policy)
 
     def _regions(self, regions):
-        """Regions as tuples, without the blocks whose ops backward never runs: those the base run recorded nothing
-        for (a relu or dropout on the raw input, before any parameter) and those before a detach or a no_grad cut
-        (their ops are recorded, but no gradient reaches them). Nothing of theirs is recomputed in backward, and the
-        predictor has no backward steps to place their checkpoint's on. A block holding both (a residual around a
-        detach) is left out too when an op no gradient reaches saves something in it; so is a block that writes in
-        place into a storage made before it (relu_ on its input): its recompute would start from the written value."""
-        reached, cut_off = set(), set()
-        for entry, block in enumerate(self.base.entry_block):
-            if entry in self.base.first_backward_step:
-                reached.add(block)
-            elif entry in self.base.saving_entries:
-                cut_off.add(block)
-        kept, runs = reached - cut_off - self._overwriting_blocks() - self._blocks_opening_unrecorded(), []
-        for region in regions:              # a region with a block left out splits into the runs around it
+        """Regions as tuples, of the blocks a checkpoint may hold (_regionable_blocks); a region with a block left
+        out splits into the runs around it."""
+        kept, runs = self._regionable_blocks, []
+        for region in regions:
             run = []
             for block in region:
                 if block in kept:
@@ -108,28 +99,46 @@ class Planner:
                 runs.append(tuple(run))
         return tuple(runs)
 
+    @cached_property
+    def _regionable_blocks(self):
+        """The blocks a checkpoint may hold, worked out once from the base run. Left out: the blocks whose ops
+        backward never runs, those the base run recorded nothing for (a relu or dropout on the raw input, before any
+        parameter) and those before a detach or a no_grad cut (recorded, but no gradient reaches them): nothing of
+        theirs is recomputed in backward, and the predictor has no backward steps to place their checkpoint's on. A
+        block holding both (a residual around a detach) is left out when an op no gradient reaches saves something in
+        it; so are _overwriting_blocks and _blocks_opening_unrecorded."""
+        reached, cut_off = set(), set()
+        for entry, block in enumerate(self.base.entry_block):
+            if entry in self.base.first_backward_step:
+                reached.add(block)
+            elif entry in self.base.saving_entries:
+                cut_off.add(block)
+        return reached - cut_off - self._overwriting_blocks() - self._blocks_opening_unrecorded()
+
+    @cached_property
+    def _first_recorded_steps(self):
+        """block -> the base step of its first recorded forward op."""
+        base, first = self.base, {}
+        for entry, block in enumerate(base.entry_block):
+            if block is not None and entry in base.forward_step:
+                first[block] = min(first.get(block, base.forward_step[entry]), base.forward_step[entry])
+        return first
+
     def _blocks_opening_unrecorded(self):
         """The blocks whose first op runs under no_grad (a no_grad first in a repeated block): the predictor does not
         place such a block's checkpointed forward (it was 48 B under on a repeat of [no_grad, linear]), so they are
         not checkpointed. Autocast's unrecorded cast of an input, first in the first block, is placed: it stays."""
-        base, first = self.base, {}
-        for step, (_micro, block) in base.unrecorded_block.items():
+        first = dict(self._first_recorded_steps)
+        for step, (_micro, block) in self.base.unrecorded_block.items():
             first[block] = min(first.get(block, step), step)
-        for entry, block in enumerate(base.entry_block):
-            if block is not None and entry in base.forward_step:
-                first[block] = min(first.get(block, base.forward_step[entry]), base.forward_step[entry])
         steps = self.base_document["steps"]
-        return {block for step, (_micro, block) in base.unrecorded_block.items()
+        return {block for step, (_micro, block) in self.base.unrecorded_block.items()
                 if first.get(block) == step and "autocast" not in steps[step]}
 
     def _overwriting_blocks(self):
         """The blocks with an in-place op writing into a storage born before the block's first op (its input, or
         earlier): checkpointed, the block's recompute would read what the write left, not what forward read."""
-        base, blocks = self.base, set()
-        first_step = {}
-        for entry, block in enumerate(base.entry_block):
-            if block is not None and entry in base.forward_step:
-                first_step[block] = min(first_step.get(block, base.forward_step[entry]), base.forward_step[entry])
+        base, first_step, blocks = self.base, self._first_recorded_steps, set()
         born = {st["id"]: st["born"] for st in base.storages}
         for tensor in self.base_document["tensors"]:
             for write in tensor.get("versions", ()):
